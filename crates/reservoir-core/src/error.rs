@@ -1,0 +1,129 @@
+//! Typed errors for everything a caller, a file or the numbers can get wrong.
+
+use std::path::PathBuf;
+
+/// A configuration value broke one of its rules.
+///
+/// `field` is the dotted path of the key as it appears in a TOML file
+/// (for example `reservoir.leak_rate`), `rule` says what the value must satisfy.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("invalid value for `{field}`: {rule} (got {value})")]
+pub struct ConfigError {
+    /// Dotted key path, e.g. `reservoir.spectral_radius`.
+    pub field: String,
+    /// The rule the value must satisfy, e.g. `must be in (0, 1]`.
+    pub rule: String,
+    /// The offending value, formatted for the message.
+    pub value: String,
+}
+
+impl ConfigError {
+    /// Builds an error for `field` that broke `rule` with `value`.
+    pub fn new(field: impl Into<String>, rule: impl Into<String>, value: impl ToString) -> Self {
+        Self {
+            field: field.into(),
+            rule: rule.into(),
+            value: value.to_string(),
+        }
+    }
+
+    /// Adds a table prefix to the field path: `leak_rate` → `reservoir.leak_rate`.
+    pub fn prefixed(mut self, table: &str) -> Self {
+        self.field = format!("{table}.{}", self.field);
+        self
+    }
+}
+
+/// Every error the core library returns.
+#[derive(Debug, thiserror::Error)]
+pub enum ReservoirError {
+    /// A configuration value is out of range or inconsistent.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+
+    /// A TOML configuration could not be parsed (syntax, type or unknown key).
+    #[error("{origin}: {message}")]
+    ConfigParse {
+        /// The file (or `<embedded>`) the text came from.
+        origin: String,
+        /// The parser's message, naming the key and line.
+        message: String,
+    },
+
+    /// Array shapes do not fit together.
+    #[error("shape mismatch in {context}: expected {expected}, got {actual}")]
+    Shape {
+        /// What was being checked, e.g. `run inputs`.
+        context: String,
+        /// The expected shape or length.
+        expected: String,
+        /// The shape or length that was passed.
+        actual: String,
+    },
+
+    /// An input holds a value the computation cannot use (NaN, infinity, empty data, ...).
+    #[error("invalid input to {context}: {message}")]
+    InvalidInput {
+        /// What was being checked.
+        context: String,
+        /// What is wrong with it.
+        message: String,
+    },
+
+    /// A numerical method failed (singular system, no convergence, zero spectral radius, ...).
+    #[error("numerical failure in {context}: {message}")]
+    Numerical {
+        /// The method that failed.
+        context: String,
+        /// Why, and what to change.
+        message: String,
+    },
+
+    /// Reading or writing a file failed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file involved.
+        path: PathBuf,
+        /// The operating-system error.
+        source: std::io::Error,
+    },
+
+    /// A saved model file is not one of ours, is truncated, corrupted or of another version.
+    #[error("{}: {message}", path.display())]
+    ModelFormat {
+        /// The model file.
+        path: PathBuf,
+        /// What is wrong with it.
+        message: String,
+    },
+}
+
+impl ReservoirError {
+    /// Shorthand for a [`ReservoirError::Shape`] error.
+    pub fn shape(context: &str, expected: impl ToString, actual: impl ToString) -> Self {
+        Self::Shape {
+            context: context.to_string(),
+            expected: expected.to_string(),
+            actual: actual.to_string(),
+        }
+    }
+
+    /// Shorthand for a [`ReservoirError::InvalidInput`] error.
+    pub fn invalid(context: &str, message: impl ToString) -> Self {
+        Self::InvalidInput {
+            context: context.to_string(),
+            message: message.to_string(),
+        }
+    }
+
+    /// Shorthand for a [`ReservoirError::Numerical`] error.
+    pub fn numerical(context: &str, message: impl ToString) -> Self {
+        Self::Numerical {
+            context: context.to_string(),
+            message: message.to_string(),
+        }
+    }
+}
+
+/// Result type of the core library.
+pub type Result<T, E = ReservoirError> = std::result::Result<T, E>;

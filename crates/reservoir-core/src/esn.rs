@@ -1,0 +1,200 @@
+//! The echo-state reservoir on the CPU.
+
+use ndarray::{Array1, Array2, ArrayView1, ArrayView2, ArrayViewMut2};
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+use rand_distr::StandardNormal;
+
+use crate::activation::apply_in_place;
+use crate::config::{Precision, ReservoirConfig};
+use crate::error::{ReservoirError, Result};
+use crate::real::Real;
+use crate::reservoir::{check_run_shapes, Reservoir};
+use crate::rng::{stream_rng, Stream};
+use crate::sparse::CsrMatrix;
+use crate::weights::ReservoirWeights;
+
+/// Density at and above which W is stored dense: a dense row streams with SIMD, a sparse one
+/// gathers; measured crossover on the development machine (see the `esn` bench).
+pub const DENSE_DENSITY: f64 = 0.3;
+
+/// W in the layout its CPU mat-vec is fastest in.
+#[derive(Debug, Clone)]
+enum RecurrentLayout<T> {
+    Sparse(CsrMatrix<T>),
+    Dense(Array2<T>),
+}
+
+impl<T: Real> RecurrentLayout<T> {
+    fn new(w: &CsrMatrix<f64>) -> Self {
+        let density = w.nnz() as f64 / (w.nrows() as f64 * w.ncols() as f64);
+        if density >= DENSE_DENSITY {
+            RecurrentLayout::Dense(w.to_dense().mapv(T::from_f64))
+        } else {
+            RecurrentLayout::Sparse(w.cast())
+        }
+    }
+
+    /// `y ← W·x`; lengths are checked once by the owner.
+    fn mul_vec(&self, x: &[T], y: &mut [T]) {
+        match self {
+            RecurrentLayout::Sparse(w) => w.mul_vec_unchecked_len(x, y),
+            RecurrentLayout::Dense(w) => {
+                for (row, out) in w.rows().into_iter().zip(y.iter_mut()) {
+                    *out = row.iter().zip(x).map(|(&a, &b)| a * b).sum();
+                }
+            }
+        }
+    }
+}
+
+/// Echo-state reservoir: `x(t+1) = (1 − a)·x(t) + a·f(W_in·u(t) + W·x(t) + b + σ·ξ(t))`,
+/// with ξ(t) standard normal noise drawn from the config's seeded noise stream.
+///
+/// `T` is the arithmetic of the update (`f32` or `f64`); weights are generated in `f64` and
+/// rounded once. A reservoir built twice from the same config produces bit-identical states.
+#[derive(Debug, Clone)]
+pub struct EchoStateNetwork<T: Real = f32> {
+    config: ReservoirConfig,
+    weights: ReservoirWeights,
+    recurrent: RecurrentLayout<T>,
+    /// W_in transposed (K × N), so each input channel's weights are contiguous.
+    input_by_channel: Array2<T>,
+    bias: Vec<T>,
+    leak: T,
+    state: Vec<T>,
+    pre_activation: Vec<T>,
+    noise: ChaCha8Rng,
+}
+
+impl<T: Real> EchoStateNetwork<T> {
+    /// Generates the weights for `config` and builds the reservoir in the zero state.
+    pub fn new(config: &ReservoirConfig) -> Result<Self> {
+        let (weights, _) = ReservoirWeights::generate(config)?;
+        Self::from_weights(config, weights)
+    }
+
+    /// Builds a reservoir on existing weights (a loaded model, or weights made elsewhere).
+    ///
+    /// # Errors
+    /// An invalid config, or weights whose sizes differ from `config.size` / `input_size`.
+    pub fn from_weights(config: &ReservoirConfig, weights: ReservoirWeights) -> Result<Self> {
+        config.validate()?;
+        if weights.size() != config.size || weights.input_size() != config.input_size {
+            return Err(ReservoirError::shape(
+                "reservoir weights for this config",
+                format!("size {} and input_size {}", config.size, config.input_size),
+                format!("size {} and input_size {}", weights.size(), weights.input_size()),
+            ));
+        }
+        let n = config.size;
+        Ok(Self {
+            recurrent: RecurrentLayout::new(weights.recurrent()),
+            input_by_channel: weights.input().t().mapv(T::from_f64),
+            bias: weights.bias().iter().map(|&b| T::from_f64(b)).collect(),
+            leak: T::from_f64(config.leak_rate),
+            state: vec![T::zero(); n],
+            pre_activation: vec![T::zero(); n],
+            noise: stream_rng(config.seed, Stream::Noise),
+            config: config.clone(),
+            weights,
+        })
+    }
+
+    /// The configuration the reservoir was built from.
+    pub fn config(&self) -> &ReservoirConfig {
+        &self.config
+    }
+
+    /// The weights (in `f64`, as generated).
+    pub fn weights(&self) -> &ReservoirWeights {
+        &self.weights
+    }
+
+    /// One update with input `u` (K entries, already checked).
+    fn step(&mut self, u: ArrayView1<f64>) {
+        let pre = &mut self.pre_activation;
+        self.recurrent.mul_vec(&self.state, pre);
+        for (p, &b) in pre.iter_mut().zip(&self.bias) {
+            *p += b;
+        }
+        for (&u_k, w_k) in u.iter().zip(self.input_by_channel.rows()) {
+            if u_k != 0.0 {
+                let u_k = T::from_f64(u_k);
+                for (p, &w) in pre.iter_mut().zip(w_k.iter()) {
+                    *p += w * u_k;
+                }
+            }
+        }
+        if self.config.noise_level > 0.0 {
+            for p in pre.iter_mut() {
+                let xi: f64 = self.noise.sample(StandardNormal);
+                *p += T::from_f64(self.config.noise_level * xi);
+            }
+        }
+        apply_in_place(self.config.activation, pre);
+        let keep = T::one() - self.leak;
+        for (x, &p) in self.state.iter_mut().zip(pre.iter()) {
+            *x = keep * *x + self.leak * p;
+        }
+    }
+}
+
+impl<T: Real> Reservoir for EchoStateNetwork<T> {
+    fn size(&self) -> usize {
+        self.config.size
+    }
+
+    fn input_size(&self) -> usize {
+        self.config.input_size
+    }
+
+    fn reset(&mut self) {
+        self.state.fill(T::zero());
+    }
+
+    fn state(&self) -> Array1<f64> {
+        self.state.iter().map(|v| v.as_f64()).collect()
+    }
+
+    fn set_state(&mut self, state: ArrayView1<f64>) -> Result<()> {
+        if state.len() != self.size() {
+            return Err(ReservoirError::shape("reservoir state", self.size(), state.len()));
+        }
+        if state.iter().any(|v| !v.is_finite()) {
+            return Err(ReservoirError::invalid("reservoir state", "values must be finite"));
+        }
+        for (x, &v) in self.state.iter_mut().zip(state.iter()) {
+            *x = T::from_f64(v);
+        }
+        Ok(())
+    }
+
+    fn run_into(&mut self, inputs: ArrayView2<f64>, mut states: ArrayViewMut2<f64>) -> Result<()> {
+        check_run_shapes(self.size(), self.input_size(), &inputs, &states)?;
+        for (u, mut out) in inputs.rows().into_iter().zip(states.rows_mut()) {
+            self.step(u);
+            for (o, x) in out.iter_mut().zip(&self.state) {
+                *o = x.as_f64();
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A CPU echo-state reservoir for `config`, in the precision `config.precision` asks for.
+pub fn cpu_reservoir(config: &ReservoirConfig) -> Result<Box<dyn Reservoir + Send>> {
+    let (weights, _) = ReservoirWeights::generate(config)?;
+    cpu_reservoir_from_weights(config, weights)
+}
+
+/// Builds the reservoir for `weights` in the precision `config.precision` asks for.
+pub fn cpu_reservoir_from_weights(
+    config: &ReservoirConfig,
+    weights: ReservoirWeights,
+) -> Result<Box<dyn Reservoir + Send>> {
+    Ok(match config.precision {
+        Precision::F32 => Box::new(EchoStateNetwork::<f32>::from_weights(config, weights)?),
+        Precision::F64 => Box::new(EchoStateNetwork::<f64>::from_weights(config, weights)?),
+    })
+}

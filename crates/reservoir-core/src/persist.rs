@@ -1,0 +1,170 @@
+//! Saving and loading trained models: a checked header, then a bincode payload.
+//!
+//! File layout (little-endian):
+//!
+//! | bytes | content |
+//! |---|---|
+//! | 8 | magic `RSVMODEL` |
+//! | 4 | format version ([`FORMAT_VERSION`]) |
+//! | 8 | payload length in bytes |
+//! | 4 | CRC-32 of the payload |
+//! | n | bincode (standard config) of [`Model`] |
+//!
+//! Loading checks each of these before decoding, so a foreign, truncated or corrupted file is a
+//! clear error, and decoding never trusts a length it has not read. Saving writes a temporary
+//! file next to the target and renames it over the target only once it is complete.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use ndarray::Array1;
+use serde::{Deserialize, Serialize};
+
+use crate::config::ReservoirConfig;
+use crate::error::{ReservoirError, Result};
+use crate::readout::LinearReadout;
+use crate::weights::ReservoirWeights;
+
+/// First eight bytes of every model file.
+pub const MAGIC: [u8; 8] = *b"RSVMODEL";
+/// Version of the payload layout this build writes and reads.
+pub const FORMAT_VERSION: u32 = 1;
+const HEADER_LEN: usize = 8 + 4 + 8 + 4;
+
+/// Everything needed to reproduce predictions: the reservoir, its weights, the trained readout,
+/// the state to continue from, and the names of the data columns it was trained on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Model {
+    /// The reservoir configuration (seed included).
+    pub config: ReservoirConfig,
+    /// The reservoir's weights, stored rather than regenerated.
+    pub weights: ReservoirWeights,
+    /// The trained readout.
+    pub readout: LinearReadout,
+    /// The reservoir state at the end of the last run (training, or test when given).
+    pub state: Array1<f64>,
+    /// Names of the input columns, in order.
+    pub input_columns: Vec<String>,
+    /// Names of the target columns, in order.
+    pub target_columns: Vec<String>,
+}
+
+impl Model {
+    /// Checks that the parts fit together (sizes of config, weights, readout, state, names).
+    pub fn validate(&self) -> Result<()> {
+        self.config.validate()?;
+        let n = self.weights.size();
+        let consistent = self.config.size == n
+            && self.config.input_size == self.weights.input_size()
+            && self.readout.n_features() == n
+            && self.state.len() == n
+            && self.input_columns.len() == self.weights.input_size()
+            && self.target_columns.len() == self.readout.n_outputs();
+        if !consistent {
+            return Err(ReservoirError::invalid(
+                "model",
+                "config, weights, readout, state and column names disagree on sizes",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Writes the model to `path` atomically (temporary file, then rename).
+    pub fn save(&self, path: &Path) -> Result<()> {
+        self.validate()?;
+        let payload = bincode::serde::encode_to_vec(self, bincode::config::standard()).map_err(|e| {
+            ReservoirError::ModelFormat {
+                path: path.to_path_buf(),
+                message: format!("cannot encode the model: {e}"),
+            }
+        })?;
+        let mut bytes = Vec::with_capacity(HEADER_LEN + payload.len());
+        bytes.extend_from_slice(&MAGIC);
+        bytes.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        bytes.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+        bytes.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+        bytes.extend_from_slice(&payload);
+        write_atomically(path, &bytes)
+    }
+
+    /// Reads a model written by [`Model::save`].
+    ///
+    /// # Errors
+    /// An I/O error naming the file, or a format error saying whether it is not a model file,
+    /// of another format version, truncated, corrupted, or inconsistent.
+    pub fn load(path: &Path) -> Result<Self> {
+        let bytes = fs::read(path).map_err(|source| ReservoirError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let format_error = |message: String| ReservoirError::ModelFormat {
+            path: path.to_path_buf(),
+            message,
+        };
+        if bytes.len() < MAGIC.len() || bytes[..MAGIC.len()] != MAGIC {
+            return Err(format_error("not a reservoir model file (bad magic bytes)".into()));
+        }
+        if bytes.len() < HEADER_LEN {
+            return Err(format_error("truncated header".into()));
+        }
+        let version = u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]);
+        if version != FORMAT_VERSION {
+            return Err(format_error(format!(
+                "model format version {version}, this build reads version {FORMAT_VERSION}"
+            )));
+        }
+        let mut len_bytes = [0u8; 8];
+        len_bytes.copy_from_slice(&bytes[12..20]);
+        let declared = u64::from_le_bytes(len_bytes);
+        let actual = (bytes.len() - HEADER_LEN) as u64;
+        if declared != actual {
+            return Err(format_error(format!(
+                "{} ({actual} payload bytes, header says {declared})",
+                if actual < declared { "truncated" } else { "trailing bytes after the model" }
+            )));
+        }
+        let checksum = u32::from_le_bytes([bytes[20], bytes[21], bytes[22], bytes[23]]);
+        let payload = &bytes[HEADER_LEN..];
+        if crc32fast::hash(payload) != checksum {
+            return Err(format_error("corrupted (checksum mismatch)".into()));
+        }
+        let (model, used): (Model, usize) =
+            bincode::serde::decode_from_slice(payload, bincode::config::standard())
+                .map_err(|e| format_error(format!("cannot decode the model: {e}")))?;
+        if used != payload.len() {
+            return Err(format_error("trailing bytes inside the payload".into()));
+        }
+        model
+            .validate()
+            .map_err(|e| format_error(format!("inconsistent model: {e}")))?;
+        Ok(model)
+    }
+}
+
+/// Writes `bytes` to a temporary file beside `path`, syncs it, and renames it over `path`; on
+/// any failure the temporary file is removed and `path` is left as it was.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    let io_error = |source| ReservoirError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file_name = path
+        .file_name()
+        .ok_or_else(|| io_error(std::io::Error::other("the path names no file")))?;
+    let mut temp_name = std::ffi::OsString::from(".");
+    temp_name.push(file_name);
+    temp_name.push(format!(".tmp{}", std::process::id()));
+    let temp: PathBuf = path.with_file_name(temp_name);
+    let written = (|| {
+        let mut file = fs::File::create(&temp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        fs::rename(&temp, path)
+    })();
+    if let Err(source) = written {
+        let _ = fs::remove_file(&temp);
+        return Err(io_error(source));
+    }
+    Ok(())
+}

@@ -1,0 +1,12 @@
+//! Trained readouts: a linear map from reservoir states to outputs, fitted by ridge regression
+//! (batch) or recursive least squares (online).
+
+mod linear;
+mod ridge;
+mod rls;
+mod streaming;
+
+pub use linear::LinearReadout;
+pub use ridge::{RidgeAccumulator, RidgeFit};
+pub use rls::Rls;
+pub use streaming::{accumulate_run, fit_ridge, STREAM_CHUNK_ROWS};

@@ -1,0 +1,86 @@
+//! The one interface every reservoir implements, on the CPU and on the GPU.
+
+use ndarray::{Array1, Array2, ArrayView1, ArrayView2, ArrayViewMut2};
+
+use crate::error::{ReservoirError, Result};
+
+/// A driven dynamical system that turns an input sequence (T × K) into states (T × N).
+///
+/// Inputs and states cross this interface as `f64` whatever the reservoir computes in, so a
+/// readout trains on any backend's states the same way.
+pub trait Reservoir {
+    /// Number of units N (columns of the states).
+    fn size(&self) -> usize;
+
+    /// Number of input channels K (columns of the inputs).
+    fn input_size(&self) -> usize;
+
+    /// Sets the state to zero (and the start of any per-run bookkeeping).
+    fn reset(&mut self);
+
+    /// The current state (N).
+    fn state(&self) -> Array1<f64>;
+
+    /// Replaces the current state.
+    ///
+    /// # Errors
+    /// A shape error when `state` does not have N entries, or an invalid-input error when one
+    /// is not finite.
+    fn set_state(&mut self, state: ArrayView1<f64>) -> Result<()>;
+
+    /// Runs over `inputs` (T × K) from the current state, writing the state after each step
+    /// into the matching row of `states` (T × N). The reservoir keeps the final state.
+    ///
+    /// # Errors
+    /// A shape error for mismatched arrays, an invalid-input error for a non-finite input.
+    fn run_into(&mut self, inputs: ArrayView2<f64>, states: ArrayViewMut2<f64>) -> Result<()>;
+
+    /// [`Reservoir::run_into`] into a new array.
+    fn run(&mut self, inputs: ArrayView2<f64>) -> Result<Array2<f64>> {
+        let mut states = Array2::zeros((inputs.nrows(), self.size()));
+        self.run_into(inputs, states.view_mut())?;
+        Ok(states)
+    }
+
+    /// Runs independent sequences (of any lengths), each from the zero state; the reservoir is
+    /// left in the final state of the last one.
+    fn run_many(&mut self, sequences: &[ArrayView2<f64>]) -> Result<Vec<Array2<f64>>> {
+        sequences
+            .iter()
+            .map(|inputs| {
+                self.reset();
+                self.run(*inputs)
+            })
+            .collect()
+    }
+}
+
+/// Checks the shapes of a `run_into` call and that every input is finite.
+pub fn check_run_shapes(
+    size: usize,
+    input_size: usize,
+    inputs: &ArrayView2<f64>,
+    states: &ArrayViewMut2<f64>,
+) -> Result<()> {
+    if inputs.ncols() != input_size {
+        return Err(ReservoirError::shape(
+            "reservoir inputs",
+            format!("{input_size} columns"),
+            format!("{} columns", inputs.ncols()),
+        ));
+    }
+    if states.dim() != (inputs.nrows(), size) {
+        return Err(ReservoirError::shape(
+            "reservoir states",
+            format!("{} x {size}", inputs.nrows()),
+            format!("{} x {}", states.nrows(), states.ncols()),
+        ));
+    }
+    if let Some(((row, col), _)) = inputs.indexed_iter().find(|(_, v)| !v.is_finite()) {
+        return Err(ReservoirError::invalid(
+            "reservoir inputs",
+            format!("row {row}, column {col} is not finite"),
+        ));
+    }
+    Ok(())
+}

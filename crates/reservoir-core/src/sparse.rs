@@ -1,0 +1,241 @@
+//! Compressed sparse row (CSR) matrices for the recurrent weights.
+
+use ndarray::Array2;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{ReservoirError, Result};
+use crate::real::Real;
+use crate::spectral::{spectral_radius, LinearOperator, SpectralEstimate, SpectralOptions};
+
+/// A CSR matrix whose structure is checked on construction (and on deserialisation), so the
+/// mat-vec can index without bounds checks.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "CsrParts<T>", bound = "T: Real")]
+pub struct CsrMatrix<T> {
+    nrows: usize,
+    ncols: usize,
+    row_ptr: Vec<u32>,
+    col_idx: Vec<u32>,
+    values: Vec<T>,
+}
+
+/// The raw arrays of a CSR matrix, as stored on disk.
+#[derive(Deserialize)]
+#[serde(bound = "T: Real")]
+struct CsrParts<T> {
+    nrows: usize,
+    ncols: usize,
+    row_ptr: Vec<u32>,
+    col_idx: Vec<u32>,
+    values: Vec<T>,
+}
+
+impl<T: Real> TryFrom<CsrParts<T>> for CsrMatrix<T> {
+    type Error = ReservoirError;
+    fn try_from(p: CsrParts<T>) -> Result<Self> {
+        Self::from_parts(p.nrows, p.ncols, p.row_ptr, p.col_idx, p.values)
+    }
+}
+
+impl<T: Real> CsrMatrix<T> {
+    /// Builds a matrix from CSR arrays, checking that `row_ptr` is monotone and ends at
+    /// `nnz`, that every column index is `< ncols` and strictly increasing within its row.
+    pub fn from_parts(
+        nrows: usize,
+        ncols: usize,
+        row_ptr: Vec<u32>,
+        col_idx: Vec<u32>,
+        values: Vec<T>,
+    ) -> Result<Self> {
+        const CTX: &str = "CSR matrix";
+        if row_ptr.len() != nrows + 1 {
+            return Err(ReservoirError::shape(CTX, nrows + 1, row_ptr.len()));
+        }
+        if col_idx.len() != values.len() {
+            return Err(ReservoirError::shape(CTX, col_idx.len(), values.len()));
+        }
+        if ncols > u32::MAX as usize || row_ptr.first() != Some(&0) {
+            return Err(ReservoirError::invalid(CTX, "row_ptr must start at 0"));
+        }
+        if row_ptr[nrows] as usize != values.len() {
+            return Err(ReservoirError::invalid(CTX, "row_ptr must end at the number of non-zeros"));
+        }
+        for (row, w) in row_ptr.windows(2).enumerate() {
+            if w[0] > w[1] {
+                return Err(ReservoirError::invalid(CTX, format!("row_ptr decreases at row {row}")));
+            }
+            let cols = &col_idx[w[0] as usize..w[1] as usize];
+            if cols.iter().any(|&c| c as usize >= ncols) || cols.windows(2).any(|c| c[0] >= c[1]) {
+                return Err(ReservoirError::invalid(
+                    CTX,
+                    format!("row {row}: column indices must be < {ncols} and increasing"),
+                ));
+            }
+        }
+        if values.iter().any(|v| !v.is_finite()) {
+            return Err(ReservoirError::invalid(CTX, "values must be finite"));
+        }
+        Ok(Self {
+            nrows,
+            ncols,
+            row_ptr,
+            col_idx,
+            values,
+        })
+    }
+
+    /// Number of rows.
+    pub fn nrows(&self) -> usize {
+        self.nrows
+    }
+
+    /// Number of columns.
+    pub fn ncols(&self) -> usize {
+        self.ncols
+    }
+
+    /// Number of stored non-zeros.
+    pub fn nnz(&self) -> usize {
+        self.values.len()
+    }
+
+    /// Row pointers (`nrows + 1` entries).
+    pub fn row_ptr(&self) -> &[u32] {
+        &self.row_ptr
+    }
+
+    /// Column index of every non-zero.
+    pub fn col_idx(&self) -> &[u32] {
+        &self.col_idx
+    }
+
+    /// Value of every non-zero.
+    pub fn values(&self) -> &[T] {
+        &self.values
+    }
+
+    /// Multiplies every value by `factor`.
+    pub fn scale(&mut self, factor: T) {
+        for v in &mut self.values {
+            *v = *v * factor;
+        }
+    }
+
+    /// The same matrix with every value rounded to `U`.
+    pub fn cast<U: Real>(&self) -> CsrMatrix<U> {
+        CsrMatrix {
+            nrows: self.nrows,
+            ncols: self.ncols,
+            row_ptr: self.row_ptr.clone(),
+            col_idx: self.col_idx.clone(),
+            values: self.values.iter().map(|v| U::from_f64(v.as_f64())).collect(),
+        }
+    }
+
+    /// The dense equivalent.
+    pub fn to_dense(&self) -> Array2<T> {
+        let mut dense = Array2::zeros((self.nrows, self.ncols));
+        for row in 0..self.nrows {
+            for k in self.row_range(row) {
+                dense[(row, self.col_idx[k] as usize)] = self.values[k];
+            }
+        }
+        dense
+    }
+
+    fn row_range(&self, row: usize) -> std::ops::Range<usize> {
+        self.row_ptr[row] as usize..self.row_ptr[row + 1] as usize
+    }
+
+    /// `y ← A·x`.
+    ///
+    /// # Errors
+    /// A shape error when `x.len() != ncols` or `y.len() != nrows`.
+    pub fn mul_vec(&self, x: &[T], y: &mut [T]) -> Result<()> {
+        if x.len() != self.ncols || y.len() != self.nrows {
+            return Err(ReservoirError::shape(
+                "CSR mat-vec",
+                format!("x of {} and y of {}", self.ncols, self.nrows),
+                format!("x of {} and y of {}", x.len(), y.len()),
+            ));
+        }
+        self.mul_vec_unchecked_len(x, y);
+        Ok(())
+    }
+
+    /// `y ← A·x` for callers that have checked the lengths once (the reservoir's hot loop).
+    pub(crate) fn mul_vec_unchecked_len(&self, x: &[T], y: &mut [T]) {
+        assert!(x.len() >= self.ncols && y.len() >= self.nrows, "CSR mat-vec lengths");
+        for (row, out) in y.iter_mut().enumerate().take(self.nrows) {
+            let range = self.row_range(row);
+            let cols = &self.col_idx[range.clone()];
+            let vals = &self.values[range];
+            // Four independent accumulators hide the latency of the gathered loads.
+            let mut acc = [T::zero(); 4];
+            let mut chunks_c = cols.chunks_exact(4);
+            let mut chunks_v = vals.chunks_exact(4);
+            for (c, v) in (&mut chunks_c).zip(&mut chunks_v) {
+                for lane in 0..4 {
+                    // SAFETY: `from_parts` checked every column index < ncols, and the
+                    // assert above checked x.len() >= ncols.
+                    acc[lane] += v[lane] * unsafe { *x.get_unchecked(c[lane] as usize) };
+                }
+            }
+            let mut sum = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+            for (&c, &v) in chunks_c.remainder().iter().zip(chunks_v.remainder()) {
+                // SAFETY: as above.
+                sum += v * unsafe { *x.get_unchecked(c as usize) };
+            }
+            *out = sum;
+        }
+    }
+}
+
+impl CsrMatrix<f64> {
+    /// The sparse equivalent of a dense matrix (exact zeros are dropped).
+    pub fn from_dense(dense: &Array2<f64>) -> Result<Self> {
+        let (nrows, ncols) = dense.dim();
+        let mut row_ptr = Vec::with_capacity(nrows + 1);
+        let mut col_idx = Vec::new();
+        let mut values = Vec::new();
+        row_ptr.push(0);
+        for row in dense.rows() {
+            for (c, &v) in row.iter().enumerate() {
+                if v != 0.0 {
+                    col_idx.push(c as u32);
+                    values.push(v);
+                }
+            }
+            let nnz = u32::try_from(values.len())
+                .map_err(|_| ReservoirError::invalid("CSR matrix", "more than 2^32 non-zeros"))?;
+            row_ptr.push(nnz);
+        }
+        Self::from_parts(nrows, ncols, row_ptr, col_idx, values)
+    }
+}
+
+impl CsrMatrix<f64> {
+    /// Spectral radius of a square matrix by power iteration (see [`crate::spectral`]).
+    pub fn spectral_radius(&self, options: &SpectralOptions) -> Result<SpectralEstimate> {
+        if self.nrows != self.ncols {
+            return Err(ReservoirError::shape(
+                "spectral radius",
+                "a square matrix",
+                format!("{} x {}", self.nrows, self.ncols),
+            ));
+        }
+        spectral_radius(&SquareCsr(self), options)
+    }
+}
+
+/// A CSR matrix known to be square, so it can serve as a [`LinearOperator`].
+struct SquareCsr<'a>(&'a CsrMatrix<f64>);
+
+impl LinearOperator for SquareCsr<'_> {
+    fn dim(&self) -> usize {
+        self.0.nrows
+    }
+    fn apply(&self, x: &[f64], y: &mut [f64]) {
+        self.0.mul_vec_unchecked_len(x, y);
+    }
+}

@@ -1,0 +1,105 @@
+//! Memory capacity (Jaeger 2001).
+
+use ndarray::{s, Array2, ArrayView1};
+use rand::Rng;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{ReservoirError, Result};
+use crate::readout::{accumulate_run, RidgeAccumulator};
+use crate::reservoir::Reservoir;
+use crate::rng::{stream_rng, Stream};
+
+/// Protocol of [`memory_capacity`].
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct MemoryCapacityOptions {
+    /// Largest delay k (outputs are u(t−1) … u(t−k_max)). Default 200.
+    pub max_delay: usize,
+    /// Rows used for training after the washout. Default 5000.
+    pub train_len: usize,
+    /// Held-out rows the capacity is measured on. Default 2000.
+    pub test_len: usize,
+    /// Rows dropped at the start (at least `max_delay`, so every target exists). Default 500.
+    pub washout: usize,
+    /// Ridge penalty of the readouts. Default 1e-10.
+    pub ridge: f64,
+    /// Seed of the i.i.d. input. Default 7.
+    pub seed: u64,
+}
+
+impl Default for MemoryCapacityOptions {
+    fn default() -> Self {
+        Self {
+            max_delay: 200,
+            train_len: 5000,
+            test_len: 2000,
+            washout: 500,
+            ridge: 1e-10,
+            seed: 7,
+        }
+    }
+}
+
+/// Result of [`memory_capacity`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemoryCapacity {
+    /// MC = Σ_k r²(u(t−k), ŷ_k(t)); at most the number of units.
+    pub total: f64,
+    /// r² for k = 1 … max_delay.
+    pub per_delay: Vec<f64>,
+}
+
+/// Measures memory capacity: input u ~ U[−0.5, 0.5] i.i.d.; for each delay k a ridge readout
+/// is trained to output u(t−k) (all delays in one multi-output fit, which is the same as k
+/// separate fits); MC is the sum of squared correlations on held-out rows.
+///
+/// The reservoir must have one input channel; it is reset first.
+pub fn memory_capacity(reservoir: &mut dyn Reservoir, options: &MemoryCapacityOptions) -> Result<MemoryCapacity> {
+    let MemoryCapacityOptions { max_delay, train_len, test_len, washout, ridge, seed } = *options;
+    if reservoir.input_size() != 1 || max_delay == 0 || washout < max_delay || train_len == 0 || test_len < 2 {
+        return Err(ReservoirError::invalid(
+            "memory capacity",
+            "needs a 1-input reservoir, max_delay >= 1, washout >= max_delay, train_len >= 1, test_len >= 2",
+        ));
+    }
+    let total = washout + train_len + test_len;
+    let mut rng = stream_rng(seed, Stream::Input);
+    let u: Vec<f64> = (0..total).map(|_| rng.random_range(-0.5..0.5)).collect();
+    let inputs = Array2::from_shape_vec((total, 1), u.clone())
+        .map_err(|e| ReservoirError::invalid("memory capacity", e))?;
+    let delayed = Array2::from_shape_fn((total, max_delay), |(t, k)| if t > k { u[t - k - 1] } else { 0.0 });
+
+    reservoir.reset();
+    let train_end = washout + train_len;
+    let mut acc = RidgeAccumulator::new(reservoir.size(), max_delay, 1);
+    accumulate_run(
+        reservoir,
+        inputs.slice(s![..train_end, ..]),
+        delayed.slice(s![..train_end, ..]),
+        washout,
+        &mut acc,
+    )?;
+    let fit = acc.solve(ridge)?;
+    let test_states = reservoir.run(inputs.slice(s![train_end.., ..]))?;
+    let predictions = fit.readout.predict(test_states.view())?;
+    let targets = delayed.slice(s![train_end.., ..]);
+    let per_delay: Vec<f64> = (0..max_delay)
+        .map(|k| squared_correlation(predictions.column(k), targets.column(k)))
+        .collect();
+    Ok(MemoryCapacity { total: per_delay.iter().sum(), per_delay })
+}
+
+/// Squared Pearson correlation; 0 when either side is constant.
+fn squared_correlation(a: ArrayView1<f64>, b: ArrayView1<f64>) -> f64 {
+    let (ma, mb) = (a.mean().unwrap_or(0.0), b.mean().unwrap_or(0.0));
+    let (mut sab, mut saa, mut sbb) = (0.0, 0.0, 0.0);
+    for (x, y) in a.iter().zip(b) {
+        sab += (x - ma) * (y - mb);
+        saa += (x - ma) * (x - ma);
+        sbb += (y - mb) * (y - mb);
+    }
+    if saa == 0.0 || sbb == 0.0 {
+        0.0
+    } else {
+        sab * sab / (saa * sbb)
+    }
+}

@@ -1,0 +1,200 @@
+//! Seeded generation of the reservoir's weights: sparse W scaled to a spectral radius, W_in, b.
+
+use ndarray::{Array1, Array2};
+use rand::seq::index;
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+use rand_distr::StandardNormal;
+use serde::{Deserialize, Serialize};
+
+use crate::config::{ReservoirConfig, WeightDistribution};
+use crate::error::{ReservoirError, Result};
+use crate::rng::{stream_rng, Stream};
+use crate::sparse::CsrMatrix;
+use crate::spectral::{SpectralEstimate, SpectralOptions};
+
+/// The fixed (untrained) weights of an echo-state reservoir, in `f64`.
+///
+/// `generate` is deterministic: the same config (size, densities, scalings, distribution,
+/// spectral radius, seed) gives bit-identical matrices on every run and platform. Uniform
+/// weights use only integer and IEEE-exact operations; normal weights use `rand_distr`'s
+/// ziggurat, whose rare tail steps call `exp`/`ln`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "WeightParts")]
+pub struct ReservoirWeights {
+    recurrent: CsrMatrix<f64>,
+    input: Array2<f64>,
+    bias: Array1<f64>,
+}
+
+#[derive(Deserialize)]
+struct WeightParts {
+    recurrent: CsrMatrix<f64>,
+    input: Array2<f64>,
+    bias: Array1<f64>,
+}
+
+impl TryFrom<WeightParts> for ReservoirWeights {
+    type Error = ReservoirError;
+    fn try_from(p: WeightParts) -> Result<Self> {
+        Self::from_parts(p.recurrent, p.input, p.bias)
+    }
+}
+
+/// Number of non-zeros per row (or column) for a density: `round(p·n)`, at least 1.
+fn fan(density: f64, n: usize) -> usize {
+    ((density * n as f64).round() as usize).clamp(1, n)
+}
+
+fn draw(rng: &mut ChaCha8Rng, distribution: WeightDistribution) -> f64 {
+    match distribution {
+        WeightDistribution::Uniform => rng.random_range(-1.0..1.0),
+        WeightDistribution::Normal => rng.sample(StandardNormal),
+    }
+}
+
+/// `count` distinct indices below `n`, sorted.
+fn sorted_sample(rng: &mut ChaCha8Rng, n: usize, count: usize) -> Vec<usize> {
+    let mut picked = index::sample(rng, n, count).into_vec();
+    picked.sort_unstable();
+    picked
+}
+
+impl ReservoirWeights {
+    /// Draws W, W_in and b for `config` and scales W to `config.spectral_radius`.
+    ///
+    /// W has exactly `round(connection_prob·N)` (≥ 1) non-zeros per row at uniformly chosen
+    /// columns; each input channel reaches exactly `round(input_connectivity·N)` (≥ 1) units.
+    /// Returns the weights and the spectral-radius estimate of the unscaled W.
+    ///
+    /// # Errors
+    /// An invalid config, or a W whose spectral radius is zero (too sparse to recur) or could
+    /// not be estimated.
+    pub fn generate(config: &ReservoirConfig) -> Result<(Self, SpectralEstimate)> {
+        config.validate()?;
+        let n = config.size;
+        let raw = Self::random_recurrent(config)?;
+        let options = SpectralOptions {
+            seed: stream_rng(config.seed, Stream::Spectral).random(),
+            ..SpectralOptions::default()
+        };
+        let estimate = raw.spectral_radius(&options)?;
+        if !estimate.converged {
+            return Err(ReservoirError::numerical(
+                "spectral radius",
+                format!(
+                    "power iteration did not converge after {} products (last estimate {})",
+                    estimate.iterations, estimate.radius
+                ),
+            ));
+        }
+        if estimate.radius <= f64::EPSILON {
+            return Err(ReservoirError::numerical(
+                "spectral radius",
+                format!(
+                    "the recurrent matrix has spectral radius 0 (size {n}, connection_prob {}): \
+                     it cannot be scaled; use a larger size or connection_prob",
+                    config.connection_prob
+                ),
+            ));
+        }
+        let mut recurrent = raw;
+        recurrent.scale(config.spectral_radius / estimate.radius);
+
+        let mut rng = stream_rng(config.seed, Stream::Input);
+        let mut input = Array2::zeros((n, config.input_size));
+        for channel in 0..config.input_size {
+            for unit in sorted_sample(&mut rng, n, fan(config.input_connectivity, n)) {
+                input[(unit, channel)] =
+                    config.input_scaling * draw(&mut rng, config.weight_distribution);
+            }
+        }
+
+        let mut rng = stream_rng(config.seed, Stream::Bias);
+        let bias = Array1::from_shape_fn(n, |_| config.bias_scaling * rng.random_range(-1.0..1.0));
+        Ok((Self::from_parts(recurrent, input, bias)?, estimate))
+    }
+
+    fn random_recurrent(config: &ReservoirConfig) -> Result<CsrMatrix<f64>> {
+        let n = config.size;
+        let per_row = fan(config.connection_prob, n);
+        let nnz = n
+            .checked_mul(per_row)
+            .filter(|&nnz| nnz <= u32::MAX as usize)
+            .ok_or_else(|| {
+                ReservoirError::invalid(
+                    "recurrent weights",
+                    format!("{n} x {per_row} non-zeros exceed 2^32"),
+                )
+            })?;
+        let mut rng = stream_rng(config.seed, Stream::Recurrent);
+        let mut row_ptr = Vec::with_capacity(n + 1);
+        let mut col_idx = Vec::with_capacity(nnz);
+        let mut values = Vec::with_capacity(nnz);
+        row_ptr.push(0u32);
+        for _ in 0..n {
+            for col in sorted_sample(&mut rng, n, per_row) {
+                col_idx.push(col as u32);
+                values.push(draw(&mut rng, config.weight_distribution));
+            }
+            row_ptr.push(col_idx.len() as u32);
+        }
+        CsrMatrix::from_parts(n, n, row_ptr, col_idx, values)
+    }
+
+    /// Wraps weights made elsewhere, checking that W is N × N, W_in is N × K and b has N entries.
+    pub fn from_parts(
+        recurrent: CsrMatrix<f64>,
+        input: Array2<f64>,
+        bias: Array1<f64>,
+    ) -> Result<Self> {
+        let n = recurrent.nrows();
+        if recurrent.ncols() != n || input.nrows() != n || bias.len() != n || input.ncols() == 0 {
+            return Err(ReservoirError::shape(
+                "reservoir weights",
+                format!("W {n} x {n}, W_in {n} x K (K >= 1), b {n}"),
+                format!(
+                    "W {} x {}, W_in {} x {}, b {}",
+                    recurrent.nrows(),
+                    recurrent.ncols(),
+                    input.nrows(),
+                    input.ncols(),
+                    bias.len()
+                ),
+            ));
+        }
+        if input.iter().chain(bias.iter()).any(|v| !v.is_finite()) {
+            return Err(ReservoirError::invalid("reservoir weights", "W_in and b must be finite"));
+        }
+        Ok(Self {
+            recurrent,
+            input,
+            bias,
+        })
+    }
+
+    /// Number of reservoir units N.
+    pub fn size(&self) -> usize {
+        self.recurrent.nrows()
+    }
+
+    /// Number of input channels K.
+    pub fn input_size(&self) -> usize {
+        self.input.ncols()
+    }
+
+    /// The recurrent matrix W (N × N), already scaled.
+    pub fn recurrent(&self) -> &CsrMatrix<f64> {
+        &self.recurrent
+    }
+
+    /// The input matrix W_in (N × K), already scaled.
+    pub fn input(&self) -> &Array2<f64> {
+        &self.input
+    }
+
+    /// The bias b (N).
+    pub fn bias(&self) -> &Array1<f64> {
+        &self.bias
+    }
+}
