@@ -24,10 +24,10 @@ pub fn tanh_f32_in_place(values: &mut [f32]) {
     const A3: f32 = 6.372_619_3e-4;
     const A5: f32 = 1.485_722_4e-5;
     const A7: f32 = 5.122_297e-8;
-    const A9: f32 = -8.604_671_5e-11;
-    const A11: f32 = 2.000_187_9e-13;
+    const A9: f32 = -8.604_671e-11;
+    const A11: f32 = 2.000_188e-13;
     const A13: f32 = -2.760_768_5e-16;
-    const B0: f32 = 4.893_525_2e-3;
+    const B0: f32 = 4.893_525e-3;
     const B2: f32 = 2.268_434_6e-3;
     const B4: f32 = 1.185_347_1e-4;
     const B6: f32 = 1.198_258_4e-6;

@@ -117,7 +117,7 @@ impl<T: Real> CsrMatrix<T> {
     /// Multiplies every value by `factor`.
     pub fn scale(&mut self, factor: T) {
         for v in &mut self.values {
-            *v = *v * factor;
+            *v *= factor;
         }
     }
 

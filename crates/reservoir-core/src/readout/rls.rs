@@ -50,7 +50,7 @@ impl Rls {
             return Err(ReservoirError::shape("RLS input", f, state.len()));
         }
         let linear = self.weights.slice(ndarray::s![..f, ..]).t().dot(&state);
-        Ok(linear + &self.weights.row(f))
+        Ok(linear + self.weights.row(f))
     }
 
     /// Learns from one (state, target) pair; returns the error `target − prediction` made

@@ -1,0 +1,55 @@
+//! Accuracy at parity with ReservoirPy on the protocols of REFERENCE.md §1–2 (fixed seeds).
+
+use reservoir_core::metrics::nrmse;
+use reservoir_core::readout::fit_ridge;
+use reservoir_core::tasks::mackey_glass::{mackey_glass, one_step_task, MackeyGlassOptions};
+use reservoir_core::tasks::memory::{memory_capacity, MemoryCapacityOptions};
+use reservoir_core::tasks::narma::narma10;
+use reservoir_core::{cpu_reservoir, Precision, ReadoutConfig, ReservoirConfig};
+
+/// Trains on the first `train` rows and returns the test NRMSE of the rest, continuing in time.
+fn train_test_nrmse(config: &ReservoirConfig, readout: &ReadoutConfig, task: &reservoir_core::tasks::TaskData, train: usize) -> f64 {
+    let mut reservoir = cpu_reservoir(config).unwrap();
+    let (tr, te) = task.split(train).unwrap();
+    let fit = fit_ridge(reservoir.as_mut(), tr.inputs.view(), tr.targets.view(), readout).unwrap();
+    let states = reservoir.run(te.inputs.view()).unwrap();
+    let pred = fit.readout.predict(states.view()).unwrap();
+    nrmse(pred.view(), te.targets.view()).unwrap()
+}
+
+#[test]
+fn narma10_with_500_units_reaches_reservoirpy_parity() {
+    let task = narma10(3000, 1).unwrap();
+    let mut worst: f64 = 0.0;
+    for seed in [1, 2, 3] {
+        let config = ReservoirConfig { size: 500, spectral_radius: 0.9, leak_rate: 1.0, bias_scaling: 0.0, seed, ..Default::default() };
+        let readout = ReadoutConfig { ridge: 1e-6, washout: 100 };
+        let e = train_test_nrmse(&config, &readout, &task, 2000);
+        println!("NARMA-10 seed {seed}: test NRMSE {e:.4}");
+        worst = worst.max(e);
+    }
+    assert!(worst <= 0.25, "NARMA-10 test NRMSE {worst}");
+}
+
+#[test]
+fn mackey_glass_one_step_with_500_units_is_below_1e_4() {
+    // 6001 samples after the 500 discarded: 5000 training rows (100 washout), 1000 test rows.
+    let series = mackey_glass(6001, MackeyGlassOptions::default()).unwrap();
+    let task = one_step_task(series.view());
+    for precision in [Precision::F32, Precision::F64] {
+        let config = ReservoirConfig { size: 500, spectral_radius: 1.0, leak_rate: 1.0, input_scaling: 1.0, input_connectivity: 0.1, precision, ..Default::default() };
+        let readout = ReadoutConfig { ridge: 1e-8, washout: 100 };
+        let e = train_test_nrmse(&config, &readout, &task, 5000);
+        println!("Mackey-Glass one-step, {precision:?}: test NRMSE {e:.3e}");
+        assert!(e <= 1e-4, "Mackey-Glass one-step NRMSE {e} ({precision:?})");
+    }
+}
+
+#[test]
+fn memory_capacity_of_100_units_is_at_least_40() {
+    let config = ReservoirConfig { size: 100, spectral_radius: 0.99, input_scaling: 0.01, leak_rate: 1.0, precision: Precision::F64, ..Default::default() };
+    let mut reservoir = cpu_reservoir(&config).unwrap();
+    let mc = memory_capacity(reservoir.as_mut(), &MemoryCapacityOptions::default()).unwrap();
+    println!("memory capacity {:.2}", mc.total);
+    assert!(mc.total >= 40.0 && mc.total <= 100.0, "MC {}", mc.total);
+}

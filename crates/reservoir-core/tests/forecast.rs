@@ -1,0 +1,27 @@
+//! Closed-loop generation on Mackey–Glass.
+
+use ndarray::s;
+use reservoir_core::forecast::closed_loop;
+use reservoir_core::readout::fit_ridge;
+use reservoir_core::tasks::mackey_glass::{mackey_glass, one_step_task, MackeyGlassOptions};
+use reservoir_core::{cpu_reservoir, Precision, ReadoutConfig, ReservoirConfig};
+
+#[test]
+fn closed_loop_forecast_follows_mackey_glass_for_84_steps() {
+    let series = mackey_glass(3200, MackeyGlassOptions::default()).unwrap();
+    let task = one_step_task(series.view());
+    let (train, _) = task.split(3000).unwrap();
+    let config = ReservoirConfig { size: 500, spectral_radius: 1.0, leak_rate: 0.3, seed: 2, precision: Precision::F64, ..Default::default() };
+    let mut r = cpu_reservoir(&config).unwrap();
+    let fit = fit_ridge(r.as_mut(), train.inputs.view(), train.targets.view(), &ReadoutConfig { ridge: 1e-8, washout: 100 }).unwrap();
+    // Training ended after input x(2999); the next true input is x(3000).
+    let forecast = closed_loop(r.as_mut(), &fit.readout, series.slice(s![3000..3001]), 84).unwrap();
+    assert_eq!(forecast.dim(), (84, 1));
+    // Row i predicts x(3001 + i); NRMSE84 is the error at step 84 over std(x).
+    let std = series.std(0.0);
+    let nrmse84 = (forecast[(83, 0)] - series[3084]).abs() / std;
+    println!("closed-loop NRMSE84 = {nrmse84:.2e}");
+    assert!(nrmse84 < 0.05, "NRMSE84 {nrmse84}");
+    let wrong = closed_loop(r.as_mut(), &fit.readout, series.slice(s![0..2]), 3);
+    assert!(wrong.is_err());
+}
