@@ -28,6 +28,9 @@ pub trait Real:
     fn as_f64(self) -> f64;
     /// `tanh` over a slice, in place; the hot path of the tanh reservoir.
     fn tanh_in_place(values: &mut [Self]);
+    /// `y ← A·x` with the fastest kernel this CPU has; panics if `x` or `y` is too short.
+    #[doc(hidden)]
+    fn csr_mul_vec(matrix: &crate::sparse::CsrMatrix<Self>, x: &[Self], y: &mut [Self]);
 }
 
 impl Real for f32 {
@@ -41,6 +44,9 @@ impl Real for f32 {
     }
     fn tanh_in_place(values: &mut [Self]) {
         crate::activation::tanh_f32_in_place(values);
+    }
+    fn csr_mul_vec(matrix: &crate::sparse::CsrMatrix<Self>, x: &[Self], y: &mut [Self]) {
+        crate::sparse::mul_vec_f32(matrix, x, y);
     }
 }
 
@@ -57,5 +63,8 @@ impl Real for f64 {
         for v in values {
             *v = v.tanh();
         }
+    }
+    fn csr_mul_vec(matrix: &crate::sparse::CsrMatrix<Self>, x: &[Self], y: &mut [Self]) {
+        crate::sparse::mul_vec_f64(matrix, x, y);
     }
 }

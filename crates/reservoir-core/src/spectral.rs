@@ -27,9 +27,9 @@
 //! (probability zero for the random start) would miss them.
 
 use crate::error::{ReservoirError, Result};
-use faer::dyn_stack::{MemBuffer, MemStack, StackReq};
-use faer::linalg::evd::{self, ComputeEigenvectors};
 use faer::diag::DiagMut;
+use faer::dyn_stack::{MemBuffer, MemStack, StackReq};
+use faer::linalg::evd::{self, ComputeEigenvectors::No, ComputeEigenvectors::Yes};
 use faer::{Mat, Par};
 use ndarray::Array2;
 use rand::{Rng, SeedableRng};
@@ -91,7 +91,7 @@ impl Default for SpectralOptions {
     /// Chosen by experiment on random sparse matrices: see the module docs and the tests.
     fn default() -> Self {
         Self {
-            krylov_dim: 32,
+            krylov_dim: 48,
             power_steps: 16,
             tolerance: 1e-6,
             max_matvecs: 5000,
@@ -113,7 +113,12 @@ pub struct SpectralEstimate {
 
 /// Estimates the spectral radius of `op` (see the module docs for the method and its limits).
 ///
-/// Deterministic: the same operator and options give a bit-identical result.
+/// Deterministic: the same operator and options give a bit-identical result (no threads, no
+/// clock). Memory: (`krylov_dim` + 3)·N + O(`krylov_dim`²) numbers, allocated once.
+///
+/// # Errors
+/// A non-square operator (shape error), N = 0 or invalid options (invalid input), and
+/// non-finite products or a failed small eigensolve (numerical).
 pub fn spectral_radius(
     op: &impl LinearOperator,
     options: &SpectralOptions,
@@ -121,26 +126,23 @@ pub fn spectral_radius(
     let n = op.dim();
     let (rows, cols) = op.shape();
     if rows != n || cols != n {
-        return Err(ReservoirError::shape(CONTEXT, "a square matrix", format!("{rows}×{cols}")));
+        let actual = format!("{rows}×{cols}");
+        return Err(ReservoirError::shape(CONTEXT, "a square matrix", actual));
     }
-    check_options(options)?;
-    if n == 0 {
-        return Err(ReservoirError::invalid(CONTEXT, "the operator has dimension 0"));
-    }
+    check_options(options, n)?;
     let m = options.krylov_dim.min(n);
-    let (p, tol) = (options.power_steps, options.tolerance);
+    let (p, tol, ld) = (options.power_steps, options.tolerance, m + 1);
     let mut rng = ChaCha8Rng::seed_from_u64(options.seed);
-    let mut x: Vec<f64> = (0..n).map(|_| rng.random_range(-1.0..1.0)).collect();
-    let mut y = vec![0.0; n];
-    let mut v = vec![0.0; (m + 1) * n];
-    let ld = m + 1;
-    let mut h = vec![0.0; ld * m];
+    let mut y: Vec<f64> = (0..n).map(|_| rng.random_range(-1.0..1.0)).collect();
+    let mut x = vec![0.0; n];
+    set_scaled(&mut x, &y, 1.0 / norm(&y));
+    // Arnoldi basis V (ld vectors of length n) and H̄ (ld × m, column-major).
+    let (mut v, mut h) = (vec![0.0; ld * n], vec![0.0; ld * m]);
     let (mut coef, mut next) = (vec![0.0; ld], vec![0.0; ld]);
     let mut ritz = Ritz::new(m);
-    let nx = norm(&x);
-    scale(&mut x, 1.0 / nx);
-    let exact = |radius, iterations| Ok(SpectralEstimate { radius, iterations, converged: true });
     let (mut mv, mut prev, mut estimate) = (0usize, f64::NAN, 0.0);
+    // x = A^degree x_0 / ‖A^degree x_0‖ and log_growth = ln ‖A^degree x_0‖.
+    let (mut degree, mut log_growth) = (0usize, 0.0f64);
     while mv < options.max_matvecs {
         let left = options.max_matvecs - mv;
         let mc = m.min(left);
@@ -151,16 +153,16 @@ pub fn spectral_radius(
             mv += 1;
             let ny = finite_norm(&y)?;
             if ny == 0.0 {
-                return exact(0.0, mv);
+                return finished(0.0, mv, true);
             }
             (lo, hi, samples) = (lo.min(ny), hi.max(ny), samples + 1);
-            x.iter_mut().zip(&y).for_each(|(a, b)| *a = b / ny);
+            (degree, log_growth) = (degree + 1, log_growth + ny.ln());
+            set_scaled(&mut x, &y, 1.0 / ny);
         }
-        // Arnoldi: A V_k = V_{k+1} H̄_k, column-major H with leading dimension ld.
+        // Arnoldi from x: A V_k = V_{k+1} H̄_k, modified Gram–Schmidt run twice.
         v[..n].copy_from_slice(&x);
-        h.iter_mut().for_each(|e| *e = 0.0);
-        let mut k = mc;
-        let mut broke = false;
+        h.fill(0.0);
+        let (mut k, mut broke) = (mc, false);
         for j in 0..mc {
             let (done, rest) = v.split_at_mut((j + 1) * n);
             let w = &mut rest[..n];
@@ -181,22 +183,22 @@ pub fn spectral_radius(
                 (k, broke) = (j + 1, true);
                 break;
             }
-            scale(w, 1.0 / beta);
+            w.iter_mut().for_each(|e| *e /= beta);
         }
-        let (theta, resid) = ritz.top(&h, ld, k)?;
+        let (theta, tail) = ritz.top(&h, ld, k)?;
         if (samples >= 2 || n == 1) && hi - lo <= ISOMETRY_SPREAD * hi {
-            return exact(hi, mv);
+            return finished(hi, mv, true);
         }
-        let rel_res = if broke { 0.0 } else { h[k + (k - 1) * ld] * resid / theta };
+        // ‖A u − θ u‖ / (|θ| ‖u‖) for the Ritz vector u = V_k y: h_{k+1,k} |e_kᵀ y| / (|θ| ‖y‖).
+        let rel_res = h[k + (k - 1) * ld] * tail / theta;
         let agree = (theta - prev).abs() <= tol * theta;
-        estimate = theta;
         if (broke && (agree || k == n)) || (rel_res <= tol && agree) {
-            return exact(theta, mv);
+            return finished(theta, mv, true);
         }
-        prev = theta;
-        // Restart from A^k x = V_{k+1} (H̄_k ⋯ H̄_1) e_1, each factor normalised.
+        (prev, estimate) = (theta, theta);
+        // Restart from A^k x = V_{k+1} H̄_k ⋯ H̄_1 e_1, normalising after each factor.
         let rows = if broke { k } else { k + 1 };
-        coef[..rows].iter_mut().for_each(|e| *e = 0.0);
+        coef[..rows].fill(0.0);
         coef[0] = 1.0;
         for c in 0..k {
             let len = (c + 2).min(rows);
@@ -205,37 +207,52 @@ pub fn spectral_radius(
             }
             let nc = norm(&next[..len]);
             if nc == 0.0 {
-                return exact(0.0, mv);
+                return finished(0.0, mv, true);
             }
-            coef[..len].iter_mut().zip(&next).for_each(|(a, b)| *a = b / nc);
+            set_scaled(&mut coef[..len], &next[..len], 1.0 / nc);
+            (degree, log_growth) = (degree + 1, log_growth + nc.ln());
         }
-        x.iter_mut().for_each(|e| *e = 0.0);
+        x.fill(0.0);
         for (vi, &c) in v.chunks_exact(n).zip(&coef[..rows]) {
             x.iter_mut().zip(vi).for_each(|(a, b)| *a += c * b);
         }
         let nx = finite_norm(&x)?;
         if nx == 0.0 {
-            return exact(0.0, mv);
+            return finished(0.0, mv, true);
         }
-        scale(&mut x, 1.0 / nx);
+        x.iter_mut().for_each(|e| *e /= nx);
+        log_growth += nx.ln();
     }
-    Ok(SpectralEstimate { radius: estimate, iterations: mv, converged: false })
+    // Not converged: the last Ritz estimate or, if larger, the mean growth rate
+    // ‖A^d x_0‖^{1/d} (a lower bound for normal matrices, right for many equal moduli).
+    let growth = (degree > 0).then(|| (log_growth / degree as f64).exp());
+    finished(estimate.max(growth.unwrap_or(0.0)), mv, false)
 }
 
-fn check_options(o: &SpectralOptions) -> Result<()> {
-    if o.krylov_dim == 0 {
-        return Err(ReservoirError::invalid(CONTEXT, "krylov_dim must be at least 1"));
-    }
-    if !(o.tolerance.is_finite() && o.tolerance > 0.0) {
-        return Err(ReservoirError::invalid(CONTEXT, "tolerance must be finite and > 0"));
-    }
-    if o.max_matvecs == 0 {
-        return Err(ReservoirError::invalid(CONTEXT, "max_matvecs must be at least 1"));
-    }
-    Ok(())
+fn finished(radius: f64, iterations: usize, converged: bool) -> Result<SpectralEstimate> {
+    Ok(SpectralEstimate {
+        radius,
+        iterations,
+        converged,
+    })
 }
 
-/// Eigenvalues of the leading k×k Hessenberg block, with buffers allocated once.
+fn check_options(o: &SpectralOptions, n: usize) -> Result<()> {
+    let problem = if n == 0 {
+        "the operator has dimension 0"
+    } else if o.krylov_dim == 0 {
+        "krylov_dim must be at least 1"
+    } else if !(o.tolerance.is_finite() && o.tolerance > 0.0) {
+        "tolerance must be finite and > 0"
+    } else if o.max_matvecs == 0 {
+        "max_matvecs must be at least 1"
+    } else {
+        return Ok(());
+    };
+    Err(ReservoirError::invalid(CONTEXT, problem))
+}
+
+/// Eigenvalues (and vectors) of the leading k×k block of H̄, with buffers allocated once.
 struct Ritz {
     hk: Mat<f64>,
     u: Mat<f64>,
@@ -246,20 +263,14 @@ struct Ritz {
 
 impl Ritz {
     fn new(m: usize) -> Self {
-        let req = (1..=m).fold(StackReq::EMPTY, |r, k| {
-            let s = ComputeEigenvectors::Yes;
-            r.or(evd::evd_scratch::<f64>(k, ComputeEigenvectors::No, s, Par::Seq, Default::default()))
-        });
-        Self {
-            hk: Mat::zeros(m, m),
-            u: Mat::zeros(m, m),
-            re: vec![0.0; m],
-            im: vec![0.0; m],
-            buf: MemBuffer::new(req),
-        }
+        let scratch = |k| evd::evd_scratch::<f64>(k, No, Yes, Par::Seq, Default::default());
+        let req = (1..=m).fold(StackReq::EMPTY, |r, k| r.or(scratch(k)));
+        let (hk, u) = (Mat::zeros(m, m), Mat::zeros(m, m));
+        let (re, im, buf) = (vec![0.0; m], vec![0.0; m], MemBuffer::new(req));
+        Self { hk, u, re, im, buf }
     }
 
-    /// Largest |Ritz value| θ and |e_kᵀ y| / ‖y‖ for its eigenvector y.
+    /// The largest |Ritz value| θ, and |e_kᵀ y| / ‖y‖ for its eigenvector y.
     fn top(&mut self, h: &[f64], ld: usize, k: usize) -> Result<(f64, f64)> {
         let mut hk = self.hk.as_mut().submatrix_mut(0, 0, k, k);
         for j in 0..k {
@@ -280,59 +291,63 @@ impl Ritz {
             Default::default(),
         )
         .map_err(|e| ReservoirError::numerical(CONTEXT, format!("Ritz values: {e:?}")))?;
-        let (mut best, mut last) = (-1.0, 0.0);
-        let mut j = 0;
+        // A complex pair occupies columns j (real part) and j + 1 (imaginary part) of u.
+        let (mut best, mut tail, mut j) = (-1.0, 0.0, 0);
         while j < k {
-            let pair = im[j] != 0.0 && j + 1 < k;
-            let cols = if pair { j..j + 2 } else { j..j + 1 };
-            let mut sq = 0.0;
-            let mut end = 0.0;
-            for c in cols {
-                sq += (0..k).map(|i| u[(i, c)] * u[(i, c)]).sum::<f64>();
-                end += u[(k - 1, c)] * u[(k - 1, c)];
-            }
+            let width = if im[j] != 0.0 && j + 1 < k { 2 } else { 1 };
             let modulus = re[j].hypot(im[j]);
             if !modulus.is_finite() {
                 return Err(ReservoirError::numerical(CONTEXT, "non-finite Ritz value"));
             }
             if modulus > best {
-                best = modulus;
-                last = if sq > 0.0 { (end / sq).sqrt() } else { 0.0 };
+                let col = |c: usize| u.col(c).iter().map(|e| e * e).sum::<f64>();
+                let end: f64 = (j..j + width).map(|c| u[(k - 1, c)] * u[(k - 1, c)]).sum();
+                let all: f64 = (j..j + width).map(col).sum();
+                (best, tail) = (modulus, if all > 0.0 { (end / all).sqrt() } else { 0.0 });
             }
-            j += if pair { 2 } else { 1 };
+            j += width;
         }
-        Ok((best, last))
+        Ok((best, tail))
     }
 }
 
+/// Dot product with four accumulators (vectorisable, fixed summation order).
 fn dot(a: &[f64], b: &[f64]) -> f64 {
     let mut acc = [0.0; 4];
-    let (ca, cb) = (a.chunks_exact(4), b.chunks_exact(4));
-    let tail: f64 = ca.remainder().iter().zip(cb.remainder()).map(|(x, y)| x * y).sum();
-    for (x, y) in ca.zip(cb) {
+    for (x, y) in a.chunks_exact(4).zip(b.chunks_exact(4)) {
         for l in 0..4 {
             acc[l] += x[l] * y[l];
         }
     }
-    (acc[0] + acc[1]) + (acc[2] + acc[3]) + tail
+    let split = a.len() - a.len() % 4;
+    let rest: f64 = a[split..].iter().zip(&b[split..]).map(|(x, y)| x * y).sum();
+    (acc[0] + acc[1]) + (acc[2] + acc[3]) + rest
 }
 
+/// Euclidean norm, rescaled when the plain sum of squares under- or overflows.
 fn norm(x: &[f64]) -> f64 {
-    dot(x, x).sqrt()
+    let sq = dot(x, x);
+    let big = x.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    if (sq.is_normal() && sq < f64::MAX) || big == 0.0 || !big.is_finite() || sq.is_nan() {
+        return if sq.is_normal() || sq.is_nan() {
+            sq.sqrt()
+        } else {
+            big
+        };
+    }
+    big * x.iter().map(|v| (v / big) * (v / big)).sum::<f64>().sqrt()
 }
 
 fn finite_norm(x: &[f64]) -> Result<f64> {
     let nx = norm(x);
     if nx.is_finite() {
-        Ok(nx)
-    } else {
-        Err(ReservoirError::numerical(
-            CONTEXT,
-            "the operator produced non-finite values (NaN/inf entries or overflow)",
-        ))
+        return Ok(nx);
     }
+    let msg = "the operator produced non-finite values (NaN or infinite entries, or overflow)";
+    Err(ReservoirError::numerical(CONTEXT, msg))
 }
 
-fn scale(x: &mut [f64], s: f64) {
-    x.iter_mut().for_each(|e| *e *= s);
+/// dst ← s · src.
+fn set_scaled(dst: &mut [f64], src: &[f64], s: f64) {
+    dst.iter_mut().zip(src).for_each(|(a, b)| *a = b * s);
 }

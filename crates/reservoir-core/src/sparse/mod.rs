@@ -1,5 +1,9 @@
 //! Compressed sparse row (CSR) matrices for the recurrent weights.
 
+mod spmv;
+
+pub(crate) use spmv::{mul_vec_f32, mul_vec_f64};
+
 use ndarray::Array2;
 use serde::{Deserialize, Serialize};
 
@@ -54,7 +58,10 @@ impl<T: Real> CsrMatrix<T> {
         if col_idx.len() != values.len() {
             return Err(ReservoirError::shape(CTX, col_idx.len(), values.len()));
         }
-        if ncols > u32::MAX as usize || row_ptr.first() != Some(&0) {
+        if ncols > i32::MAX as usize {
+            return Err(ReservoirError::invalid(CTX, "more than 2^31 - 1 columns"));
+        }
+        if row_ptr.first() != Some(&0) {
             return Err(ReservoirError::invalid(CTX, "row_ptr must start at 0"));
         }
         if row_ptr[nrows] as usize != values.len() {
@@ -159,35 +166,16 @@ impl<T: Real> CsrMatrix<T> {
                 format!("x of {} and y of {}", x.len(), y.len()),
             ));
         }
-        self.mul_vec_unchecked_len(x, y);
+        self.mul_vec_trusted(x, y);
         Ok(())
     }
 
     /// `y ← A·x` for callers that have checked the lengths once (the reservoir's hot loop).
-    pub(crate) fn mul_vec_unchecked_len(&self, x: &[T], y: &mut [T]) {
-        assert!(x.len() >= self.ncols && y.len() >= self.nrows, "CSR mat-vec lengths");
-        for (row, out) in y.iter_mut().enumerate().take(self.nrows) {
-            let range = self.row_range(row);
-            let cols = &self.col_idx[range.clone()];
-            let vals = &self.values[range];
-            // Four independent accumulators hide the latency of the gathered loads.
-            let mut acc = [T::zero(); 4];
-            let mut chunks_c = cols.chunks_exact(4);
-            let mut chunks_v = vals.chunks_exact(4);
-            for (c, v) in (&mut chunks_c).zip(&mut chunks_v) {
-                for lane in 0..4 {
-                    // SAFETY: `from_parts` checked every column index < ncols, and the
-                    // assert above checked x.len() >= ncols.
-                    acc[lane] += v[lane] * unsafe { *x.get_unchecked(c[lane] as usize) };
-                }
-            }
-            let mut sum = (acc[0] + acc[1]) + (acc[2] + acc[3]);
-            for (&c, &v) in chunks_c.remainder().iter().zip(chunks_v.remainder()) {
-                // SAFETY: as above.
-                sum += v * unsafe { *x.get_unchecked(c as usize) };
-            }
-            *out = sum;
-        }
+    ///
+    /// # Panics
+    /// When `x` or `y` is shorter than the matrix needs (a bug in the caller, never data).
+    pub(crate) fn mul_vec_trusted(&self, x: &[T], y: &mut [T]) {
+        T::csr_mul_vec(self, x, y);
     }
 }
 
@@ -236,6 +224,6 @@ impl LinearOperator for SquareCsr<'_> {
         self.0.nrows
     }
     fn apply(&self, x: &[f64], y: &mut [f64]) {
-        self.0.mul_vec_unchecked_len(x, y);
+        self.0.mul_vec_trusted(x, y);
     }
 }
