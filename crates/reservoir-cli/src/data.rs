@@ -1,0 +1,263 @@
+//! CSV in: named numeric columns of a file read into matrices, and column lists parsed.
+//!
+//! Files have a header row; cells and names are trimmed of surrounding whitespace. Only the
+//! columns asked for are parsed, so other columns (timestamps, labels) may hold anything.
+
+use std::fs::File;
+use std::io::BufReader;
+use std::path::Path;
+
+use ndarray::Array2;
+
+use crate::error::{CliError, Result};
+
+/// Most header names listed in a missing-column message before it says how many more there are.
+const MAX_LISTED_COLUMNS: usize = 20;
+
+/// Splits a comma-separated column list (`u, v`) into trimmed names; `flag` names the option in
+/// errors. Empty names and repeated names are errors.
+pub fn parse_column_list(flag: &'static str, text: &str) -> Result<Vec<String>> {
+    let names: Vec<String> = text.split(',').map(|n| n.trim().to_string()).collect();
+    if names.iter().any(String::is_empty) {
+        return Err(CliError::Argument {
+            flag,
+            message: format!("empty column name in `{text}` (expected names separated by commas)"),
+        });
+    }
+    for (i, name) in names.iter().enumerate() {
+        if names[..i].contains(name) {
+            return Err(CliError::Argument {
+                flag,
+                message: format!("column `{name}` is listed more than once"),
+            });
+        }
+    }
+    Ok(names)
+}
+
+/// A group of columns to read together: their role in messages (`input`, `target`) and names.
+#[derive(Debug, Clone, Copy)]
+pub struct Group<'a> {
+    /// `input` or `target`.
+    pub role: &'static str,
+    /// Column names, in the order of the matrix's columns.
+    pub names: &'a [String],
+}
+
+/// Reads the named columns of the CSV file at `path` (`what` says what the file is for, e.g.
+/// `train file`): one matrix (rows × names) per group, all with the same rows.
+///
+/// # Errors
+/// The file cannot be opened or is malformed, a column is missing or repeated in the header, a
+/// used cell is not a finite number (naming line and column), or there are no data rows.
+pub fn read_columns(
+    what: &'static str,
+    path: &Path,
+    groups: &[Group<'_>],
+) -> Result<Vec<Array2<f64>>> {
+    let file = File::open(path).map_err(|source| CliError::Read {
+        what,
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(true)
+        .trim(csv::Trim::All)
+        .from_reader(BufReader::new(file));
+    let headers = reader
+        .headers()
+        .map_err(|e| csv_error(what, path, e))?
+        .clone();
+    if headers.is_empty() || (headers.len() == 1 && headers.get(0) == Some("")) {
+        return Err(CliError::NoHeader {
+            path: path.to_path_buf(),
+        });
+    }
+    let indices = groups
+        .iter()
+        .map(|g| {
+            g.names
+                .iter()
+                .map(|name| find_column(path, &headers, g.role, name))
+                .collect::<Result<Vec<usize>>>()
+        })
+        .collect::<Result<Vec<_>>>()?;
+
+    let mut values: Vec<Vec<f64>> = vec![Vec::new(); groups.len()];
+    let mut record = csv::StringRecord::new();
+    let mut rows = 0usize;
+    while reader
+        .read_record(&mut record)
+        .map_err(|e| csv_error(what, path, e))?
+    {
+        let line = record.position().map_or(0, |p| p.line());
+        for (group_values, group_indices) in values.iter_mut().zip(&indices) {
+            for &column in group_indices {
+                let text = record.get(column).unwrap_or("");
+                let value = parse_cell(text).map_err(|problem| CliError::BadCell {
+                    path: path.to_path_buf(),
+                    line,
+                    column: headers.get(column).unwrap_or("?").to_string(),
+                    problem,
+                })?;
+                group_values.push(value);
+            }
+        }
+        rows += 1;
+    }
+    if rows == 0 {
+        return Err(CliError::NoRows {
+            path: path.to_path_buf(),
+        });
+    }
+    values
+        .into_iter()
+        .zip(&indices)
+        .map(|(v, idx)| {
+            Array2::from_shape_vec((rows, idx.len()), v).map_err(|e| CliError::Format {
+                what: "the data matrix",
+                message: e.to_string(),
+            })
+        })
+        .collect()
+}
+
+/// Reads the `inputs` and `targets` columns of a CSV file (see [`read_columns`]).
+pub fn read_inputs_targets(
+    what: &'static str,
+    path: &Path,
+    inputs: &[String],
+    targets: &[String],
+) -> Result<(Array2<f64>, Array2<f64>)> {
+    let groups = [
+        Group {
+            role: "input",
+            names: inputs,
+        },
+        Group {
+            role: "target",
+            names: targets,
+        },
+    ];
+    let mut matrices = read_columns(what, path, &groups)?.into_iter();
+    match (matrices.next(), matrices.next()) {
+        (Some(inputs), Some(targets)) => Ok((inputs, targets)),
+        _ => Err(CliError::NoRows {
+            path: path.to_path_buf(),
+        }),
+    }
+}
+
+/// Reads the `inputs` columns of a CSV file (see [`read_columns`]).
+pub fn read_inputs(what: &'static str, path: &Path, inputs: &[String]) -> Result<Array2<f64>> {
+    let groups = [Group {
+        role: "input",
+        names: inputs,
+    }];
+    read_columns(what, path, &groups)?
+        .pop()
+        .ok_or_else(|| CliError::NoRows {
+            path: path.to_path_buf(),
+        })
+}
+
+/// A finite `f64`, or what is wrong with the text.
+fn parse_cell(text: &str) -> std::result::Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(v) if v.is_finite() => Ok(v),
+        Ok(_) => Err(format!("`{text}` is not a finite number")),
+        Err(_) if text.is_empty() => Err("the cell is empty".to_string()),
+        Err(_) => Err(format!("`{text}` is not a number")),
+    }
+}
+
+/// The index of the one header column called `name`.
+fn find_column(
+    path: &Path,
+    headers: &csv::StringRecord,
+    role: &'static str,
+    name: &str,
+) -> Result<usize> {
+    let mut matches = headers
+        .iter()
+        .enumerate()
+        .filter(|(_, h)| *h == name)
+        .map(|(i, _)| i);
+    match (matches.next(), matches.next()) {
+        (Some(i), None) => Ok(i),
+        (Some(_), Some(_)) => Err(CliError::DuplicateHeader {
+            path: path.to_path_buf(),
+            column: name.to_string(),
+        }),
+        (None, _) => Err(CliError::MissingColumn {
+            path: path.to_path_buf(),
+            role,
+            column: name.to_string(),
+            present: list_columns(headers),
+        }),
+    }
+}
+
+/// The header's names as `a, b, c`, shortened when there are many.
+fn list_columns(headers: &csv::StringRecord) -> String {
+    let mut listed: Vec<String> = headers
+        .iter()
+        .take(MAX_LISTED_COLUMNS)
+        .map(|h| format!("`{h}`"))
+        .collect();
+    if headers.len() > MAX_LISTED_COLUMNS {
+        listed.push(format!("and {} more", headers.len() - MAX_LISTED_COLUMNS));
+    }
+    listed.join(", ")
+}
+
+/// Turns a CSV reader error into one naming the file and line.
+fn csv_error(what: &'static str, path: &Path, error: csv::Error) -> CliError {
+    let line = error.position().map_or(0, |p| p.line());
+    let message = match error.kind() {
+        csv::ErrorKind::UnequalLengths {
+            expected_len, len, ..
+        } => format!("{len} fields, but the header has {expected_len}"),
+        csv::ErrorKind::Utf8 { err, .. } => {
+            format!("field {} is not valid UTF-8", err.field() + 1)
+        }
+        _ => error.to_string(),
+    };
+    match error.into_kind() {
+        csv::ErrorKind::Io(source) => CliError::Read {
+            what,
+            path: path.to_path_buf(),
+            source,
+        },
+        _ => CliError::CsvFormat {
+            path: path.to_path_buf(),
+            line,
+            message,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn column_lists_are_trimmed_and_checked() {
+        assert_eq!(
+            parse_column_list("--inputs", " u , v").ok(),
+            Some(vec!["u".into(), "v".into()])
+        );
+        assert!(parse_column_list("--inputs", "u,,v").is_err());
+        assert!(parse_column_list("--inputs", "").is_err());
+        assert!(parse_column_list("--inputs", "u,u").is_err());
+    }
+
+    #[test]
+    fn cells_must_be_finite_numbers() {
+        assert_eq!(parse_cell("1.5e-3"), Ok(1.5e-3));
+        assert!(parse_cell("NaN").is_err_and(|m| m.contains("not a finite number")));
+        assert!(parse_cell("-inf").is_err());
+        assert!(parse_cell("abc").is_err_and(|m| m.contains("`abc` is not a number")));
+        assert!(parse_cell("").is_err_and(|m| m.contains("empty")));
+    }
+}

@@ -1,0 +1,216 @@
+//! Every error the command line reports: each message names the file, line, column or config
+//! field at fault, and fits on one line (`main` prints it as `error: <message>`).
+
+use std::path::PathBuf;
+
+use reservoir_core::{ConfigError, ReservoirError};
+
+/// Result type of the command line.
+pub type Result<T, E = CliError> = std::result::Result<T, E>;
+
+/// What went wrong, with enough context to find it.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// A file could not be opened or read.
+    #[error("cannot read {what} `{}`: {source}", path.display())]
+    Read {
+        /// What the file is for (`config file`, `train file`, ...).
+        what: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// The operating-system error.
+        source: std::io::Error,
+    },
+
+    /// The CSV reader rejected the file's structure (encoding, quoting, field counts).
+    #[error("{}: line {line}: {message}", path.display())]
+    CsvFormat {
+        /// The CSV file.
+        path: PathBuf,
+        /// The 1-based line the problem is on.
+        line: u64,
+        /// What is wrong.
+        message: String,
+    },
+
+    /// The CSV file has no header row at all.
+    #[error("{}: the file is empty (no header row)", path.display())]
+    NoHeader {
+        /// The CSV file.
+        path: PathBuf,
+    },
+
+    /// The CSV file has a header but no data rows.
+    #[error("{}: no data rows (only a header)", path.display())]
+    NoRows {
+        /// The CSV file.
+        path: PathBuf,
+    },
+
+    /// A named column is not in the header.
+    #[error("{}: no {role} column named `{column}` (columns present: {present})", path.display())]
+    MissingColumn {
+        /// The CSV file.
+        path: PathBuf,
+        /// `input` or `target`.
+        role: &'static str,
+        /// The column asked for.
+        column: String,
+        /// The header's columns, comma-separated.
+        present: String,
+    },
+
+    /// A named column appears more than once in the header.
+    #[error("{}: column `{column}` appears more than once in the header", path.display())]
+    DuplicateHeader {
+        /// The CSV file.
+        path: PathBuf,
+        /// The repeated name.
+        column: String,
+    },
+
+    /// A cell of a used column is not a finite number.
+    #[error("{}: line {line}, column `{column}`: {problem}", path.display())]
+    BadCell {
+        /// The CSV file.
+        path: PathBuf,
+        /// The 1-based line of the row.
+        line: u64,
+        /// The column's name.
+        column: String,
+        /// What is wrong, quoting the cell's text.
+        problem: String,
+    },
+
+    /// A target column has one value over the rows it is scored on.
+    #[error("{}: target column `{column}` is constant over {rows}; {consequence}", path.display())]
+    ConstantTarget {
+        /// The CSV file.
+        path: PathBuf,
+        /// The column's name.
+        column: String,
+        /// Which rows, in words.
+        rows: String,
+        /// Why that is fatal.
+        consequence: &'static str,
+    },
+
+    /// Not enough rows for what was asked.
+    #[error("{}: {message}", path.display())]
+    TooFewRows {
+        /// The CSV file.
+        path: PathBuf,
+        /// What is needed and what there is.
+        message: String,
+    },
+
+    /// A command-line value is unusable (beyond what clap checks).
+    #[error("{flag}: {message}")]
+    Argument {
+        /// The flag, e.g. `--inputs`.
+        flag: &'static str,
+        /// What is wrong with its value.
+        message: String,
+    },
+
+    /// A config value broke its rule (the core names the field).
+    #[error("{}: {source}", path.display())]
+    Config {
+        /// The config file.
+        path: PathBuf,
+        /// The field, its rule and the value.
+        source: ConfigError,
+    },
+
+    /// A core error, with what the command line was doing when it happened.
+    #[error("{context}: {source}")]
+    Core {
+        /// What was being done, naming the files involved.
+        context: String,
+        /// The core's error.
+        source: ReservoirError,
+    },
+
+    /// A core error whose message already names its file (config parse, model load, I/O).
+    #[error(transparent)]
+    CoreNamed(ReservoirError),
+
+    /// A file could not be written (the previous content, if any, is left as it was).
+    #[error("cannot write {what} `{}`: {source}", path.display())]
+    Write {
+        /// What the file is for (`model file`, `output file`).
+        what: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// The operating-system error.
+        source: std::io::Error,
+    },
+
+    /// Writing to standard output failed.
+    #[error("cannot write to standard output: {0}")]
+    Stdout(std::io::Error),
+
+    /// Serialising a CSV or JSON output failed.
+    #[error("cannot format {what}: {message}")]
+    Format {
+        /// What was being formatted.
+        what: &'static str,
+        /// The serialiser's message.
+        message: String,
+    },
+}
+
+impl CliError {
+    /// Wraps a core error with what was being done, unless the core's message already names
+    /// its file.
+    pub fn core(context: impl Into<String>, source: ReservoirError) -> Self {
+        match source {
+            ReservoirError::ConfigParse { .. }
+            | ReservoirError::Io { .. }
+            | ReservoirError::ModelFormat { .. } => CliError::CoreNamed(source),
+            other => CliError::Core {
+                context: context.into(),
+                source: other,
+            },
+        }
+    }
+
+    /// A core error from writing the `what` file: an I/O error names the file it could not write.
+    pub fn writing(what: &'static str, source: ReservoirError) -> Self {
+        match source {
+            ReservoirError::Io { path, source } => CliError::Write { what, path, source },
+            other => CliError::core(format!("writing the {what}"), other),
+        }
+    }
+
+    /// A core error from reading the `what` file: an I/O error names the file it could not read.
+    pub fn reading(what: &'static str, source: ReservoirError) -> Self {
+        match source {
+            ReservoirError::Io { path, source } => CliError::Read { what, path, source },
+            other => CliError::core(format!("reading the {what}"), other),
+        }
+    }
+
+    /// A core error from reading the config file at `path`: field errors get the file name.
+    pub fn config(path: &std::path::Path, source: ReservoirError) -> Self {
+        match source {
+            ReservoirError::Config(source) => CliError::Config {
+                path: path.to_path_buf(),
+                source,
+            },
+            other => CliError::core(format!("with the config {}", path.display()), other),
+        }
+    }
+}
+
+/// Context for `map_err` on a core result.
+pub trait CoreContext<T> {
+    /// Wraps the error with `context` (see [`CliError::core`]).
+    fn context(self, context: impl FnOnce() -> String) -> Result<T>;
+}
+
+impl<T> CoreContext<T> for std::result::Result<T, ReservoirError> {
+    fn context(self, context: impl FnOnce() -> String) -> Result<T> {
+        self.map_err(|e| CliError::core(context(), e))
+    }
+}

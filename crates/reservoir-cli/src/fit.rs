@@ -1,0 +1,198 @@
+//! `reservoir fit`: train a ridge readout on a CSV file, score it on a test file that continues
+//! the training data in time, and save the model.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use ndarray::{s, ArrayView2};
+use reservoir_core::metrics::{nrmse, r2, rmse};
+use reservoir_core::readout::fit_ridge;
+use reservoir_core::{cpu_reservoir_from_weights, FitConfig, Model, ReservoirWeights};
+
+use crate::data::{parse_column_list, read_inputs_targets};
+use crate::error::{CliError, CoreContext, Result};
+use crate::output::check_output_folder;
+use crate::predict::predict_rows;
+use crate::report::{print_fit, FitReport, TestScores};
+
+/// Fewest test rows that can be scored (NRMSE and R² need a target that varies).
+const MIN_SCORED_ROWS: usize = 2;
+
+/// Arguments of `reservoir fit`.
+#[derive(Debug, clap::Args)]
+pub struct FitArgs {
+    /// TOML config with a `[reservoir]` and a `[readout]` table (`input_size` comes from the data).
+    #[arg(long, value_name = "CONFIG.toml")]
+    pub config: PathBuf,
+    /// Training data: CSV with a header row.
+    #[arg(long, value_name = "TRAIN.csv")]
+    pub train: PathBuf,
+    /// Test data continuing the training data in time (same columns); every row is scored.
+    #[arg(long, value_name = "TEST.csv")]
+    pub test: Option<PathBuf>,
+    /// Input columns, comma-separated (e.g. `u` or `x, y, z`).
+    #[arg(long, value_name = "COLS")]
+    pub inputs: String,
+    /// Target columns, comma-separated.
+    #[arg(long, value_name = "COLS")]
+    pub targets: String,
+    /// Save the fitted model here (written atomically).
+    #[arg(long, value_name = "OUT.bin")]
+    pub model: Option<PathBuf>,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs `reservoir fit`.
+pub fn run(args: &FitArgs) -> Result<()> {
+    let inputs = parse_column_list("--inputs", &args.inputs)?;
+    let targets = parse_column_list("--targets", &args.targets)?;
+    if let Some(model) = &args.model {
+        check_output_folder("--model", model)?;
+    }
+    let config_text = std::fs::read_to_string(&args.config).map_err(|source| CliError::Read {
+        what: "config file",
+        path: args.config.clone(),
+        source,
+    })?;
+
+    // Timed: config parse, then (after the untimed data reads) weights, run and ridge.
+    let parse_started = Instant::now();
+    let origin = args.config.display().to_string();
+    let mut config = FitConfig::from_toml(&config_text, &origin)
+        .map_err(|e| CliError::config(&args.config, e))?;
+    config.reservoir.input_size = inputs.len();
+    let parse_seconds = parse_started.elapsed().as_secs_f64();
+
+    let (train_inputs, train_targets) =
+        read_inputs_targets("train file", &args.train, &inputs, &targets)?;
+    let test = match &args.test {
+        Some(path) => Some((
+            path,
+            read_inputs_targets("test file", path, &inputs, &targets)?,
+        )),
+        None => None,
+    };
+    let n_train = train_inputs.nrows();
+    let washout = config.readout.washout;
+    if washout.saturating_add(MIN_SCORED_ROWS) > n_train {
+        return Err(CliError::TooFewRows {
+            path: args.train.clone(),
+            message: format!(
+                "`readout.washout` = {washout} (in {origin}) leaves {} of the {n_train} training rows; \
+                 at least {MIN_SCORED_ROWS} must remain",
+                n_train.saturating_sub(washout)
+            ),
+        });
+    }
+    check_varies(
+        &args.train,
+        &targets,
+        train_targets.slice(s![washout.., ..]),
+        "the training rows after the washout",
+        "the readout cannot be fitted",
+    )?;
+    if let Some((path, (test_inputs, test_targets))) = &test {
+        if test_inputs.nrows() < MIN_SCORED_ROWS {
+            return Err(CliError::TooFewRows {
+                path: path.to_path_buf(),
+                message: format!(
+                    "{} test row(s); at least {MIN_SCORED_ROWS} are needed to score the fit",
+                    test_inputs.nrows()
+                ),
+            });
+        }
+        check_varies(
+            path,
+            &targets,
+            test_targets.view(),
+            "the test rows",
+            "test NRMSE and R² are undefined",
+        )?;
+    }
+
+    let fit_started = Instant::now();
+    let (weights, _) = ReservoirWeights::generate(&config.reservoir)
+        .map_err(|e| CliError::config(&args.config, e))?;
+    let mut reservoir = cpu_reservoir_from_weights(&config.reservoir, weights.clone())
+        .context(|| "building the reservoir".to_string())?;
+    let fit = fit_ridge(
+        reservoir.as_mut(),
+        train_inputs.view(),
+        train_targets.view(),
+        &config.readout,
+    )
+    .context(|| format!("fitting the readout on {}", args.train.display()))?;
+    let fit_seconds = parse_seconds + fit_started.elapsed().as_secs_f64();
+
+    let scores = match &test {
+        Some((path, (test_inputs, test_targets))) => {
+            let predictions = predict_rows(reservoir.as_mut(), &fit.readout, test_inputs.view())
+                .context(|| format!("predicting {}", path.display()))?;
+            let scoring = || format!("scoring {}", path.display());
+            Some(TestScores {
+                rows: test_inputs.nrows(),
+                nrmse: nrmse(predictions.view(), test_targets.view()).context(scoring)?,
+                rmse: rmse(predictions.view(), test_targets.view()).context(scoring)?,
+                r2: r2(predictions.view(), test_targets.view()).context(scoring)?,
+            })
+        }
+        None => None,
+    };
+
+    if let Some(path) = &args.model {
+        let model = Model {
+            config: config.reservoir.clone(),
+            weights,
+            readout: fit.readout.clone(),
+            state: reservoir.state(),
+            input_columns: inputs.clone(),
+            target_columns: targets.clone(),
+        };
+        model
+            .save(path)
+            .map_err(|e| CliError::writing("model file", e))?;
+    }
+
+    let report = FitReport {
+        train: args.train.display().to_string(),
+        test: args.test.as_ref().map(|p| p.display().to_string()),
+        inputs,
+        targets,
+        size: config.reservoir.size,
+        washout,
+        n_train,
+        n_fit: fit.rows,
+        n_test: scores.as_ref().map(|s| s.rows),
+        train_nrmse: fit.train_nrmse,
+        test_nrmse: scores.as_ref().map(|s| s.nrmse),
+        test_rmse: scores.as_ref().map(|s| s.rmse),
+        test_r2: scores.as_ref().map(|s| s.r2),
+        fit_seconds,
+        model: args.model.as_ref().map(|p| p.display().to_string()),
+    };
+    print_fit(&report, args.json)
+}
+
+/// Fails, naming the column, when a target column holds one value over the given rows.
+fn check_varies(
+    path: &Path,
+    names: &[String],
+    targets: ArrayView2<'_, f64>,
+    rows: &str,
+    consequence: &'static str,
+) -> Result<()> {
+    for (name, column) in names.iter().zip(targets.columns()) {
+        let first = column.first().copied();
+        if column.iter().all(|&v| Some(v) == first) {
+            return Err(CliError::ConstantTarget {
+                path: path.to_path_buf(),
+                column: name.clone(),
+                rows: rows.to_string(),
+                consequence,
+            });
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,120 @@
+//! `reservoir generate`: write a benchmark task as CSV (inputs and one-step-ahead targets).
+
+use std::path::PathBuf;
+
+use ndarray::{concatenate, Array2, Axis};
+use reservoir_core::persist::write_atomically;
+use reservoir_core::tasks::lorenz::{lorenz, LorenzInit, LorenzOptions};
+use reservoir_core::tasks::mackey_glass::{mackey_glass, one_step_task, MackeyGlassOptions};
+use reservoir_core::tasks::narma::narma10;
+use reservoir_core::tasks::{next_step_task, TaskData};
+
+use crate::error::{CliError, CoreContext, Result};
+use crate::output::{check_output_folder, csv_bytes};
+
+/// Longest series `generate` writes; longer is almost certainly a typo (and would exhaust memory).
+pub const MAX_LENGTH: usize = 100_000_000;
+
+/// The tasks `generate` knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Task {
+    /// NARMA-10: columns `u` (input u(t)) and `y` (target y(t+1)).
+    Narma10,
+    /// Mackey–Glass (τ = 17, scaled to [−1, 1]): columns `x` and `x_next`.
+    MackeyGlass,
+    /// Lorenz-63 (dt = 0.01, unscaled): columns `x,y,z` and `x_next,y_next,z_next`.
+    Lorenz,
+}
+
+impl Task {
+    fn name(self) -> &'static str {
+        match self {
+            Task::Narma10 => "narma10",
+            Task::MackeyGlass => "mackey-glass",
+            Task::Lorenz => "lorenz",
+        }
+    }
+
+    fn columns(self) -> &'static [&'static str] {
+        match self {
+            Task::Narma10 => &["u", "y"],
+            Task::MackeyGlass => &["x", "x_next"],
+            Task::Lorenz => &["x", "y", "z", "x_next", "y_next", "z_next"],
+        }
+    }
+}
+
+/// Arguments of `reservoir generate`.
+#[derive(Debug, clap::Args)]
+pub struct GenerateArgs {
+    /// The task to generate.
+    #[arg(value_enum)]
+    pub task: Task,
+    /// Number of rows.
+    #[arg(long, value_name = "N")]
+    pub length: usize,
+    /// Seed of the task's random draws (NARMA inputs, Mackey–Glass history, Lorenz start).
+    #[arg(long, value_name = "S", default_value_t = 42)]
+    pub seed: u64,
+    /// Where to write the CSV (written atomically).
+    #[arg(long, value_name = "FILE.csv")]
+    pub output: PathBuf,
+}
+
+/// Runs `reservoir generate`.
+pub fn run(args: &GenerateArgs) -> Result<()> {
+    if !(1..=MAX_LENGTH).contains(&args.length) {
+        return Err(CliError::Argument {
+            flag: "--length",
+            message: format!("must be in 1..={MAX_LENGTH}, got {}", args.length),
+        });
+    }
+    check_output_folder("--output", &args.output)?;
+    let task = args.task;
+    let data = series(task, args.length, args.seed)
+        .context(|| format!("generating {} (seed {})", task.name(), args.seed))?;
+    let table = concatenate(Axis(1), &[data.inputs.view(), data.targets.view()]).map_err(|e| {
+        CliError::Format {
+            what: "the task table",
+            message: e.to_string(),
+        }
+    })?;
+    let header: Vec<String> = task.columns().iter().map(|c| c.to_string()).collect();
+    if table.dim() != (args.length, header.len()) {
+        return Err(CliError::Format {
+            what: "the task table",
+            message: format!(
+                "expected {} x {}, the generator gave {} x {}",
+                args.length,
+                header.len(),
+                table.nrows(),
+                table.ncols()
+            ),
+        });
+    }
+    let bytes = csv_bytes(&header, table.view())?;
+    write_atomically(&args.output, &bytes).map_err(|e| CliError::writing("output file", e))
+}
+
+/// `length` rows of the task: inputs at time t, targets one step ahead.
+fn series(task: Task, length: usize, seed: u64) -> reservoir_core::Result<TaskData> {
+    match task {
+        Task::Narma10 => narma10(length, seed),
+        Task::MackeyGlass => {
+            let options = MackeyGlassOptions {
+                history_seed: Some(seed),
+                ..MackeyGlassOptions::default()
+            };
+            let series = mackey_glass(length + 1, options)?;
+            Ok(one_step_task(series.view()))
+        }
+        Task::Lorenz => {
+            let options = LorenzOptions {
+                init: LorenzInit::Random { seed },
+                ..LorenzOptions::default()
+            };
+            let trajectory: Array2<f64> = lorenz(length + 1, options)?;
+            Ok(next_step_task(trajectory.view()))
+        }
+    }
+}

@@ -1,0 +1,85 @@
+//! `reservoir`: fit echo-state readouts on CSV data, predict with saved models, generate tasks.
+//!
+//! Every failure is one line `error: <message>` on standard error and exit code 1 (usage errors
+//! are clap's, exit code 2). A panic, which would be a bug, is reported the same way as an
+//! internal error, never as a panic message.
+
+mod data;
+mod error;
+mod fit;
+mod generate;
+mod output;
+mod predict;
+mod report;
+
+use std::io::Write;
+use std::panic::{self, AssertUnwindSafe, PanicHookInfo};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Reservoir computing from the command line.
+#[derive(Debug, Parser)]
+#[command(name = "reservoir", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Fit a ridge readout on CSV data, score it on a test file, optionally save the model.
+    Fit(fit::FitArgs),
+    /// Predict with a saved model; writes the target columns as CSV.
+    Predict(predict::PredictArgs),
+    /// Generate a benchmark task (narma10, mackey-glass, lorenz) as CSV.
+    Generate(generate::GenerateArgs),
+}
+
+fn dispatch(command: &Command) -> error::Result<()> {
+    match command {
+        Command::Fit(args) => fit::run(args),
+        Command::Predict(args) => predict::run(args),
+        Command::Generate(args) => generate::run(args),
+    }
+}
+
+fn main() -> ExitCode {
+    panic::set_hook(Box::new(report_panic));
+    let cli = Cli::parse();
+    match panic::catch_unwind(AssertUnwindSafe(|| dispatch(&cli.command))) {
+        Ok(Ok(())) => ExitCode::SUCCESS,
+        Ok(Err(e)) => {
+            print_error(&e.to_string());
+            ExitCode::FAILURE
+        }
+        // The hook has already printed the one line.
+        Err(_) => ExitCode::FAILURE,
+    }
+}
+
+/// Prints `error: <message>` as a single line on standard error.
+fn print_error(message: &str) {
+    let line: String = message
+        .chars()
+        .map(|c| if c == '\n' || c == '\r' { ' ' } else { c })
+        .collect();
+    let _ = writeln!(std::io::stderr().lock(), "error: {line}");
+}
+
+/// Panic hook: one `error: internal error: ...` line instead of Rust's panic message.
+fn report_panic(info: &PanicHookInfo<'_>) {
+    let payload = info.payload();
+    let what = payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unexpected failure".to_string());
+    let place = info
+        .location()
+        .map(|l| format!(" (at {}:{})", l.file(), l.line()))
+        .unwrap_or_default();
+    print_error(&format!(
+        "internal error: {what}{place}; please report this as a bug"
+    ));
+}

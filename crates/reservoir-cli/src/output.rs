@@ -1,0 +1,86 @@
+//! Output: CSV documents, written atomically to a file or to standard output.
+
+use std::io::Write;
+use std::path::Path;
+
+use ndarray::ArrayView2;
+use reservoir_core::persist::write_atomically;
+
+use crate::error::{CliError, Result};
+
+/// A CSV document: the header, then one row per row of `values`, numbers with full precision
+/// (Rust's shortest round-tripping decimal form).
+pub fn csv_bytes(header: &[String], values: ArrayView2<'_, f64>) -> Result<Vec<u8>> {
+    let format_error = |e: csv::Error| CliError::Format {
+        what: "the CSV output",
+        message: e.to_string(),
+    };
+    let mut writer = csv::Writer::from_writer(Vec::new());
+    writer.write_record(header).map_err(format_error)?;
+    for row in values.rows() {
+        writer
+            .write_record(row.iter().map(|v| v.to_string()))
+            .map_err(format_error)?;
+    }
+    writer.into_inner().map_err(|e| CliError::Format {
+        what: "the CSV output",
+        message: e.to_string(),
+    })
+}
+
+/// Writes `bytes` atomically to `path`, or to standard output when there is no path.
+pub fn write_output(path: Option<&Path>, bytes: &[u8]) -> Result<()> {
+    match path {
+        Some(path) => {
+            write_atomically(path, bytes).map_err(|e| CliError::writing("output file", e))
+        }
+        None => write_stdout(bytes),
+    }
+}
+
+/// Writes to standard output; a closed pipe (`| head`) is not an error.
+pub fn write_stdout(bytes: &[u8]) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(bytes).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(CliError::Stdout(e)),
+        _ => Ok(()),
+    }
+}
+
+/// Fails early, before any work, when `path`'s folder does not exist (`flag` names the option).
+pub fn check_output_folder(flag: &'static str, path: &Path) -> Result<()> {
+    if path.file_name().is_none() {
+        return Err(CliError::Argument {
+            flag,
+            message: format!("`{}` does not name a file", path.display()),
+        });
+    }
+    match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() && !dir.is_dir() => Err(CliError::Argument {
+            flag,
+            message: format!("the folder `{}` does not exist", dir.display()),
+        }),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn written_numbers_round_trip() {
+        let values = ndarray::array![[0.1, -1.0 / 3.0], [1e-300, 12345.678901234567]];
+        let header = vec!["a".to_string(), "b".to_string()];
+        let text = csv_bytes(&header, values.view()).map(String::from_utf8);
+        let Ok(Ok(text)) = text else {
+            panic!("CSV output failed: {text:?}");
+        };
+        let parsed: Vec<f64> = text
+            .lines()
+            .skip(1)
+            .flat_map(|l| l.split(',').map(|c| c.parse::<f64>().unwrap_or(f64::NAN)))
+            .collect();
+        assert_eq!(parsed, values.iter().copied().collect::<Vec<_>>());
+    }
+}

@@ -1,0 +1,175 @@
+//! What `reservoir fit` prints: an aligned table for people, or one JSON object for programs.
+
+use serde::Serialize;
+
+use crate::error::{CliError, Result};
+use crate::output::write_stdout;
+
+/// Scores of the readout on the test file (every row scored).
+#[derive(Debug, Clone, Copy)]
+pub struct TestScores {
+    /// Number of test rows.
+    pub rows: usize,
+    /// NRMSE (RMSE / population std of the target), averaged over targets.
+    pub nrmse: f64,
+    /// RMSE, averaged over targets.
+    pub rmse: f64,
+    /// R², averaged over targets.
+    pub r2: f64,
+}
+
+/// The outcome of a fit; serialised as-is by `--json` (test fields `null` without a test file).
+#[derive(Debug, Clone, Serialize)]
+pub struct FitReport {
+    /// The training file.
+    pub train: String,
+    /// The test file, if any.
+    pub test: Option<String>,
+    /// Input column names.
+    pub inputs: Vec<String>,
+    /// Target column names.
+    pub targets: Vec<String>,
+    /// Reservoir size N.
+    pub size: usize,
+    /// Leading training rows dropped before fitting.
+    pub washout: usize,
+    /// Rows in the training file.
+    pub n_train: usize,
+    /// Training rows the readout was fitted on (`n_train − washout`).
+    pub n_fit: usize,
+    /// Rows in the test file (all scored).
+    pub n_test: Option<usize>,
+    /// NRMSE on the fitted training rows.
+    pub train_nrmse: f64,
+    /// NRMSE on the test rows.
+    pub test_nrmse: Option<f64>,
+    /// RMSE on the test rows.
+    pub test_rmse: Option<f64>,
+    /// R² on the test rows.
+    pub test_r2: Option<f64>,
+    /// Seconds from config parse to fitted readout (weights, spectral radius, run, ridge),
+    /// without the time spent reading the CSV files.
+    pub fit_seconds: f64,
+    /// Where the model was saved, if it was.
+    pub model: Option<String>,
+}
+
+/// Prints the report on standard output: one JSON object (one line) or an aligned table.
+pub fn print_fit(report: &FitReport, json: bool) -> Result<()> {
+    let text = if json {
+        let mut line = serde_json::to_string(report).map_err(|e| CliError::Format {
+            what: "the JSON report",
+            message: e.to_string(),
+        })?;
+        line.push('\n');
+        line
+    } else {
+        table(report)
+    };
+    write_stdout(text.as_bytes())
+}
+
+/// The report as `key  value` lines with the values aligned.
+fn table(r: &FitReport) -> String {
+    let mut rows: Vec<(&str, String)> = vec![
+        (
+            "train",
+            format!(
+                "{} ({} rows, washout {}, {} fitted)",
+                r.train, r.n_train, r.washout, r.n_fit
+            ),
+        ),
+        ("inputs", r.inputs.join(", ")),
+        ("targets", r.targets.join(", ")),
+        ("reservoir size", r.size.to_string()),
+        ("train NRMSE", number(r.train_nrmse)),
+    ];
+    if let (Some(test), Some(n_test)) = (&r.test, r.n_test) {
+        rows.push(("test", format!("{test} ({n_test} rows)")));
+    }
+    let optional = [
+        ("test NRMSE", r.test_nrmse),
+        ("test RMSE", r.test_rmse),
+        ("test R²", r.test_r2),
+    ];
+    rows.extend(
+        optional
+            .iter()
+            .filter_map(|(k, v)| v.map(|v| (*k, number(v)))),
+    );
+    rows.push(("fit time", format!("{:.3} s", r.fit_seconds)));
+    rows.push((
+        "model",
+        r.model.clone().unwrap_or_else(|| "(not saved)".into()),
+    ));
+
+    let width = rows
+        .iter()
+        .map(|(k, _)| k.chars().count())
+        .max()
+        .unwrap_or(0);
+    rows.iter()
+        .map(|(k, v)| format!("{k}{}  {v}\n", " ".repeat(width - k.chars().count())))
+        .collect()
+}
+
+/// Six decimals, or scientific notation for values too small for that to show.
+fn number(v: f64) -> String {
+    if v != 0.0 && v.abs() < 1e-3 {
+        format!("{v:.4e}")
+    } else {
+        format!("{v:.6}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(test: bool) -> FitReport {
+        FitReport {
+            train: "train.csv".into(),
+            test: test.then(|| "test.csv".into()),
+            inputs: vec!["u".into()],
+            targets: vec!["y".into()],
+            size: 200,
+            washout: 100,
+            n_train: 1000,
+            n_fit: 900,
+            n_test: test.then_some(500),
+            train_nrmse: 0.1,
+            test_nrmse: test.then_some(0.2),
+            test_rmse: test.then_some(0.01),
+            test_r2: test.then_some(0.95),
+            fit_seconds: 0.5,
+            model: None,
+        }
+    }
+
+    #[test]
+    fn table_values_are_aligned() {
+        let text = table(&report(true));
+        let width = "reservoir size".len();
+        for line in text.lines() {
+            let chars: Vec<char> = line.chars().collect();
+            assert!(chars.len() > width + 2, "{line}");
+            assert!(
+                chars[width] == ' ' && chars[width + 1] == ' ' && chars[width + 2] != ' ',
+                "{text}"
+            );
+        }
+        assert!(text.contains("test R²") && text.contains("0.950000"));
+    }
+
+    #[test]
+    fn table_leaves_out_test_rows_without_a_test_file() {
+        let text = table(&report(false));
+        assert!(!text.contains("test"), "{text}");
+    }
+
+    #[test]
+    fn small_numbers_stay_visible() {
+        assert_eq!(number(1.234e-5), "1.2340e-5");
+        assert_eq!(number(0.5), "0.500000");
+    }
+}

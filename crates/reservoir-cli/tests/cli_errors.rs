@@ -1,0 +1,211 @@
+//! End-to-end tests of bad input: every kind exits 1 with one `error:` line naming the file,
+//! line, column or config field at fault, and never a panic message.
+
+mod common;
+
+use std::fs;
+use std::path::Path;
+
+use common::*;
+
+#[test]
+fn unknown_config_key_is_named() {
+    let fx = Fixture::new();
+    let config = fx.write("typo.toml", "[reservoir]\nsize = 200\nleek_rate = 0.5\n");
+    fails_with(
+        &fx.fit_args(&config, &[]),
+        &["typo.toml", "leek_rate", "line 3"],
+    );
+}
+
+#[test]
+fn zero_leak_rate_is_named() {
+    let fx = Fixture::new();
+    let config = fx.write("leak.toml", "[reservoir]\nsize = 200\nleak_rate = 0.0\n");
+    fails_with(
+        &fx.fit_args(&config, &[]),
+        &["leak.toml", "reservoir.leak_rate"],
+    );
+}
+
+#[test]
+fn missing_config_file_is_named() {
+    let fx = Fixture::new();
+    fails_with(
+        &fx.fit_args(&fx.p("absent.toml"), &[]),
+        &["absent.toml", "config file"],
+    );
+}
+
+#[test]
+fn missing_train_file_is_named() {
+    let fx = Fixture::new();
+    let args = fx.fit_on(fx.p("absent.csv"), "u");
+    fails_with(&args, &["absent.csv", "train file"]);
+}
+
+#[test]
+fn missing_column_is_named_with_the_columns_present() {
+    let fx = Fixture::new();
+    let args = fx.fit_on(fx.p("train.csv"), "u, w");
+    fails_with(&args, &["train.csv", "`w`", "`u`", "`y`"]);
+}
+
+#[test]
+fn test_file_without_the_train_columns_is_an_error() {
+    let fx = Fixture::new();
+    let other = fx.write("other.csv", "x,y\n0.1,0.2\n0.3,0.4\n0.5,0.7\n");
+    fails_with(
+        &fx.fit_args(&fx.p("config.toml"), &["--test", &other]),
+        &["other.csv", "`u`"],
+    );
+}
+
+#[test]
+fn non_numeric_cell_is_named_by_file_line_and_column() {
+    let fx = Fixture::new();
+    fit_with_line_5(
+        &fx,
+        "text.csv",
+        "0.25,abc",
+        &["text.csv", "line 5", "`y`", "abc"],
+    );
+}
+
+#[test]
+fn nan_cell_is_rejected() {
+    let fx = Fixture::new();
+    fit_with_line_5(
+        &fx,
+        "nan.csv",
+        "NaN,0.3",
+        &["nan.csv", "line 5", "`u`", "NaN"],
+    );
+    fit_with_line_5(
+        &fx,
+        "inf.csv",
+        "0.2,inf",
+        &["inf.csv", "line 5", "`y`", "inf"],
+    );
+}
+
+#[test]
+fn ragged_row_is_named_by_line() {
+    let fx = Fixture::new();
+    fit_with_line_5(
+        &fx,
+        "ragged.csv",
+        "0.2,0.3,0.4",
+        &["ragged.csv", "line 5", "3 fields"],
+    );
+}
+
+#[test]
+fn header_only_csv_has_no_rows() {
+    let fx = Fixture::new();
+    let empty = fx.write("empty.csv", "u,y\n");
+    let args = fx.fit_on(empty, "u");
+    fails_with(&args, &["empty.csv", "no data rows"]);
+    let blank = fx.write("blank.csv", "");
+    let args = fx.fit_on(blank, "u");
+    fails_with(&args, &["blank.csv", "empty"]);
+}
+
+#[test]
+fn washout_longer_than_the_data_is_named() {
+    let fx = Fixture::new();
+    let config = fx.write(
+        "long.toml",
+        "[reservoir]\nsize = 50\n[readout]\nwashout = 5000\n",
+    );
+    fails_with(
+        &fx.fit_args(&config, &[]),
+        &["readout.washout", "5000", "train.csv"],
+    );
+}
+
+#[test]
+fn too_few_test_rows_are_an_error() {
+    let fx = Fixture::new();
+    let one = fx.write("one.csv", "u,y\n0.1,0.2\n");
+    fails_with(
+        &fx.fit_args(&fx.p("config.toml"), &["--test", &one]),
+        &["one.csv", "test row"],
+    );
+}
+
+#[test]
+fn bad_column_lists_are_rejected() {
+    let fx = Fixture::new();
+    let args = fx.fit_on(fx.p("train.csv"), "u,,");
+    fails_with(&args, &["--inputs", "empty column name"]);
+}
+
+#[test]
+fn model_of_random_bytes_is_not_a_model() {
+    let fx = Fixture::new();
+    let bytes: Vec<u8> = (0..4096u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    fs::write(fx.path("random.bin"), bytes).expect("write");
+    predict_fails(
+        &fx.p("random.bin"),
+        &fx.p("test.csv"),
+        &["random.bin", "not a reservoir model"],
+    );
+}
+
+#[test]
+fn truncated_model_is_reported() {
+    let fx = Fixture::new();
+    let bytes = fs::read(fx.model("full.bin")).expect("model");
+    fs::write(fx.path("half.bin"), &bytes[..bytes.len() / 2]).expect("write");
+    predict_fails(
+        &fx.p("half.bin"),
+        &fx.p("test.csv"),
+        &["half.bin", "truncated"],
+    );
+}
+
+#[test]
+fn model_with_a_flipped_byte_is_corrupted() {
+    let fx = Fixture::new();
+    let mut bytes = fs::read(fx.model("full.bin")).expect("model");
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x5a;
+    fs::write(fx.path("flipped.bin"), &bytes).expect("write");
+    predict_fails(
+        &fx.p("flipped.bin"),
+        &fx.p("test.csv"),
+        &["flipped.bin", "corrupted"],
+    );
+}
+
+#[test]
+fn missing_model_file_is_named() {
+    let fx = Fixture::new();
+    predict_fails(
+        &fx.p("absent.bin"),
+        &fx.p("test.csv"),
+        &["absent.bin", "model file"],
+    );
+}
+
+#[test]
+fn predict_input_without_the_model_columns_is_named() {
+    let fx = Fixture::new();
+    let model = fx.model("m.bin");
+    let other = fx.write("other.csv", "x,y\n0.1,0.2\n");
+    predict_fails(&model, &other, &["other.csv", "`u`", "`x`"]);
+}
+
+#[test]
+fn generate_rejects_a_zero_length() {
+    let fx = Fixture::new();
+    let out = fx.p("zero.csv");
+    fails_with(
+        &["generate", "narma10", "--length", "0", "--output", &out],
+        &["--length"],
+    );
+    assert!(!Path::new(&out).exists());
+}
