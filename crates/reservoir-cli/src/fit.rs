@@ -7,7 +7,7 @@ use std::time::Instant;
 use ndarray::{s, ArrayView2};
 use reservoir_core::metrics::{nrmse, r2, rmse};
 use reservoir_core::readout::fit_ridge;
-use reservoir_core::{cpu_reservoir_from_weights, FitConfig, Model, ReservoirWeights};
+use reservoir_core::{cpu_reservoir_from_weights, ExperimentConfig, Model, ReservoirWeights};
 
 use crate::data::{parse_column_list, read_inputs_targets};
 use crate::error::{CliError, CoreContext, Result};
@@ -60,7 +60,7 @@ pub fn run(args: &FitArgs) -> Result<()> {
     // Timed: config parse, then (after the untimed data reads) weights, run and ridge.
     let parse_started = Instant::now();
     let origin = args.config.display().to_string();
-    let mut config = FitConfig::from_toml(&config_text, &origin)
+    let mut config = ExperimentConfig::from_toml(&config_text, &origin)
         .map_err(|e| CliError::config(&args.config, e))?;
     config.reservoir.input_size = inputs.len();
     let parse_seconds = parse_started.elapsed().as_secs_f64();

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use ndarray::{concatenate, Array2, Axis};
+use ndarray::{concatenate, s, Array2, Axis};
 use reservoir_core::persist::write_atomically;
 use reservoir_core::tasks::lorenz::{lorenz, LorenzInit, LorenzOptions};
 use reservoir_core::tasks::mackey_glass::{mackey_glass, one_step_task, MackeyGlassOptions};
@@ -53,12 +53,21 @@ pub struct GenerateArgs {
     /// Number of rows.
     #[arg(long, value_name = "N")]
     pub length: usize,
-    /// Seed of the task's random draws (NARMA inputs, Mackey–Glass history, Lorenz start).
-    #[arg(long, value_name = "S", default_value_t = 42)]
-    pub seed: u64,
+    /// Seed of the task's random draws: NARMA inputs (default 42), Lorenz start (default 42),
+    /// a perturbation of the Mackey–Glass history (default: none, the canonical constant
+    /// history that `reservoir run` uses).
+    #[arg(long, value_name = "S")]
+    pub seed: Option<u64>,
     /// Where to write the CSV (written atomically).
     #[arg(long, value_name = "FILE.csv")]
     pub output: PathBuf,
+    /// Write only the first ROWS rows to --output and the rest to --test-output, so the test
+    /// file continues the training file in time.
+    #[arg(long, value_name = "ROWS", requires = "test_output")]
+    pub split: Option<usize>,
+    /// Where the rows after --split go.
+    #[arg(long, value_name = "FILE.csv", requires = "split")]
+    pub test_output: Option<PathBuf>,
 }
 
 /// Runs `reservoir generate`.
@@ -70,9 +79,20 @@ pub fn run(args: &GenerateArgs) -> Result<()> {
         });
     }
     check_output_folder("--output", &args.output)?;
+    if let Some(test_output) = &args.test_output {
+        check_output_folder("--test-output", test_output)?;
+    }
+    if let Some(split) = args.split {
+        if split == 0 || split >= args.length {
+            return Err(CliError::Argument {
+                flag: "--split",
+                message: format!("must be in 1..{} (the --length), got {split}", args.length),
+            });
+        }
+    }
     let task = args.task;
     let data = series(task, args.length, args.seed)
-        .context(|| format!("generating {} (seed {})", task.name(), args.seed))?;
+        .context(|| format!("generating {} (seed {:?})", task.name(), args.seed))?;
     let table = concatenate(Axis(1), &[data.inputs.view(), data.targets.view()]).map_err(|e| {
         CliError::Format {
             what: "the task table",
@@ -92,17 +112,25 @@ pub fn run(args: &GenerateArgs) -> Result<()> {
             ),
         });
     }
-    let bytes = csv_bytes(&header, table.view())?;
-    write_atomically(&args.output, &bytes).map_err(|e| CliError::writing("output file", e))
+    let split = args.split.unwrap_or(args.length);
+    let bytes = csv_bytes(&header, table.slice(s![..split, ..]))?;
+    write_atomically(&args.output, &bytes).map_err(|e| CliError::writing("output file", e))?;
+    if let Some(test_output) = &args.test_output {
+        let bytes = csv_bytes(&header, table.slice(s![split.., ..]))?;
+        write_atomically(test_output, &bytes)
+            .map_err(|e| CliError::writing("test output file", e))?;
+    }
+    Ok(())
 }
 
 /// `length` rows of the task: inputs at time t, targets one step ahead.
-fn series(task: Task, length: usize, seed: u64) -> reservoir_core::Result<TaskData> {
+fn series(task: Task, length: usize, seed: Option<u64>) -> reservoir_core::Result<TaskData> {
+    const DEFAULT_SEED: u64 = 42;
     match task {
-        Task::Narma10 => narma10(length, seed),
+        Task::Narma10 => narma10(length, seed.unwrap_or(DEFAULT_SEED)),
         Task::MackeyGlass => {
             let options = MackeyGlassOptions {
-                history_seed: Some(seed),
+                history_seed: seed,
                 ..MackeyGlassOptions::default()
             };
             let series = mackey_glass(length + 1, options)?;
@@ -110,7 +138,9 @@ fn series(task: Task, length: usize, seed: u64) -> reservoir_core::Result<TaskDa
         }
         Task::Lorenz => {
             let options = LorenzOptions {
-                init: LorenzInit::Random { seed },
+                init: LorenzInit::Random {
+                    seed: seed.unwrap_or(DEFAULT_SEED),
+                },
                 ..LorenzOptions::default()
             };
             let trajectory: Array2<f64> = lorenz(length + 1, options)?;

@@ -1,4 +1,5 @@
-//! `reservoir`: fit echo-state readouts on CSV data, predict with saved models, generate tasks.
+//! `reservoir`: run task configs, fit echo-state readouts on CSV data, predict with saved
+//! models, generate tasks.
 //!
 //! Every failure is one line `error: <message>` on standard error and exit code 1 (usage errors
 //! are clap's, exit code 2). A panic, which would be a bug, is reported the same way as an
@@ -11,6 +12,7 @@ mod generate;
 mod output;
 mod predict;
 mod report;
+mod run;
 
 use std::io::Write;
 use std::panic::{self, AssertUnwindSafe, PanicHookInfo};
@@ -34,6 +36,8 @@ enum Command {
     Predict(predict::PredictArgs),
     /// Generate a benchmark task (narma10, mackey-glass, lorenz) as CSV.
     Generate(generate::GenerateArgs),
+    /// Run a task config end to end (the embedded default when no config is given).
+    Run(run::RunArgs),
 }
 
 fn dispatch(command: &Command) -> error::Result<()> {
@@ -41,6 +45,7 @@ fn dispatch(command: &Command) -> error::Result<()> {
         Command::Fit(args) => fit::run(args),
         Command::Predict(args) => predict::run(args),
         Command::Generate(args) => generate::run(args),
+        Command::Run(args) => run::run(args),
     }
 }
 

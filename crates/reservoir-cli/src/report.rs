@@ -1,5 +1,6 @@
 //! What `reservoir fit` prints: an aligned table for people, or one JSON object for programs.
 
+use reservoir_core::experiment::ExperimentReport;
 use serde::Serialize;
 
 use crate::error::{CliError, Result};
@@ -57,16 +58,43 @@ pub struct FitReport {
 /// Prints the report on standard output: one JSON object (one line) or an aligned table.
 pub fn print_fit(report: &FitReport, json: bool) -> Result<()> {
     let text = if json {
-        let mut line = serde_json::to_string(report).map_err(|e| CliError::Format {
-            what: "the JSON report",
-            message: e.to_string(),
-        })?;
-        line.push('\n');
-        line
+        json_line(report)?
     } else {
         table(report)
     };
     write_stdout(text.as_bytes())
+}
+
+/// Prints a task run: one flat JSON object (`task`, `size`, then every metric and timing by
+/// name) or an aligned table.
+pub fn print_run(report: &ExperimentReport, json: bool) -> Result<()> {
+    let figures = report.metrics.iter().chain(&report.timings);
+    let text = if json {
+        let mut object = serde_json::Map::new();
+        object.insert("task".into(), report.task.clone().into());
+        object.insert("size".into(), report.size.into());
+        for f in figures {
+            object.insert(f.name.clone(), f.value.into());
+        }
+        json_line(&object)?
+    } else {
+        let mut rows = vec![
+            ("task".to_string(), report.task.clone()),
+            ("reservoir size".to_string(), report.size.to_string()),
+        ];
+        rows.extend(figures.map(|f| (f.name.replace('_', " "), number(f.value))));
+        aligned(&rows)
+    };
+    write_stdout(text.as_bytes())
+}
+
+fn json_line<T: Serialize>(value: &T) -> Result<String> {
+    let mut line = serde_json::to_string(value).map_err(|e| CliError::Format {
+        what: "the JSON report",
+        message: e.to_string(),
+    })?;
+    line.push('\n');
+    Ok(line)
 }
 
 /// The report as `key  value` lines with the values aligned.
@@ -103,6 +131,12 @@ fn table(r: &FitReport) -> String {
         r.model.clone().unwrap_or_else(|| "(not saved)".into()),
     ));
 
+    let rows: Vec<(String, String)> = rows.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+    aligned(&rows)
+}
+
+/// `key  value` lines with the values aligned.
+fn aligned(rows: &[(String, String)]) -> String {
     let width = rows
         .iter()
         .map(|(k, _)| k.chars().count())

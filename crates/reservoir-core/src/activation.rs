@@ -48,7 +48,17 @@ mod tests {
     fn fast_tanh_matches_f64_tanh_within_a_few_ulp() {
         let mut worst_ulps = 0.0f64;
         let mut xs: Vec<f32> = (-200_000..=200_000).map(|i| i as f32 * 1e-4).collect();
-        xs.extend([1e-30, -1e-30, 0.0, 9.0, -9.0, 100.0, -1e30, f32::MAX, f32::MIN]);
+        xs.extend([
+            1e-30,
+            -1e-30,
+            0.0,
+            9.0,
+            -9.0,
+            100.0,
+            -1e30,
+            f32::MAX,
+            f32::MIN,
+        ]);
         let mut ys = xs.clone();
         tanh_f32_in_place(&mut ys);
         for (&x, &y) in xs.iter().zip(&ys) {

@@ -109,11 +109,21 @@ fn check(ok: bool, field: &str, rule: &str, value: impl ToString) -> Result<(), 
 }
 
 fn check_unit_interval(field: &str, value: f64) -> Result<(), ConfigError> {
-    check(value > 0.0 && value <= 1.0, field, "must be in (0, 1]", value)
+    check(
+        value > 0.0 && value <= 1.0,
+        field,
+        "must be in (0, 1]",
+        value,
+    )
 }
 
 fn check_non_negative(field: &str, value: f64) -> Result<(), ConfigError> {
-    check(value.is_finite() && value >= 0.0, field, "must be finite and >= 0", value)
+    check(
+        value.is_finite() && value >= 0.0,
+        field,
+        "must be finite and >= 0",
+        value,
+    )
 }
 
 impl ReservoirConfig {
@@ -125,7 +135,12 @@ impl ReservoirConfig {
             &format!("must be in 1..={MAX_SIZE}"),
             self.size,
         )?;
-        check(self.input_size >= 1, "input_size", "must be >= 1", self.input_size)?;
+        check(
+            self.input_size >= 1,
+            "input_size",
+            "must be >= 1",
+            self.input_size,
+        )?;
         check(
             self.spectral_radius.is_finite() && self.spectral_radius > 0.0,
             "spectral_radius",
@@ -170,35 +185,21 @@ impl ReadoutConfig {
     }
 }
 
-/// A configuration file for `reservoir fit`: a `[reservoir]` and a `[readout]` table.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct FitConfig {
-    /// The `[reservoir]` table.
-    pub reservoir: ReservoirConfig,
-    /// The `[readout]` table.
-    pub readout: ReadoutConfig,
-}
-
-impl FitConfig {
-    /// Parses and validates TOML text; `origin` (a path or `<embedded>`) prefixes every message.
-    pub fn from_toml(text: &str, origin: &str) -> Result<Self> {
-        let config: Self = parse_toml(text, origin)?;
-        config.validate()?;
-        Ok(config)
-    }
-
-    /// Checks both tables; field names in errors carry the table prefix (`reservoir.leak_rate`).
-    pub fn validate(&self) -> Result<(), ConfigError> {
-        self.reservoir.validate().map_err(|e| e.prefixed("reservoir"))?;
-        self.readout.validate().map_err(|e| e.prefixed("readout"))
-    }
-}
-
 /// Parses TOML into `T`, turning the parser's message (key, line, column) into a typed error.
 pub fn parse_toml<T: serde::de::DeserializeOwned>(text: &str, origin: &str) -> Result<T> {
-    toml::from_str(text).map_err(|e| ReservoirError::ConfigParse {
-        origin: origin.to_string(),
-        message: e.to_string().trim_end().replace('\n', " "),
+    toml::from_str(text).map_err(|e| {
+        let place = e
+            .span()
+            .map(|span| {
+                let before = &text[..span.start.min(text.len())];
+                let line = before.matches('\n').count() + 1;
+                let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+                format!("line {line}, column {column}: ")
+            })
+            .unwrap_or_default();
+        ReservoirError::ConfigParse {
+            origin: origin.to_string(),
+            message: format!("{place}{}", e.message().trim_end().replace('\n', " ")),
+        }
     })
 }

@@ -88,7 +88,11 @@ impl<T: Real> EchoStateNetwork<T> {
             return Err(ReservoirError::shape(
                 "reservoir weights for this config",
                 format!("size {} and input_size {}", config.size, config.input_size),
-                format!("size {} and input_size {}", weights.size(), weights.input_size()),
+                format!(
+                    "size {} and input_size {}",
+                    weights.size(),
+                    weights.input_size()
+                ),
             ));
         }
         let n = config.size;
@@ -163,10 +167,17 @@ impl<T: Real> Reservoir for EchoStateNetwork<T> {
 
     fn set_state(&mut self, state: ArrayView1<f64>) -> Result<()> {
         if state.len() != self.size() {
-            return Err(ReservoirError::shape("reservoir state", self.size(), state.len()));
+            return Err(ReservoirError::shape(
+                "reservoir state",
+                self.size(),
+                state.len(),
+            ));
         }
         if state.iter().any(|v| !v.is_finite()) {
-            return Err(ReservoirError::invalid("reservoir state", "values must be finite"));
+            return Err(ReservoirError::invalid(
+                "reservoir state",
+                "values must be finite",
+            ));
         }
         for (x, &v) in self.state.iter_mut().zip(state.iter()) {
             *x = T::from_f64(v);

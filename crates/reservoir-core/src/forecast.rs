@@ -23,10 +23,16 @@ pub fn closed_loop(
     steps: usize,
 ) -> Result<Array2<f64>> {
     let k = reservoir.input_size();
-    if readout.n_outputs() != k || first_input.len() != k || readout.n_features() != reservoir.size() {
+    if readout.n_outputs() != k
+        || first_input.len() != k
+        || readout.n_features() != reservoir.size()
+    {
         return Err(ReservoirError::shape(
             "closed-loop generation",
-            format!("a readout of {} features → {k} outputs and a first input of {k}", reservoir.size()),
+            format!(
+                "a readout of {} features → {k} outputs and a first input of {k}",
+                reservoir.size()
+            ),
             format!(
                 "a readout of {} features → {} outputs and a first input of {}",
                 readout.n_features(),

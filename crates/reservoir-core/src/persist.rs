@@ -73,12 +73,13 @@ impl Model {
     /// Writes the model to `path` atomically (temporary file, then rename).
     pub fn save(&self, path: &Path) -> Result<()> {
         self.validate()?;
-        let payload = bincode::serde::encode_to_vec(self, bincode::config::standard()).map_err(|e| {
-            ReservoirError::ModelFormat {
-                path: path.to_path_buf(),
-                message: format!("cannot encode the model: {e}"),
-            }
-        })?;
+        let payload =
+            bincode::serde::encode_to_vec(self, bincode::config::standard()).map_err(|e| {
+                ReservoirError::ModelFormat {
+                    path: path.to_path_buf(),
+                    message: format!("cannot encode the model: {e}"),
+                }
+            })?;
         let mut bytes = Vec::with_capacity(HEADER_LEN + payload.len());
         bytes.extend_from_slice(&MAGIC);
         bytes.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
@@ -103,7 +104,9 @@ impl Model {
             message,
         };
         if bytes.len() < MAGIC.len() || bytes[..MAGIC.len()] != MAGIC {
-            return Err(format_error("not a reservoir model file (bad magic bytes)".into()));
+            return Err(format_error(
+                "not a reservoir model file (bad magic bytes)".into(),
+            ));
         }
         if bytes.len() < HEADER_LEN {
             return Err(format_error("truncated header".into()));
@@ -121,7 +124,11 @@ impl Model {
         if declared != actual {
             return Err(format_error(format!(
                 "{} ({actual} payload bytes, header says {declared})",
-                if actual < declared { "truncated" } else { "trailing bytes after the model" }
+                if actual < declared {
+                    "truncated"
+                } else {
+                    "trailing bytes after the model"
+                }
             )));
         }
         let checksum = u32::from_le_bytes([bytes[20], bytes[21], bytes[22], bytes[23]]);

@@ -1,37 +1,45 @@
 //! Spectral radius ρ(A) = max |λ_i| of a square, generally non-symmetric linear operator.
 //!
 //! # Method
-//! Restarted Arnoldi behind a power filter. Each cycle runs `power_steps` normalised power steps,
+//! Restarted Arnoldi behind a power filter. A cycle runs `power_steps` normalised power steps,
 //! then an Arnoldi process of dimension `krylov_dim` (modified Gram–Schmidt, re-orthogonalised
-//! once) from the current vector; the estimate is the largest |Ritz value| of the small Hessenberg
-//! matrix (eigenvalues by faer). The next cycle starts from A^k x, which the Arnoldi relation
-//! A V = V H̄ gives without further products, so every product of every cycle filters by z^k.
-//! That filter keeps the whole circle |λ| = ρ whatever the angle, while restarting from the top
-//! Ritz vector (or with exact shifts) was measured to lock onto the second eigenvalue of random
-//! sparse matrices. Unlike a Rayleigh quotient, the Ritz values resolve a dominant
-//! complex-conjugate pair and a near-degenerate cluster on the circle.
+//! once) from the current vector x; the estimate is the largest |Ritz value| of the small
+//! Hessenberg matrix (eigenvalues by faer). The next cycle starts from A^k x, which the relation
+//! A V = V H̄ gives without more products, so every product filters by z^k: that damps the bulk
+//! and keeps the whole circle |λ| = ρ at any angle. Unlike a Rayleigh quotient, Ritz values
+//! resolve a dominant complex-conjugate pair and a near-degenerate cluster on the circle.
+//! Restarting from the top Ritz vector, with exact shifts, or thick (Krylov–Schur-like)
+//! restarts were tried too: on random sparse matrices they sometimes converged to the second
+//! eigenvalue (errors up to 1 %), because they discard directions the power filter keeps.
 //!
 //! Convergence: the top Ritz pair's relative residual ‖A u − θ u‖ / (|θ| ‖u‖) is at most
-//! `tolerance` and |θ| agrees with the previous cycle to `tolerance` (relative). A residual alone
-//! can be small for a Ritz value far from the spectrum of a highly non-normal matrix. Special
-//! cases, all exact: a zero product (A^k x = 0: ρ = 0, the answer for the zero matrix and for
-//! nilpotent triangular matrices); an invariant Krylov subspace ("happy breakdown", accepted
-//! when the next cycle agrees or the subspace is the whole space); and A/s orthogonal (scaled
-//! permutations), recognised when ‖A u‖ is the same for every unit vector of a cycle, so ρ = s.
+//! `tolerance` and |θ| agrees with the previous cycle to `tolerance` (relative); a small
+//! residual alone can be a pseudo-eigenvalue of a highly non-normal matrix. Exact special cases:
+//! a zero product (ρ = 0: the zero matrix, nilpotent triangular matrices); an invariant Krylov
+//! subspace ("happy breakdown", accepted when it is the whole space or the next cycle agrees);
+//! A/s orthogonal (scaled permutations: all |λ| = s), recognised when ‖A u‖ is the same for
+//! every unit vector u of a cycle. Without convergence by `max_matvecs`, the larger of the last
+//! Ritz estimate and the mean growth rate ‖A^d x₀‖^{1/d} is returned with `converged = false`.
+//!
+//! Measured with the defaults at N = 1000, 10 % density, uniform(−1, 1) weights, 40 seeds:
+//! 256–512 products (median 320), relative error ≤ 1e-7 against a dense eigensolver, ≈ 20–45 ms
+//! with a CSR product on a 2-core VM.
 //!
 //! # Limits
-//! More than about `krylov_dim / 2` eigenvalues with nearly equal top modulus (not an isometry)
-//! converge slowly and may end with `converged = false`. A nilpotent matrix that is not
-//! triangular gives ≈ ε^{1/n}‖A‖, not 0 (any floating-point eigensolver shares this). A defective
-//! (Jordan) top eigenvalue converges slowly. A start vector orthogonal to the top eigenvectors
-//! (probability zero for the random start) would miss them.
+//! Many eigenvalues (more than about `krylov_dim` / 2) of nearly equal top modulus that do not
+//! come from an isometry converge slowly and may end unconverged, e.g. a 500-cycle with unequal
+//! weights (the growth-rate fallback is then accurate to ~1e-6). A defective (Jordan) top
+//! eigenvalue converges slowly. A nilpotent matrix that is not triangular gives ≈ ε^{1/n}‖A‖,
+//! not 0, like any floating-point eigensolver. Power methods cannot see an eigenvector that
+//! extreme non-normality hides below rounding in every product (seen once in 870 tiny random
+//! graphs with ρ ≈ 0.0017: error 1.5e-5). Memory is (`krylov_dim` + 3)·N numbers.
 
 use crate::error::{ReservoirError, Result};
 use faer::diag::DiagMut;
-use faer::dyn_stack::{MemBuffer, MemStack, StackReq};
+use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::linalg::evd::{self, ComputeEigenvectors::No, ComputeEigenvectors::Yes};
 use faer::{Mat, Par};
-use ndarray::Array2;
+use ndarray::{Array2, ArrayView1};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -62,12 +70,10 @@ impl LinearOperator for Array2<f64> {
         (self.nrows(), self.ncols())
     }
     fn apply(&self, x: &[f64], y: &mut [f64]) {
-        for (yi, row) in y.iter_mut().zip(self.rows()) {
-            *yi = match row.as_slice() {
-                Some(r) => dot(r, x),
-                None => row.iter().zip(x).map(|(a, b)| a * b).sum(),
-            };
-        }
+        let x = ArrayView1::from(x);
+        y.iter_mut()
+            .zip(self.rows())
+            .for_each(|(yi, row)| *yi = row.dot(&x));
     }
 }
 
@@ -76,7 +82,8 @@ impl LinearOperator for Array2<f64> {
 pub struct SpectralOptions {
     /// Arnoldi dimension per cycle (clamped to the matrix size).
     pub krylov_dim: usize,
-    /// Normalised power steps before each Arnoldi process.
+    /// Normalised power steps before each Arnoldi process (with 0, the exact ρ = 0 of nilpotent
+    /// triangular matrices is no longer reached).
     pub power_steps: usize,
     /// Relative tolerance of the convergence tests.
     pub tolerance: f64,
@@ -87,8 +94,10 @@ pub struct SpectralOptions {
 }
 
 impl Default for SpectralOptions {
-    /// `krylov_dim` 32, `power_steps` 16, `tolerance` 1e-6, `max_matvecs` 5000, `seed` 0.
-    /// Chosen by experiment on random sparse matrices: see the module docs and the tests.
+    /// `krylov_dim` 48, `power_steps` 16, `tolerance` 1e-6, `max_matvecs` 5000, `seed` 0.
+    /// Measured on 52 random sparse matrices (N = 200–2000): dimension 48 needs fewer products
+    /// than 32 (mean 320 vs 367, worst 512 vs 816), 64 hardly fewer for more orthogonalisation;
+    /// 8–32 power steps per cycle change little. Tolerance 1e-6 gives errors ≤ 1e-7.
     fn default() -> Self {
         Self {
             krylov_dim: 48,
@@ -107,14 +116,13 @@ pub struct SpectralEstimate {
     pub radius: f64,
     /// Matrix-vector products used.
     pub iterations: usize,
-    /// Whether a convergence test passed (otherwise `radius` is the last cycle's estimate).
+    /// Whether a convergence test passed (otherwise `radius` is the best available estimate).
     pub converged: bool,
 }
 
 /// Estimates the spectral radius of `op` (see the module docs for the method and its limits).
-///
 /// Deterministic: the same operator and options give a bit-identical result (no threads, no
-/// clock). Memory: (`krylov_dim` + 3)·N + O(`krylov_dim`²) numbers, allocated once.
+/// clock). Buffers of length N are allocated once, none inside the product loop.
 ///
 /// # Errors
 /// A non-square operator (shape error), N = 0 or invalid options (invalid input), and
@@ -139,7 +147,6 @@ pub fn spectral_radius(
     // Arnoldi basis V (ld vectors of length n) and H̄ (ld × m, column-major).
     let (mut v, mut h) = (vec![0.0; ld * n], vec![0.0; ld * m]);
     let (mut coef, mut next) = (vec![0.0; ld], vec![0.0; ld]);
-    let mut ritz = Ritz::new(m);
     let (mut mv, mut prev, mut estimate) = (0usize, f64::NAN, 0.0);
     // x = A^degree x_0 / ‖A^degree x_0‖ and log_growth = ln ‖A^degree x_0‖.
     let (mut degree, mut log_growth) = (0usize, 0.0f64);
@@ -185,7 +192,7 @@ pub fn spectral_radius(
             }
             w.iter_mut().for_each(|e| *e /= beta);
         }
-        let (theta, tail) = ritz.top(&h, ld, k)?;
+        let (theta, tail) = top_ritz(&h, ld, k)?;
         if (samples >= 2 || n == 1) && hi - lo <= ISOMETRY_SPREAD * hi {
             return finished(hi, mv, true);
         }
@@ -216,10 +223,7 @@ pub fn spectral_radius(
         for (vi, &c) in v.chunks_exact(n).zip(&coef[..rows]) {
             x.iter_mut().zip(vi).for_each(|(a, b)| *a += c * b);
         }
-        let nx = finite_norm(&x)?;
-        if nx == 0.0 {
-            return finished(0.0, mv, true);
-        }
+        let nx = finite_norm(&x)?; // ≈ 1: V is orthonormal and ‖coef‖ = 1
         x.iter_mut().for_each(|e| *e /= nx);
         log_growth += nx.ln();
     }
@@ -252,63 +256,46 @@ fn check_options(o: &SpectralOptions, n: usize) -> Result<()> {
     Err(ReservoirError::invalid(CONTEXT, problem))
 }
 
-/// Eigenvalues (and vectors) of the leading k×k block of H̄, with buffers allocated once.
-struct Ritz {
-    hk: Mat<f64>,
-    u: Mat<f64>,
-    re: Vec<f64>,
-    im: Vec<f64>,
-    buf: MemBuffer,
-}
-
-impl Ritz {
-    fn new(m: usize) -> Self {
-        let scratch = |k| evd::evd_scratch::<f64>(k, No, Yes, Par::Seq, Default::default());
-        let req = (1..=m).fold(StackReq::EMPTY, |r, k| r.or(scratch(k)));
-        let (hk, u) = (Mat::zeros(m, m), Mat::zeros(m, m));
-        let (re, im, buf) = (vec![0.0; m], vec![0.0; m], MemBuffer::new(req));
-        Self { hk, u, re, im, buf }
+/// The largest |Ritz value| θ of the leading k×k block of H̄ (eigenvalues by faer, sequential),
+/// and |e_kᵀ y| / ‖y‖ for its eigenvector y. Allocates O(k²) once per cycle.
+fn top_ritz(h: &[f64], ld: usize, k: usize) -> Result<(f64, f64)> {
+    // Scaled to max |entry| = 1 so that faer's sums of squares neither under- nor overflow.
+    let big = (0..k)
+        .flat_map(|j| (0..k).map(move |i| h[i + j * ld].abs()))
+        .fold(0.0, f64::max);
+    if big == 0.0 {
+        return Ok((0.0, 0.0));
     }
-
-    /// The largest |Ritz value| θ, and |e_kᵀ y| / ‖y‖ for its eigenvector y.
-    fn top(&mut self, h: &[f64], ld: usize, k: usize) -> Result<(f64, f64)> {
-        let mut hk = self.hk.as_mut().submatrix_mut(0, 0, k, k);
-        for j in 0..k {
-            for i in 0..k {
-                hk[(i, j)] = h[i + j * ld];
-            }
+    let hk = Mat::from_fn(k, k, |i, j| h[i + j * ld] / big);
+    let (mut u, mut re, mut im) = (Mat::<f64>::zeros(k, k), vec![0.0; k], vec![0.0; k]);
+    let req = evd::evd_scratch::<f64>(k, No, Yes, Par::Seq, Default::default());
+    evd::evd_real(
+        hk.as_ref(),
+        DiagMut::from_slice_mut(&mut re),
+        DiagMut::from_slice_mut(&mut im),
+        None,
+        Some(u.as_mut()),
+        Par::Seq,
+        MemStack::new(&mut MemBuffer::new(req)),
+        Default::default(),
+    )
+    .map_err(|e| ReservoirError::numerical(CONTEXT, format!("Ritz values: {e:?}")))?;
+    // A complex pair occupies columns j (real part) and j + 1 (imaginary part) of u.
+    let (mut best, mut tail, mut j) = (-1.0, 0.0, 0);
+    while j < k {
+        let width = if im[j] != 0.0 && j + 1 < k { 2 } else { 1 };
+        let modulus = big * re[j].hypot(im[j]);
+        if !modulus.is_finite() {
+            return Err(ReservoirError::numerical(CONTEXT, "non-finite Ritz value"));
         }
-        let mut u = self.u.as_mut().submatrix_mut(0, 0, k, k);
-        let (re, im) = (&mut self.re[..k], &mut self.im[..k]);
-        evd::evd_real(
-            self.hk.as_ref().submatrix(0, 0, k, k),
-            DiagMut::from_slice_mut(&mut *re),
-            DiagMut::from_slice_mut(&mut *im),
-            None,
-            Some(u.as_mut()),
-            Par::Seq,
-            MemStack::new(&mut self.buf),
-            Default::default(),
-        )
-        .map_err(|e| ReservoirError::numerical(CONTEXT, format!("Ritz values: {e:?}")))?;
-        // A complex pair occupies columns j (real part) and j + 1 (imaginary part) of u.
-        let (mut best, mut tail, mut j) = (-1.0, 0.0, 0);
-        while j < k {
-            let width = if im[j] != 0.0 && j + 1 < k { 2 } else { 1 };
-            let modulus = re[j].hypot(im[j]);
-            if !modulus.is_finite() {
-                return Err(ReservoirError::numerical(CONTEXT, "non-finite Ritz value"));
-            }
-            if modulus > best {
-                let col = |c: usize| u.col(c).iter().map(|e| e * e).sum::<f64>();
-                let end: f64 = (j..j + width).map(|c| u[(k - 1, c)] * u[(k - 1, c)]).sum();
-                let all: f64 = (j..j + width).map(col).sum();
-                (best, tail) = (modulus, if all > 0.0 { (end / all).sqrt() } else { 0.0 });
-            }
-            j += width;
+        if modulus > best {
+            let end: f64 = (j..j + width).map(|c| u[(k - 1, c)].powi(2)).sum();
+            let all: f64 = (j..j + width).map(|c| u.col(c).norm_l2().powi(2)).sum();
+            (best, tail) = (modulus, if all > 0.0 { (end / all).sqrt() } else { 0.0 });
         }
-        Ok((best, tail))
+        j += width;
     }
+    Ok((best, tail))
 }
 
 /// Dot product with four accumulators (vectorisable, fixed summation order).
@@ -327,13 +314,12 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
 /// Euclidean norm, rescaled when the plain sum of squares under- or overflows.
 fn norm(x: &[f64]) -> f64 {
     let sq = dot(x, x);
+    if sq.is_normal() || sq.is_nan() {
+        return sq.sqrt();
+    }
     let big = x.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-    if (sq.is_normal() && sq < f64::MAX) || big == 0.0 || !big.is_finite() || sq.is_nan() {
-        return if sq.is_normal() || sq.is_nan() {
-            sq.sqrt()
-        } else {
-            big
-        };
+    if big == 0.0 || big.is_infinite() {
+        return big;
     }
     big * x.iter().map(|v| (v / big) * (v / big)).sum::<f64>().sqrt()
 }

@@ -164,7 +164,10 @@ impl ReservoirWeights {
             ));
         }
         if input.iter().chain(bias.iter()).any(|v| !v.is_finite()) {
-            return Err(ReservoirError::invalid("reservoir weights", "W_in and b must be finite"));
+            return Err(ReservoirError::invalid(
+                "reservoir weights",
+                "W_in and b must be finite",
+            ));
         }
         Ok(Self {
             recurrent,

@@ -8,10 +8,21 @@ use reservoir_core::tasks::narma::narma10;
 use reservoir_core::{cpu_reservoir, Precision, ReadoutConfig, ReservoirConfig};
 
 /// Trains on the first `train` rows and returns the test NRMSE of the rest, continuing in time.
-fn train_test_nrmse(config: &ReservoirConfig, readout: &ReadoutConfig, task: &reservoir_core::tasks::TaskData, train: usize) -> f64 {
+fn train_test_nrmse(
+    config: &ReservoirConfig,
+    readout: &ReadoutConfig,
+    task: &reservoir_core::tasks::TaskData,
+    train: usize,
+) -> f64 {
     let mut reservoir = cpu_reservoir(config).unwrap();
     let (tr, te) = task.split(train).unwrap();
-    let fit = fit_ridge(reservoir.as_mut(), tr.inputs.view(), tr.targets.view(), readout).unwrap();
+    let fit = fit_ridge(
+        reservoir.as_mut(),
+        tr.inputs.view(),
+        tr.targets.view(),
+        readout,
+    )
+    .unwrap();
     let states = reservoir.run(te.inputs.view()).unwrap();
     let pred = fit.readout.predict(states.view()).unwrap();
     nrmse(pred.view(), te.targets.view()).unwrap()
@@ -22,8 +33,18 @@ fn narma10_with_500_units_reaches_reservoirpy_parity() {
     let task = narma10(3000, 1).unwrap();
     let mut worst: f64 = 0.0;
     for seed in [1, 2, 3] {
-        let config = ReservoirConfig { size: 500, spectral_radius: 0.9, leak_rate: 1.0, bias_scaling: 0.0, seed, ..Default::default() };
-        let readout = ReadoutConfig { ridge: 1e-6, washout: 100 };
+        let config = ReservoirConfig {
+            size: 500,
+            spectral_radius: 0.9,
+            leak_rate: 1.0,
+            bias_scaling: 0.0,
+            seed,
+            ..Default::default()
+        };
+        let readout = ReadoutConfig {
+            ridge: 1e-6,
+            washout: 100,
+        };
         let e = train_test_nrmse(&config, &readout, &task, 2000);
         println!("NARMA-10 seed {seed}: test NRMSE {e:.4}");
         worst = worst.max(e);
@@ -37,8 +58,19 @@ fn mackey_glass_one_step_with_500_units_is_below_1e_4() {
     let series = mackey_glass(6001, MackeyGlassOptions::default()).unwrap();
     let task = one_step_task(series.view());
     for precision in [Precision::F32, Precision::F64] {
-        let config = ReservoirConfig { size: 500, spectral_radius: 1.0, leak_rate: 1.0, input_scaling: 1.0, input_connectivity: 0.1, precision, ..Default::default() };
-        let readout = ReadoutConfig { ridge: 1e-8, washout: 100 };
+        let config = ReservoirConfig {
+            size: 500,
+            spectral_radius: 1.0,
+            leak_rate: 1.0,
+            input_scaling: 1.0,
+            input_connectivity: 0.1,
+            precision,
+            ..Default::default()
+        };
+        let readout = ReadoutConfig {
+            ridge: 1e-8,
+            washout: 100,
+        };
         let e = train_test_nrmse(&config, &readout, &task, 5000);
         println!("Mackey-Glass one-step, {precision:?}: test NRMSE {e:.3e}");
         assert!(e <= 1e-4, "Mackey-Glass one-step NRMSE {e} ({precision:?})");
@@ -47,7 +79,14 @@ fn mackey_glass_one_step_with_500_units_is_below_1e_4() {
 
 #[test]
 fn memory_capacity_of_100_units_is_at_least_40() {
-    let config = ReservoirConfig { size: 100, spectral_radius: 0.99, input_scaling: 0.01, leak_rate: 1.0, precision: Precision::F64, ..Default::default() };
+    let config = ReservoirConfig {
+        size: 100,
+        spectral_radius: 0.99,
+        input_scaling: 0.01,
+        leak_rate: 1.0,
+        precision: Precision::F64,
+        ..Default::default()
+    };
     let mut reservoir = cpu_reservoir(&config).unwrap();
     let mc = memory_capacity(reservoir.as_mut(), &MemoryCapacityOptions::default()).unwrap();
     println!("memory capacity {:.2}", mc.total);

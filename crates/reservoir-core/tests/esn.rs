@@ -5,7 +5,14 @@ use proptest::prelude::*;
 use reservoir_core::{Activation, EchoStateNetwork, Reservoir, ReservoirConfig, ReservoirWeights};
 
 fn small(seed: u64) -> ReservoirConfig {
-    ReservoirConfig { size: 60, input_size: 2, seed, bias_scaling: 0.3, noise_level: 0.0, ..Default::default() }
+    ReservoirConfig {
+        size: 60,
+        input_size: 2,
+        seed,
+        bias_scaling: 0.3,
+        noise_level: 0.0,
+        ..Default::default()
+    }
 }
 
 fn inputs(t: usize, k: usize) -> Array2<f64> {
@@ -15,14 +22,23 @@ fn inputs(t: usize, k: usize) -> Array2<f64> {
 #[test]
 fn same_config_and_seed_give_bit_identical_weights_and_states() {
     for noise in [0.0, 0.05] {
-        let config = ReservoirConfig { noise_level: noise, ..small(9) };
+        let config = ReservoirConfig {
+            noise_level: noise,
+            ..small(9)
+        };
         let (w1, e1) = ReservoirWeights::generate(&config).unwrap();
         let (w2, e2) = ReservoirWeights::generate(&config).unwrap();
         assert_eq!(w1, w2);
         assert_eq!(e1, e2);
         let u = inputs(300, 2);
-        let s1 = EchoStateNetwork::<f32>::new(&config).unwrap().run(u.view()).unwrap();
-        let s2 = EchoStateNetwork::<f32>::new(&config).unwrap().run(u.view()).unwrap();
+        let s1 = EchoStateNetwork::<f32>::new(&config)
+            .unwrap()
+            .run(u.view())
+            .unwrap();
+        let s2 = EchoStateNetwork::<f32>::new(&config)
+            .unwrap()
+            .run(u.view())
+            .unwrap();
         assert!(s1.iter().zip(&s2).all(|(a, b)| a.to_bits() == b.to_bits()));
     }
     let (a, _) = ReservoirWeights::generate(&small(1)).unwrap();
@@ -32,22 +48,42 @@ fn same_config_and_seed_give_bit_identical_weights_and_states() {
 
 #[test]
 fn weights_have_the_configured_structure_and_spectral_radius() {
-    let config = ReservoirConfig { size: 300, connection_prob: 0.05, input_connectivity: 0.2, input_size: 3, spectral_radius: 1.25, ..Default::default() };
+    let config = ReservoirConfig {
+        size: 300,
+        connection_prob: 0.05,
+        input_connectivity: 0.2,
+        input_size: 3,
+        spectral_radius: 1.25,
+        ..Default::default()
+    };
     let (w, unscaled) = ReservoirWeights::generate(&config).unwrap();
     assert!(unscaled.converged);
     let rows = w.recurrent().row_ptr();
-    assert!(rows.windows(2).all(|r| r[1] - r[0] == 15), "15 connections per unit");
+    assert!(
+        rows.windows(2).all(|r| r[1] - r[0] == 15),
+        "15 connections per unit"
+    );
     for k in 0..3 {
-        assert_eq!(w.input().column(k).iter().filter(|v| **v != 0.0).count(), 60);
+        assert_eq!(
+            w.input().column(k).iter().filter(|v| **v != 0.0).count(),
+            60
+        );
     }
     assert!(w.input().iter().all(|v| v.abs() <= 1.0));
-    let rho = w.recurrent().spectral_radius(&Default::default()).unwrap().radius;
+    let rho = w
+        .recurrent()
+        .spectral_radius(&Default::default())
+        .unwrap()
+        .radius;
     assert!((rho - 1.25).abs() < 1e-6 * 1.25, "scaled radius {rho}");
 }
 
 #[test]
 fn one_step_follows_the_leaky_update_equation() {
-    let config = ReservoirConfig { leak_rate: 0.4, ..small(3) };
+    let config = ReservoirConfig {
+        leak_rate: 0.4,
+        ..small(3)
+    };
     let mut esn = EchoStateNetwork::<f64>::new(&config).unwrap();
     let x0 = Array1::from_shape_fn(60, |i| (i as f64 * 0.1).cos() * 0.5);
     esn.set_state(x0.view()).unwrap();
@@ -63,28 +99,45 @@ fn one_step_follows_the_leaky_update_equation() {
 
 #[test]
 fn identity_activation_with_leak_one_is_linear() {
-    let config = ReservoirConfig { activation: Activation::Identity, leak_rate: 1.0, spectral_radius: 0.5, ..small(4) };
+    let config = ReservoirConfig {
+        activation: Activation::Identity,
+        leak_rate: 1.0,
+        spectral_radius: 0.5,
+        ..small(4)
+    };
     let mut esn = EchoStateNetwork::<f64>::new(&config).unwrap();
     let u = inputs(20, 2);
     let a = esn.run(u.view()).unwrap();
     esn.reset();
     let b = esn.run((&u * 2.0).view()).unwrap();
     // With zero bias the states are linear in the input.
-    let config0 = ReservoirConfig { bias_scaling: 0.0, ..config };
+    let config0 = ReservoirConfig {
+        bias_scaling: 0.0,
+        ..config
+    };
     let mut lin = EchoStateNetwork::<f64>::new(&config0).unwrap();
     let a0 = lin.run(u.view()).unwrap();
     lin.reset();
     let b0 = lin.run((&u * 2.0).view()).unwrap();
     assert!((&b0 - &(&a0 * 2.0)).iter().all(|d| d.abs() < 1e-12));
-    assert!((&b - &(&a * 2.0)).iter().any(|d| d.abs() > 1e-6), "bias breaks linearity");
+    assert!(
+        (&b - &(&a * 2.0)).iter().any(|d| d.abs() > 1e-6),
+        "bias breaks linearity"
+    );
 }
 
 #[test]
 fn f32_states_track_f64_states() {
     let config = small(5);
     let u = inputs(500, 2);
-    let a = EchoStateNetwork::<f32>::new(&config).unwrap().run(u.view()).unwrap();
-    let b = EchoStateNetwork::<f64>::new(&config).unwrap().run(u.view()).unwrap();
+    let a = EchoStateNetwork::<f32>::new(&config)
+        .unwrap()
+        .run(u.view())
+        .unwrap();
+    let b = EchoStateNetwork::<f64>::new(&config)
+        .unwrap()
+        .run(u.view())
+        .unwrap();
     let worst = (&a - &b).iter().fold(0.0f64, |m, d| m.max(d.abs()));
     assert!(worst < 1e-4, "f32 vs f64 states differ by {worst}");
 }
@@ -101,7 +154,9 @@ fn state_can_be_read_reset_and_restored() {
     esn.reset();
     assert!(esn.state().iter().all(|v| *v == 0.0));
     assert!(esn.set_state(Array1::zeros(3).view()).is_err());
-    assert!(esn.set_state(Array1::from_elem(60, f64::NAN).view()).is_err());
+    assert!(esn
+        .set_state(Array1::from_elem(60, f64::NAN).view())
+        .is_err());
 }
 
 #[test]
@@ -124,7 +179,14 @@ fn bad_inputs_are_errors_not_panics() {
     let err = esn.run(u.view()).unwrap_err().to_string();
     assert!(err.contains("row 4"), "{err}");
     let (w, _) = ReservoirWeights::generate(&small(8)).unwrap();
-    assert!(EchoStateNetwork::<f32>::from_weights(&ReservoirConfig { size: 61, ..small(8) }, w).is_err());
+    assert!(EchoStateNetwork::<f32>::from_weights(
+        &ReservoirConfig {
+            size: 61,
+            ..small(8)
+        },
+        w
+    )
+    .is_err());
 }
 
 proptest! {

@@ -11,9 +11,25 @@ fn closed_loop_forecast_follows_mackey_glass_for_84_steps() {
     let series = mackey_glass(3200, MackeyGlassOptions::default()).unwrap();
     let task = one_step_task(series.view());
     let (train, _) = task.split(3000).unwrap();
-    let config = ReservoirConfig { size: 500, spectral_radius: 1.0, leak_rate: 0.3, seed: 2, precision: Precision::F64, ..Default::default() };
+    let config = ReservoirConfig {
+        size: 500,
+        spectral_radius: 1.0,
+        leak_rate: 0.3,
+        seed: 2,
+        precision: Precision::F64,
+        ..Default::default()
+    };
     let mut r = cpu_reservoir(&config).unwrap();
-    let fit = fit_ridge(r.as_mut(), train.inputs.view(), train.targets.view(), &ReadoutConfig { ridge: 1e-8, washout: 100 }).unwrap();
+    let fit = fit_ridge(
+        r.as_mut(),
+        train.inputs.view(),
+        train.targets.view(),
+        &ReadoutConfig {
+            ridge: 1e-8,
+            washout: 100,
+        },
+    )
+    .unwrap();
     // Training ended after input x(2999); the next true input is x(3000).
     let forecast = closed_loop(r.as_mut(), &fit.readout, series.slice(s![3000..3001]), 84).unwrap();
     assert_eq!(forecast.dim(), (84, 1));

@@ -5,7 +5,10 @@ use std::path::PathBuf;
 
 use ndarray::Array2;
 use reservoir_core::readout::fit_ridge;
-use reservoir_core::{cpu_reservoir_from_weights, Model, ReadoutConfig, ReservoirConfig, ReservoirError, ReservoirWeights};
+use reservoir_core::{
+    cpu_reservoir_from_weights, Model, ReadoutConfig, ReservoirConfig, ReservoirError,
+    ReservoirWeights,
+};
 
 fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("reservoir-persist-{name}-{}", std::process::id()));
@@ -14,7 +17,11 @@ fn temp_dir(name: &str) -> PathBuf {
 }
 
 fn trained_model() -> Model {
-    let config = ReservoirConfig { size: 40, seed: 11, ..Default::default() };
+    let config = ReservoirConfig {
+        size: 40,
+        seed: 11,
+        ..Default::default()
+    };
     let (weights, _) = ReservoirWeights::generate(&config).unwrap();
     let mut r = cpu_reservoir_from_weights(&config, weights.clone()).unwrap();
     let u = Array2::from_shape_fn((300, 1), |(t, _)| (t as f64 * 0.2).sin());
@@ -44,7 +51,11 @@ fn save_then_load_gives_the_same_model_and_no_temporary_files() {
     model.save(&path).unwrap();
     assert_eq!(Model::load(&path).unwrap(), model);
     model.save(&path).unwrap();
-    assert_eq!(fs::read_dir(&dir).unwrap().count(), 1, "only the model file remains");
+    assert_eq!(
+        fs::read_dir(&dir).unwrap().count(),
+        1,
+        "only the model file remains"
+    );
 }
 
 #[test]
@@ -56,12 +67,37 @@ fn foreign_truncated_and_corrupted_files_are_clear_errors() {
 
     let cases: Vec<(&str, Vec<u8>, &str)> = vec![
         ("empty", vec![], "not a reservoir model"),
-        ("foreign", b"PK\x03\x04 this is a zip file".to_vec(), "not a reservoir model"),
+        (
+            "foreign",
+            b"PK\x03\x04 this is a zip file".to_vec(),
+            "not a reservoir model",
+        ),
         ("header", bytes[..15].to_vec(), "truncated header"),
         ("half", bytes[..bytes.len() / 2].to_vec(), "truncated"),
-        ("trailing", [bytes.clone(), vec![0u8; 9]].concat(), "trailing bytes"),
-        ("flipped", { let mut b = bytes.clone(); let i = b.len() - 100; b[i] ^= 0x40; b }, "checksum"),
-        ("version", { let mut b = bytes.clone(); b[8] = 99; b }, "version 99"),
+        (
+            "trailing",
+            [bytes.clone(), vec![0u8; 9]].concat(),
+            "trailing bytes",
+        ),
+        (
+            "flipped",
+            {
+                let mut b = bytes.clone();
+                let i = b.len() - 100;
+                b[i] ^= 0x40;
+                b
+            },
+            "checksum",
+        ),
+        (
+            "version",
+            {
+                let mut b = bytes.clone();
+                b[8] = 99;
+                b
+            },
+            "version 99",
+        ),
     ];
     for (name, content, needle) in cases {
         let path = dir.join(format!("{name}.bin"));
@@ -70,7 +106,10 @@ fn foreign_truncated_and_corrupted_files_are_clear_errors() {
         assert!(message.contains(needle), "{name}: {message}");
     }
     let missing = dir.join("missing.bin");
-    assert!(matches!(Model::load(&missing), Err(ReservoirError::Io { .. })));
+    assert!(matches!(
+        Model::load(&missing),
+        Err(ReservoirError::Io { .. })
+    ));
 }
 
 #[test]

@@ -23,7 +23,9 @@ fn direct_ridge(x: &Array2<f64>, y: &Array2<f64>, ridge: f64) -> (Array2<f64>, A
     let mut b = z.t().dot(y);
     let d = f + 1;
     for col in 0..d {
-        let piv = (col..d).max_by(|&i, &j| a[(i, col)].abs().total_cmp(&a[(j, col)].abs())).unwrap();
+        let piv = (col..d)
+            .max_by(|&i, &j| a[(i, col)].abs().total_cmp(&a[(j, col)].abs()))
+            .unwrap();
         for k in 0..d {
             a.swap((col, k), (piv, k));
         }
@@ -59,16 +61,25 @@ fn ridge_matches_a_direct_solve_and_does_not_penalise_the_intercept() {
         acc.add(x.view(), y.view()).unwrap();
         let fit = acc.solve(ridge).unwrap();
         let (w, c) = direct_ridge(&x, &y, ridge);
-        let dw = (fit.readout.weights() - &w).iter().fold(0.0f64, |m, v| m.max(v.abs()));
-        let dc = (fit.readout.intercept() - &c).iter().fold(0.0f64, |m, v| m.max(v.abs()));
-        assert!(dw < 1e-9 && dc < 1e-9, "ridge {ridge}: weights off by {dw}, intercept by {dc}");
+        let dw = (fit.readout.weights() - &w)
+            .iter()
+            .fold(0.0f64, |m, v| m.max(v.abs()));
+        let dc = (fit.readout.intercept() - &c)
+            .iter()
+            .fold(0.0f64, |m, v| m.max(v.abs()));
+        assert!(
+            dw < 1e-9 && dc < 1e-9,
+            "ridge {ridge}: weights off by {dw}, intercept by {dc}"
+        );
     }
     // A huge ridge shrinks the weights to zero but the intercept still fits the mean.
     let mut acc = RidgeAccumulator::new(12, 3, 1);
     acc.add(x.view(), y.view()).unwrap();
     let fit = acc.solve(1e12).unwrap();
     let mean = y.mean_axis(ndarray::Axis(0)).unwrap();
-    assert!((fit.readout.intercept() - &mean).iter().all(|d| d.abs() < 1e-6));
+    assert!((fit.readout.intercept() - &mean)
+        .iter()
+        .all(|d| d.abs() < 1e-6));
 }
 
 #[test]
@@ -77,43 +88,71 @@ fn chunked_and_merged_accumulation_equal_one_batch_and_train_nrmse_is_exact() {
     let y = x.dot(&random(20, 2, 5)).mapv(f64::sin);
     let mut whole = RidgeAccumulator::new(20, 2, 0);
     whole.add(x.view(), y.view()).unwrap();
-    let (mut first, mut second) = (RidgeAccumulator::new(20, 2, 1), RidgeAccumulator::new(20, 2, 1));
+    let (mut first, mut second) = (
+        RidgeAccumulator::new(20, 2, 1),
+        RidgeAccumulator::new(20, 2, 1),
+    );
     for start in (0..600).step_by(77) {
         let end = (start + 77).min(600);
-        first.add(x.slice(s![start..end, ..]), y.slice(s![start..end, ..])).unwrap();
+        first
+            .add(x.slice(s![start..end, ..]), y.slice(s![start..end, ..]))
+            .unwrap();
     }
-    second.add(x.slice(s![600.., ..]), y.slice(s![600.., ..])).unwrap();
+    second
+        .add(x.slice(s![600.., ..]), y.slice(s![600.., ..]))
+        .unwrap();
     first.merge(&second).unwrap();
     let (a, b) = (whole.solve(1e-6).unwrap(), first.solve(1e-6).unwrap());
     assert_eq!(a.rows, 1000);
-    assert!((a.readout.weights() - b.readout.weights()).iter().all(|d| d.abs() < 1e-9));
+    assert!((a.readout.weights() - b.readout.weights())
+        .iter()
+        .all(|d| d.abs() < 1e-9));
     let pred = a.readout.predict(x.view()).unwrap();
     let direct = reservoir_core::metrics::nrmse(pred.view(), y.view()).unwrap();
-    assert!((a.train_nrmse - direct).abs() < 1e-9 * direct.max(1e-3), "{} vs {direct}", a.train_nrmse);
+    assert!(
+        (a.train_nrmse - direct).abs() < 1e-9 * direct.max(1e-3),
+        "{} vs {direct}",
+        a.train_nrmse
+    );
 }
 
 #[test]
 fn streamed_fit_equals_fit_on_materialised_states() {
-    let config = ReservoirConfig { size: 80, seed: 3, ..Default::default() };
+    let config = ReservoirConfig {
+        size: 80,
+        seed: 3,
+        ..Default::default()
+    };
     let u = random(2000, 1, 6);
     let y = u.mapv(|v| v * v);
-    let readout = ReadoutConfig { ridge: 1e-6, washout: 50 };
+    let readout = ReadoutConfig {
+        ridge: 1e-6,
+        washout: 50,
+    };
     let mut r = cpu_reservoir(&config).unwrap();
     let streamed = fit_ridge(r.as_mut(), u.view(), y.view(), &readout).unwrap();
     let end_state = r.state();
     let mut r2 = cpu_reservoir(&config).unwrap();
     let states = r2.run(u.view()).unwrap();
     let mut acc = RidgeAccumulator::new(80, 1, 1);
-    acc.add(states.slice(s![50.., ..]), y.slice(s![50.., ..])).unwrap();
+    acc.add(states.slice(s![50.., ..]), y.slice(s![50.., ..]))
+        .unwrap();
     let direct = acc.solve(1e-6).unwrap();
     assert_eq!(streamed.rows, 1950);
     // The weights of an ill-conditioned fit depend on summation order; its predictions do not.
     let a = streamed.readout.predict(states.view()).unwrap();
     let b = direct.readout.predict(states.view()).unwrap();
     let worst = (&a - &b).iter().fold(0.0f64, |m, d| m.max(d.abs()));
-    assert!(worst < 1e-8, "streamed and direct predictions differ by {worst}");
+    assert!(
+        worst < 1e-8,
+        "streamed and direct predictions differ by {worst}"
+    );
     assert!((streamed.train_nrmse - direct.train_nrmse).abs() < 1e-8);
-    assert_eq!(end_state, r2.state(), "training leaves the reservoir at the end of the run");
+    assert_eq!(
+        end_state,
+        r2.state(),
+        "training leaves the reservoir at the end of the run"
+    );
 }
 
 #[test]
@@ -123,16 +162,25 @@ fn bad_training_data_are_errors() {
     let mut x = random(10, 3, 7);
     assert!(acc.add(x.view(), random(9, 1, 8).view()).is_err());
     x[(6, 2)] = f64::INFINITY;
-    let err = acc.add(x.view(), random(10, 1, 8).view()).unwrap_err().to_string();
+    let err = acc
+        .add(x.view(), random(10, 1, 8).view())
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("row 6"), "{err}");
     let mut acc = RidgeAccumulator::new(3, 1, 1);
     let collinear = Array2::from_shape_fn((10, 3), |(i, _)| i as f64);
     acc.add(collinear.view(), random(10, 1, 9).view()).unwrap();
     assert!(acc.solve(0.0).unwrap_err().to_string().contains("ridge"));
-    let mut r = cpu_reservoir(&ReservoirConfig { size: 20, ..Default::default() }).unwrap();
+    let mut r = cpu_reservoir(&ReservoirConfig {
+        size: 20,
+        ..Default::default()
+    })
+    .unwrap();
     let u = random(30, 1, 1);
     let mut acc = RidgeAccumulator::new(20, 1, 1);
-    let err = accumulate_run(r.as_mut(), u.view(), u.view(), 30, &mut acc).unwrap_err().to_string();
+    let err = accumulate_run(r.as_mut(), u.view(), u.view(), 30, &mut acc)
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("washout"), "{err}");
 }
 
@@ -162,6 +210,9 @@ fn rls_with_forgetting_tracks_a_changing_target() {
         rls.update(xr, w.t().dot(&xr).view()).unwrap();
     }
     let learned = rls.readout().unwrap();
-    assert!((learned.weights() - &w2).iter().all(|d| d.abs() < 1e-6), "tracks the new weights");
+    assert!(
+        (learned.weights() - &w2).iter().all(|d| d.abs() < 1e-6),
+        "tracks the new weights"
+    );
     assert!(Rls::new(4, 1, 0.0, 1.0).is_err() && Rls::new(4, 1, 1.0, 0.0).is_err());
 }

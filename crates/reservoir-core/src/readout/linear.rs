@@ -40,7 +40,11 @@ impl LinearReadout {
                 intercept.len(),
             ));
         }
-        if weights.iter().chain(intercept.iter()).any(|v| !v.is_finite()) {
+        if weights
+            .iter()
+            .chain(intercept.iter())
+            .any(|v| !v.is_finite())
+        {
             return Err(ReservoirError::invalid("readout", "weights must be finite"));
         }
         Ok(Self { weights, intercept })
@@ -81,7 +85,11 @@ impl LinearReadout {
     /// Prediction for one state.
     pub fn predict_one(&self, state: ArrayView1<f64>) -> Result<Array1<f64>> {
         if state.len() != self.n_features() {
-            return Err(ReservoirError::shape("readout input", self.n_features(), state.len()));
+            return Err(ReservoirError::shape(
+                "readout input",
+                self.n_features(),
+                state.len(),
+            ));
         }
         Ok(self.weights.t().dot(&state) + &self.intercept)
     }

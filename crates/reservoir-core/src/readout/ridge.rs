@@ -39,7 +39,8 @@ pub struct RidgeFit {
 
 fn faer_view(a: ArrayView2<'_, f64>) -> Option<MatRef<'_, f64>> {
     let (rows, cols) = a.dim();
-    a.to_slice().map(|s| MatRef::from_row_major_slice(s, rows, cols))
+    a.to_slice()
+        .map(|s| MatRef::from_row_major_slice(s, rows, cols))
 }
 
 impl RidgeAccumulator {
@@ -53,7 +54,11 @@ impl RidgeAccumulator {
             target_sums: vec![0.0; n_outputs],
             target_squares: vec![0.0; n_outputs],
             rows: 0,
-            par: if threads == 1 { Par::Seq } else { Par::rayon(threads) },
+            par: if threads == 1 {
+                Par::Seq
+            } else {
+                Par::rayon(threads)
+            },
         }
     }
 
@@ -92,7 +97,11 @@ impl RidgeAccumulator {
             ));
         }
         for (name, a) in [("states", &states), ("targets", &targets)] {
-            if let Some(row) = a.rows().into_iter().position(|r| r.iter().any(|v| !v.is_finite())) {
+            if let Some(row) = a
+                .rows()
+                .into_iter()
+                .position(|r| r.iter().any(|v| !v.is_finite()))
+            {
                 return Err(ReservoirError::invalid(
                     "ridge accumulation",
                     format!("{name} row {row} is not finite"),
@@ -114,14 +123,26 @@ impl RidgeAccumulator {
             1.0,
             self.par,
         );
-        matmul(self.cross.as_mut(), Accum::Add, x.transpose(), y, 1.0, self.par);
+        matmul(
+            self.cross.as_mut(),
+            Accum::Add,
+            x.transpose(),
+            y,
+            1.0,
+            self.par,
+        );
         for row in states.rows() {
             for (s, v) in self.feature_sums.iter_mut().zip(row) {
                 *s += v;
             }
         }
         for row in targets.rows() {
-            for ((s, q), v) in self.target_sums.iter_mut().zip(&mut self.target_squares).zip(row) {
+            for ((s, q), v) in self
+                .target_sums
+                .iter_mut()
+                .zip(&mut self.target_squares)
+                .zip(row)
+            {
                 *s += v;
                 *q += v * v;
             }
@@ -163,10 +184,16 @@ impl RidgeAccumulator {
     /// (collinear states with `ridge = 0`: raise `ridge`).
     pub fn solve(&self, ridge: f64) -> Result<RidgeFit> {
         if !(ridge.is_finite() && ridge >= 0.0) {
-            return Err(ReservoirError::invalid("ridge solve", format!("ridge must be >= 0, got {ridge}")));
+            return Err(ReservoirError::invalid(
+                "ridge solve",
+                format!("ridge must be >= 0, got {ridge}"),
+            ));
         }
         if self.rows == 0 {
-            return Err(ReservoirError::invalid("ridge solve", "no rows were accumulated (washout too long?)"));
+            return Err(ReservoirError::invalid(
+                "ridge solve",
+                "no rows were accumulated (washout too long?)",
+            ));
         }
         let (f, m) = (self.n_features(), self.n_outputs());
         let n = self.rows as f64;
@@ -218,7 +245,11 @@ impl RidgeAccumulator {
                 // Z'Z w, using the lower triangle of the Gram matrix.
                 let mut zw = self.feature_sums[j] * w[f];
                 for i in 0..f {
-                    let g = if i >= j { self.gram[(i, j)] } else { self.gram[(j, i)] };
+                    let g = if i >= j {
+                        self.gram[(i, j)]
+                    } else {
+                        self.gram[(j, i)]
+                    };
                     zw += g * w[i];
                 }
                 quad += w[j] * zw;

@@ -28,10 +28,16 @@ impl Rls {
     /// `forgetting` outside (0, 1] or `delta` not > 0.
     pub fn new(n_features: usize, n_outputs: usize, forgetting: f64, delta: f64) -> Result<Self> {
         if !(forgetting > 0.0 && forgetting <= 1.0) {
-            return Err(ReservoirError::invalid("RLS", format!("forgetting must be in (0, 1], got {forgetting}")));
+            return Err(ReservoirError::invalid(
+                "RLS",
+                format!("forgetting must be in (0, 1], got {forgetting}"),
+            ));
         }
         if !(delta > 0.0 && delta.is_finite()) {
-            return Err(ReservoirError::invalid("RLS", format!("delta must be > 0, got {delta}")));
+            return Err(ReservoirError::invalid(
+                "RLS",
+                format!("delta must be > 0, got {delta}"),
+            ));
         }
         let dim = n_features + 1;
         Ok(Self {
@@ -58,7 +64,11 @@ impl Rls {
     ///
     /// # Errors
     /// Shape errors, or non-finite values.
-    pub fn update(&mut self, state: ArrayView1<f64>, target: ArrayView1<f64>) -> Result<Array1<f64>> {
+    pub fn update(
+        &mut self,
+        state: ArrayView1<f64>,
+        target: ArrayView1<f64>,
+    ) -> Result<Array1<f64>> {
         let f = self.weights.nrows() - 1;
         if state.len() != f || target.len() != self.weights.ncols() {
             return Err(ReservoirError::shape(
@@ -68,7 +78,10 @@ impl Rls {
             ));
         }
         if state.iter().chain(target.iter()).any(|v| !v.is_finite()) {
-            return Err(ReservoirError::invalid("RLS update", "state and target must be finite"));
+            return Err(ReservoirError::invalid(
+                "RLS update",
+                "state and target must be finite",
+            ));
         }
         for (z, &s) in self.augmented.iter_mut().zip(state.iter()) {
             *z = s;

@@ -31,10 +31,18 @@ pub fn accumulate_run(
 ) -> Result<()> {
     let total = inputs.nrows();
     if targets.nrows() != total {
-        return Err(ReservoirError::shape("training targets", format!("{total} rows"), format!("{} rows", targets.nrows())));
+        return Err(ReservoirError::shape(
+            "training targets",
+            format!("{total} rows"),
+            format!("{} rows", targets.nrows()),
+        ));
     }
     if acc.n_features() != reservoir.size() {
-        return Err(ReservoirError::shape("ridge accumulator features", reservoir.size(), acc.n_features()));
+        return Err(ReservoirError::shape(
+            "ridge accumulator features",
+            reservoir.size(),
+            acc.n_features(),
+        ));
     }
     if washout >= total {
         return Err(ReservoirError::invalid(
@@ -71,9 +79,12 @@ pub fn accumulate_run(
             }
         }
         drop(sender);
-        let consumed = consumer
-            .join()
-            .unwrap_or_else(|_| Err(ReservoirError::numerical("training", "the accumulation thread panicked")));
+        let consumed = consumer.join().unwrap_or_else(|_| {
+            Err(ReservoirError::numerical(
+                "training",
+                "the accumulation thread panicked",
+            ))
+        });
         produced.and(consumed)
     })
 }

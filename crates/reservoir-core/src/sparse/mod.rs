@@ -65,11 +65,17 @@ impl<T: Real> CsrMatrix<T> {
             return Err(ReservoirError::invalid(CTX, "row_ptr must start at 0"));
         }
         if row_ptr[nrows] as usize != values.len() {
-            return Err(ReservoirError::invalid(CTX, "row_ptr must end at the number of non-zeros"));
+            return Err(ReservoirError::invalid(
+                CTX,
+                "row_ptr must end at the number of non-zeros",
+            ));
         }
         for (row, w) in row_ptr.windows(2).enumerate() {
             if w[0] > w[1] {
-                return Err(ReservoirError::invalid(CTX, format!("row_ptr decreases at row {row}")));
+                return Err(ReservoirError::invalid(
+                    CTX,
+                    format!("row_ptr decreases at row {row}"),
+                ));
             }
             let cols = &col_idx[w[0] as usize..w[1] as usize];
             if cols.iter().any(|&c| c as usize >= ncols) || cols.windows(2).any(|c| c[0] >= c[1]) {
@@ -135,7 +141,11 @@ impl<T: Real> CsrMatrix<T> {
             ncols: self.ncols,
             row_ptr: self.row_ptr.clone(),
             col_idx: self.col_idx.clone(),
-            values: self.values.iter().map(|v| U::from_f64(v.as_f64())).collect(),
+            values: self
+                .values
+                .iter()
+                .map(|v| U::from_f64(v.as_f64()))
+                .collect(),
         }
     }
 

@@ -22,15 +22,25 @@ impl<'a, T: crate::real::Real> CsrRef<'a, T> {
     /// # Panics
     /// When `x` or `y` is shorter than `m` needs: the SIMD kernels rely on it.
     fn checked(m: &'a CsrMatrix<T>, x: &[T], y: &[T]) -> Self {
-        assert!(x.len() >= m.ncols() && y.len() >= m.nrows(), "CSR mat-vec lengths");
-        CsrRef { row_ptr: m.row_ptr(), col_idx: m.col_idx(), values: m.values() }
+        assert!(
+            x.len() >= m.ncols() && y.len() >= m.nrows(),
+            "CSR mat-vec lengths"
+        );
+        CsrRef {
+            row_ptr: m.row_ptr(),
+            col_idx: m.col_idx(),
+            values: m.values(),
+        }
     }
 }
 
 /// Portable kernel: four accumulators per row hide the latency of the gathered loads.
 pub(crate) fn mul_vec_portable<T: crate::real::Real>(m: CsrRef<'_, T>, x: &[T], y: &mut [T]) {
     for (out, w) in y.iter_mut().zip(m.row_ptr.windows(2)) {
-        let (cols, vals) = (&m.col_idx[w[0] as usize..w[1] as usize], &m.values[w[0] as usize..w[1] as usize]);
+        let (cols, vals) = (
+            &m.col_idx[w[0] as usize..w[1] as usize],
+            &m.values[w[0] as usize..w[1] as usize],
+        );
         let mut acc = [T::zero(); 4];
         let mut chunks_c = cols.chunks_exact(4);
         let mut chunks_v = vals.chunks_exact(4);
@@ -56,7 +66,8 @@ pub(crate) fn mul_vec_f32(m: &CsrMatrix<f32>, x: &[f32], y: &mut [f32]) {
             // SAFETY: the CPU has AVX-512F; the CsrRef invariants (module doc) hold.
             return unsafe { x86::mul_vec_f32_avx512(m, x, y) };
         }
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        {
             // SAFETY: the CPU has AVX2 and FMA; the CsrRef invariants hold.
             return unsafe { x86::mul_vec_f32_avx2(m, x, y) };
         }
@@ -94,12 +105,24 @@ mod x86 {
             while k + 32 <= end {
                 let i0 = _mm512_loadu_si512(cols.add(k).cast());
                 let i1 = _mm512_loadu_si512(cols.add(k + 16).cast());
-                acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(vals.add(k)), _mm512_i32gather_ps::<4>(i0, xp), acc0);
-                acc1 = _mm512_fmadd_ps(_mm512_loadu_ps(vals.add(k + 16)), _mm512_i32gather_ps::<4>(i1, xp), acc1);
+                acc0 = _mm512_fmadd_ps(
+                    _mm512_loadu_ps(vals.add(k)),
+                    _mm512_i32gather_ps::<4>(i0, xp),
+                    acc0,
+                );
+                acc1 = _mm512_fmadd_ps(
+                    _mm512_loadu_ps(vals.add(k + 16)),
+                    _mm512_i32gather_ps::<4>(i1, xp),
+                    acc1,
+                );
                 k += 32;
             }
             while k < end {
-                let mask: __mmask16 = if end - k >= 16 { 0xFFFF } else { ((1u32 << (end - k)) - 1) as u16 };
+                let mask: __mmask16 = if end - k >= 16 {
+                    0xFFFF
+                } else {
+                    ((1u32 << (end - k)) - 1) as u16
+                };
                 let i = _mm512_maskz_loadu_epi32(mask, cols.add(k).cast());
                 let v = _mm512_maskz_loadu_ps(mask, vals.add(k));
                 let g = _mm512_mask_i32gather_ps::<4>(_mm512_setzero_ps(), mask, i, xp);
@@ -121,8 +144,16 @@ mod x86 {
             while k + 16 <= end {
                 let i0 = _mm256_loadu_si256(cols.add(k).cast());
                 let i1 = _mm256_loadu_si256(cols.add(k + 8).cast());
-                acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(vals.add(k)), _mm256_i32gather_ps::<4>(xp, i0), acc0);
-                acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(vals.add(k + 8)), _mm256_i32gather_ps::<4>(xp, i1), acc1);
+                acc0 = _mm256_fmadd_ps(
+                    _mm256_loadu_ps(vals.add(k)),
+                    _mm256_i32gather_ps::<4>(xp, i0),
+                    acc0,
+                );
+                acc1 = _mm256_fmadd_ps(
+                    _mm256_loadu_ps(vals.add(k + 8)),
+                    _mm256_i32gather_ps::<4>(xp, i1),
+                    acc1,
+                );
                 k += 16;
             }
             let v = _mm256_add_ps(acc0, acc1);
@@ -149,12 +180,24 @@ mod x86 {
             while k + 16 <= end {
                 let i0 = _mm256_loadu_si256(cols.add(k).cast());
                 let i1 = _mm256_loadu_si256(cols.add(k + 8).cast());
-                acc0 = _mm512_fmadd_pd(_mm512_loadu_pd(vals.add(k)), _mm512_i32gather_pd::<8>(i0, xp), acc0);
-                acc1 = _mm512_fmadd_pd(_mm512_loadu_pd(vals.add(k + 8)), _mm512_i32gather_pd::<8>(i1, xp), acc1);
+                acc0 = _mm512_fmadd_pd(
+                    _mm512_loadu_pd(vals.add(k)),
+                    _mm512_i32gather_pd::<8>(i0, xp),
+                    acc0,
+                );
+                acc1 = _mm512_fmadd_pd(
+                    _mm512_loadu_pd(vals.add(k + 8)),
+                    _mm512_i32gather_pd::<8>(i1, xp),
+                    acc1,
+                );
                 k += 16;
             }
             while k < end {
-                let mask: __mmask8 = if end - k >= 8 { 0xFF } else { ((1u32 << (end - k)) - 1) as u8 };
+                let mask: __mmask8 = if end - k >= 8 {
+                    0xFF
+                } else {
+                    ((1u32 << (end - k)) - 1) as u8
+                };
                 let i = _mm256_maskz_loadu_epi32(mask, cols.add(k).cast());
                 let v = _mm512_maskz_loadu_pd(mask, vals.add(k));
                 let g = _mm512_mask_i32gather_pd::<8>(_mm512_setzero_pd(), mask, i, xp);
@@ -196,7 +239,15 @@ mod tests {
             let (row_ptr, col_idx, vals, x) = random_csr(seed, 300);
             let exact: Vec<f64> = {
                 let mut y = vec![0.0; 300];
-                mul_vec_portable(CsrRef { row_ptr: &row_ptr, col_idx: &col_idx, values: &vals }, &x, &mut y);
+                mul_vec_portable(
+                    CsrRef {
+                        row_ptr: &row_ptr,
+                        col_idx: &col_idx,
+                        values: &vals,
+                    },
+                    &x,
+                    &mut y,
+                );
                 y
             };
             let m64 = CsrMatrix::from_parts(300, 300, row_ptr, col_idx, vals).unwrap();

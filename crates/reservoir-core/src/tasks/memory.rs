@@ -53,9 +53,24 @@ pub struct MemoryCapacity {
 /// separate fits); MC is the sum of squared correlations on held-out rows.
 ///
 /// The reservoir must have one input channel; it is reset first.
-pub fn memory_capacity(reservoir: &mut dyn Reservoir, options: &MemoryCapacityOptions) -> Result<MemoryCapacity> {
-    let MemoryCapacityOptions { max_delay, train_len, test_len, washout, ridge, seed } = *options;
-    if reservoir.input_size() != 1 || max_delay == 0 || washout < max_delay || train_len == 0 || test_len < 2 {
+pub fn memory_capacity(
+    reservoir: &mut dyn Reservoir,
+    options: &MemoryCapacityOptions,
+) -> Result<MemoryCapacity> {
+    let MemoryCapacityOptions {
+        max_delay,
+        train_len,
+        test_len,
+        washout,
+        ridge,
+        seed,
+    } = *options;
+    if reservoir.input_size() != 1
+        || max_delay == 0
+        || washout < max_delay
+        || train_len == 0
+        || test_len < 2
+    {
         return Err(ReservoirError::invalid(
             "memory capacity",
             "needs a 1-input reservoir, max_delay >= 1, washout >= max_delay, train_len >= 1, test_len >= 2",
@@ -66,7 +81,10 @@ pub fn memory_capacity(reservoir: &mut dyn Reservoir, options: &MemoryCapacityOp
     let u: Vec<f64> = (0..total).map(|_| rng.random_range(-0.5..0.5)).collect();
     let inputs = Array2::from_shape_vec((total, 1), u.clone())
         .map_err(|e| ReservoirError::invalid("memory capacity", e))?;
-    let delayed = Array2::from_shape_fn((total, max_delay), |(t, k)| if t > k { u[t - k - 1] } else { 0.0 });
+    let delayed = Array2::from_shape_fn(
+        (total, max_delay),
+        |(t, k)| if t > k { u[t - k - 1] } else { 0.0 },
+    );
 
     reservoir.reset();
     let train_end = washout + train_len;
@@ -85,7 +103,10 @@ pub fn memory_capacity(reservoir: &mut dyn Reservoir, options: &MemoryCapacityOp
     let per_delay: Vec<f64> = (0..max_delay)
         .map(|k| squared_correlation(predictions.column(k), targets.column(k)))
         .collect();
-    Ok(MemoryCapacity { total: per_delay.iter().sum(), per_delay })
+    Ok(MemoryCapacity {
+        total: per_delay.iter().sum(),
+        per_delay,
+    })
 }
 
 /// Squared Pearson correlation; 0 when either side is constant.
