@@ -10,10 +10,17 @@ use ndarray::Array2;
 use reservoir_benches::sine_input;
 use reservoir_core::readout::{fit_ridge, RidgeAccumulator};
 use reservoir_core::spectral::SpectralOptions;
-use reservoir_core::{cpu_reservoir, CsrMatrix, Precision, ReadoutConfig, ReservoirConfig, ReservoirWeights};
+use reservoir_core::{
+    cpu_reservoir, CsrMatrix, Precision, ReadoutConfig, ReservoirConfig, ReservoirWeights,
+};
 
 fn config(size: usize, density: f64, precision: Precision) -> ReservoirConfig {
-    ReservoirConfig { size, connection_prob: density, precision, ..Default::default() }
+    ReservoirConfig {
+        size,
+        connection_prob: density,
+        precision,
+        ..Default::default()
+    }
 }
 
 /// Steps per second of `Reservoir::run` (states returned as T × N f64, as callers get them).
@@ -21,10 +28,13 @@ fn reservoir_run(c: &mut Criterion) {
     let steps = 2000;
     let inputs = sine_input(steps);
     let mut group = c.benchmark_group("run");
-    group.throughput(Throughput::Elements(steps as u64)).sample_size(20);
+    group
+        .throughput(Throughput::Elements(steps as u64))
+        .sample_size(20);
     for (size, density) in [(100, 0.1), (1000, 0.1), (1000, 1.0), (4000, 0.1)] {
         for precision in [Precision::F32, Precision::F64] {
-            let mut reservoir = cpu_reservoir(&config(size, density, precision)).expect("reservoir");
+            let mut reservoir =
+                cpu_reservoir(&config(size, density, precision)).expect("reservoir");
             let id = BenchmarkId::new(format!("{precision:?}/density {density}"), size);
             group.bench_function(id, |b| {
                 b.iter(|| reservoir.run(inputs.view()).expect("run"));
@@ -37,7 +47,8 @@ fn reservoir_run(c: &mut Criterion) {
 fn sparse_mat_vec(c: &mut Criterion) {
     let mut group = c.benchmark_group("csr_mat_vec");
     for size in [1000, 4000] {
-        let (weights, _) = ReservoirWeights::generate(&config(size, 0.1, Precision::F32)).expect("weights");
+        let (weights, _) =
+            ReservoirWeights::generate(&config(size, 0.1, Precision::F32)).expect("weights");
         let w32: CsrMatrix<f32> = weights.recurrent().cast();
         let x: Vec<f32> = (0..size).map(|i| (i as f32 * 0.37).sin()).collect();
         let mut y = vec![0.0f32; size];
@@ -53,24 +64,35 @@ fn spectral_radius(c: &mut Criterion) {
     let mut group = c.benchmark_group("spectral_radius");
     group.sample_size(10);
     for size in [1000, 4000] {
-        let (weights, _) = ReservoirWeights::generate(&config(size, 0.1, Precision::F64)).expect("weights");
+        let (weights, _) =
+            ReservoirWeights::generate(&config(size, 0.1, Precision::F64)).expect("weights");
         group.bench_function(BenchmarkId::new("10%", size), |b| {
-            b.iter(|| weights.recurrent().spectral_radius(&SpectralOptions::default()).expect("radius"));
+            b.iter(|| {
+                weights
+                    .recurrent()
+                    .spectral_radius(&SpectralOptions::default())
+                    .expect("radius")
+            });
         });
     }
     group.finish();
 }
 
 fn ridge_accumulate(c: &mut Criterion) {
-    let states = Array2::from_shape_fn((512, 1000), |(t, i)| ((t * 31 + i * 7) as f64 * 0.001).sin());
+    let states = Array2::from_shape_fn((512, 1000), |(t, i)| {
+        ((t * 31 + i * 7) as f64 * 0.001).sin()
+    });
     let targets = Array2::from_shape_fn((512, 1), |(t, _)| (t as f64).cos());
     let mut group = c.benchmark_group("ridge_accumulate");
     group.throughput(Throughput::Elements(512));
     for threads in [1, 2] {
         let mut acc = RidgeAccumulator::new(1000, 1, threads);
-        group.bench_function(BenchmarkId::new("N=1000 chunk 512 rows, threads", threads), |b| {
-            b.iter(|| acc.add(states.view(), targets.view()).expect("add"));
-        });
+        group.bench_function(
+            BenchmarkId::new("N=1000 chunk 512 rows, threads", threads),
+            |b| {
+                b.iter(|| acc.add(states.view(), targets.view()).expect("add"));
+            },
+        );
     }
     group.finish();
 }
@@ -81,15 +103,31 @@ fn fit_end_to_end(c: &mut Criterion) {
     let inputs = sine_input(10_000);
     let targets = sine_input(10_001).slice_move(ndarray::s![1.., ..]);
     let mut group = c.benchmark_group("fit_end_to_end");
-    group.sample_size(10).measurement_time(Duration::from_secs(8));
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(8));
     group.bench_function("N=1000 T=10000 incl. set-up", |b| {
         b.iter(|| {
-            let mut reservoir = cpu_reservoir(&config(1000, 0.1, Precision::F32)).expect("reservoir");
-            fit_ridge(reservoir.as_mut(), inputs.view(), targets.view(), &ReadoutConfig::default()).expect("fit")
+            let mut reservoir =
+                cpu_reservoir(&config(1000, 0.1, Precision::F32)).expect("reservoir");
+            fit_ridge(
+                reservoir.as_mut(),
+                inputs.view(),
+                targets.view(),
+                &ReadoutConfig::default(),
+            )
+            .expect("fit")
         });
     });
     group.finish();
 }
 
-criterion_group!(benches, reservoir_run, sparse_mat_vec, spectral_radius, ridge_accumulate, fit_end_to_end);
+criterion_group!(
+    benches,
+    reservoir_run,
+    sparse_mat_vec,
+    spectral_radius,
+    ridge_accumulate,
+    fit_end_to_end
+);
 criterion_main!(benches);
