@@ -1,0 +1,39 @@
+//! Closed-loop forecast of Mackey–Glass: teacher-forced training on one-step prediction, then
+//! the reservoir runs free on its own predictions for 84 steps.
+//!
+//! `cargo run --release -p reservoir-examples --example mackey_glass`
+
+use ndarray::s;
+use reservoir_core::forecast::closed_loop;
+use reservoir_core::readout::fit_ridge;
+use reservoir_core::tasks::mackey_glass::{mackey_glass, one_step_task, MackeyGlassOptions};
+use reservoir_core::{cpu_reservoir, Precision, ReadoutConfig, ReservoirConfig};
+
+fn main() -> Result<(), reservoir_core::ReservoirError> {
+    let series = mackey_glass(3200, MackeyGlassOptions::default())?;
+    let (train, _) = one_step_task(series.view()).split(3000)?;
+
+    let config = ReservoirConfig {
+        size: 500,
+        spectral_radius: 1.0,
+        leak_rate: 0.3,
+        precision: Precision::F64,
+        ..Default::default()
+    };
+    let mut reservoir = cpu_reservoir(&config)?;
+    let readout = ReadoutConfig { ridge: 1e-8, washout: 100 };
+    let fit = fit_ridge(reservoir.as_mut(), train.inputs.view(), train.targets.view(), &readout)?;
+    println!("one-step training NRMSE: {:.2e}", fit.train_nrmse);
+
+    // Training ended after input x(2999); feed the true x(3000), then the predictions.
+    let forecast = closed_loop(reservoir.as_mut(), &fit.readout, series.slice(s![3000..3001]), 84)?;
+    let std = series.std(0.0);
+    for step in [1, 10, 42, 84] {
+        let (predicted, truth) = (forecast[(step - 1, 0)], series[3000 + step]);
+        println!(
+            "step {step:>2}: predicted {predicted:+.5}, true {truth:+.5}, error/std {:.2e}",
+            (predicted - truth).abs() / std
+        );
+    }
+    Ok(())
+}
