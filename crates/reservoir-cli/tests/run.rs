@@ -1,0 +1,137 @@
+//! `reservoir run`: the embedded default and every shipped task config reach the accuracy of
+//! ReservoirPy's anchors (REFERENCE.md §2), and the same configs refit on exported CSV data.
+
+mod common;
+
+use std::path::PathBuf;
+
+use common::*;
+use serde_json::Value;
+
+fn config(name: &str) -> String {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../configs");
+    root.join(name).display().to_string()
+}
+
+fn run_json(args: &[&str]) -> Value {
+    let mut args = args.to_vec();
+    args.push("--json");
+    let out = succeeds(&args);
+    assert_eq!(out.stdout.lines().count(), 1, "{}", out.stdout);
+    serde_json::from_str(&out.stdout).expect("stdout is JSON")
+}
+
+fn number(report: &Value, key: &str) -> f64 {
+    report[key]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no number `{key}` in {report}"))
+}
+
+#[test]
+fn the_embedded_default_runs_and_matches_configs_default_toml() {
+    let embedded = run_json(&["run"]);
+    let file = run_json(&["run", &config("default.toml")]);
+    assert_eq!(embedded["task"], "narma10");
+    assert_eq!(embedded["test_nrmse"], file["test_nrmse"]);
+    let table = succeeds(&["run"]).stdout;
+    assert!(
+        table.contains("test nrmse") && table.contains("total seconds"),
+        "{table}"
+    );
+}
+
+#[test]
+fn shipped_configs_reach_reservoirpy_parity() {
+    let narma = run_json(&["run", &config("narma10.toml")]);
+    assert!(number(&narma, "test_nrmse") <= 0.25, "{narma}");
+    let mg = run_json(&["run", &config("mackey_glass.toml")]);
+    assert!(number(&mg, "test_nrmse") <= 1e-4, "{mg}");
+    assert!(number(&mg, "closed_loop_nrmse84") < 0.05, "{mg}");
+    let mc = run_json(&["run", &config("memory_capacity.toml")]);
+    assert!(
+        (40.0..=100.0).contains(&number(&mc, "memory_capacity")),
+        "{mc}"
+    );
+}
+
+#[test]
+fn fit_on_generated_csv_reproduces_the_run() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (train, test) = (dir.path().join("train.csv"), dir.path().join("test.csv"));
+    let (train, test) = (train.display().to_string(), test.display().to_string());
+    succeeds(&[
+        "generate",
+        "narma10",
+        "--length",
+        "3000",
+        "--seed",
+        "1",
+        "--split",
+        "2000",
+        "--output",
+        &train,
+        "--test-output",
+        &test,
+    ]);
+    let fit = run_json(&[
+        "fit",
+        "--config",
+        &config("narma10.toml"),
+        "--train",
+        &train,
+        "--test",
+        &test,
+        "--inputs",
+        "u",
+        "--targets",
+        "y",
+    ]);
+    let run = run_json(&["run", &config("narma10.toml")]);
+    assert_eq!(fit["n_train"], 2000);
+    assert_eq!(fit["n_test"], 1000);
+    let (a, b) = (number(&fit, "test_nrmse"), number(&run, "test_nrmse"));
+    assert!((a - b).abs() < 1e-9, "fit on CSV {a} vs run {b}");
+}
+
+#[test]
+fn run_errors_name_the_file_and_field() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let no_task = dir.path().join("no_task.toml");
+    std::fs::write(&no_task, "[reservoir]\nsize = 10\n").expect("write");
+    fails_with(
+        &["run", &no_task.display().to_string()],
+        &["no_task.toml", "task"],
+    );
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(
+        &bad,
+        "[task]\nkind = \"narma10\"\ntrain = 10\ntest = 5\nseed = 1\n",
+    )
+    .expect("write");
+    fails_with(
+        &["run", &bad.display().to_string()],
+        &["bad.toml", "readout.washout"],
+    );
+    let unknown = dir.path().join("unknown.toml");
+    std::fs::write(&unknown, "[task]\nkind = \"narma20\"\n").expect("write");
+    fails_with(
+        &["run", &unknown.display().to_string()],
+        &["unknown.toml", "line 2", "narma20"],
+    );
+    fails_with(&["run", "/no/such/config.toml"], &["/no/such/config.toml"]);
+    fails_with(
+        &[
+            "generate",
+            "narma10",
+            "--length",
+            "10",
+            "--split",
+            "10",
+            "--output",
+            "/tmp/x.csv",
+            "--test-output",
+            "/tmp/y.csv",
+        ],
+        &["--split"],
+    );
+}
