@@ -9,6 +9,21 @@
 //! ```
 //!
 //! Same config and seed give bit-identical weights and CPU states on every run.
+//!
+//! ```
+//! use reservoir_core::readout::fit_ridge;
+//! use reservoir_core::tasks::narma::narma10;
+//! use reservoir_core::{cpu_reservoir, metrics::nrmse, ReadoutConfig, ReservoirConfig};
+//!
+//! let (train, test) = narma10(3000, 1)?.split(2000)?;
+//! let config = ReservoirConfig { size: 500, spectral_radius: 0.9, leak_rate: 1.0, ..Default::default() };
+//! let mut reservoir = cpu_reservoir(&config)?;
+//! let fit = fit_ridge(reservoir.as_mut(), train.inputs.view(), train.targets.view(), &ReadoutConfig::default())?;
+//! let predictions = fit.readout.predict(reservoir.run(test.inputs.view())?.view())?;
+//! let error = nrmse(predictions.view(), test.targets.view())?;
+//! assert!(error < 0.25, "test NRMSE {error}");
+//! # Ok::<(), reservoir_core::ReservoirError>(())
+//! ```
 
 pub mod activation;
 pub mod config;
@@ -24,6 +39,7 @@ pub mod reservoir;
 pub mod rng;
 pub mod sparse;
 pub mod spectral;
+pub mod spikes;
 pub mod tasks;
 pub mod weights;
 
