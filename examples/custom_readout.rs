@@ -9,7 +9,11 @@ use reservoir_core::readout::RidgeAccumulator;
 use reservoir_core::{EchoStateNetwork, Reservoir, ReservoirConfig};
 
 fn main() -> Result<(), reservoir_core::ReservoirError> {
-    let config = ReservoirConfig { size: 200, leak_rate: 0.5, ..Default::default() };
+    let config = ReservoirConfig {
+        size: 200,
+        leak_rate: 0.5,
+        ..Default::default()
+    };
     let mut reservoir = EchoStateNetwork::<f32>::new(&config)?;
 
     // Input: a noisy square wave; label: its sign three steps ago (needs memory).
@@ -19,7 +23,11 @@ fn main() -> Result<(), reservoir_core::ReservoirError> {
         square + 0.3 * ((t * 7919 % 1000) as f64 / 500.0 - 1.0)
     });
     let label = Array2::from_shape_fn((steps, 1), |(t, _)| {
-        if t >= 3 && input[(t - 3, 0)] > 0.0 { 1.0 } else { 0.0 }
+        if t >= 3 && input[(t - 3, 0)] > 0.0 {
+            1.0
+        } else {
+            0.0
+        }
     });
 
     // 1. The states: a T × N array of f64, whatever precision the reservoir computes in.

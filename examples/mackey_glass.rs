@@ -21,12 +21,25 @@ fn main() -> Result<(), reservoir_core::ReservoirError> {
         ..Default::default()
     };
     let mut reservoir = cpu_reservoir(&config)?;
-    let readout = ReadoutConfig { ridge: 1e-8, washout: 100 };
-    let fit = fit_ridge(reservoir.as_mut(), train.inputs.view(), train.targets.view(), &readout)?;
+    let readout = ReadoutConfig {
+        ridge: 1e-8,
+        washout: 100,
+    };
+    let fit = fit_ridge(
+        reservoir.as_mut(),
+        train.inputs.view(),
+        train.targets.view(),
+        &readout,
+    )?;
     println!("one-step training NRMSE: {:.2e}", fit.train_nrmse);
 
     // Training ended after input x(2999); feed the true x(3000), then the predictions.
-    let forecast = closed_loop(reservoir.as_mut(), &fit.readout, series.slice(s![3000..3001]), 84)?;
+    let forecast = closed_loop(
+        reservoir.as_mut(),
+        &fit.readout,
+        series.slice(s![3000..3001]),
+        84,
+    )?;
     let std = series.std(0.0);
     for step in [1, 10, 42, 84] {
         let (predicted, truth) = (forecast[(step - 1, 0)], series[3000 + step]);
