@@ -88,6 +88,16 @@ pub enum ReservoirError {
         source: std::io::Error,
     },
 
+    /// A compute backend (e.g. CUDA) failed; the backend's own error is kept as the source, so
+    /// this crate does not depend on the driver crate.
+    #[error("{backend} backend: {source}")]
+    Backend {
+        /// The backend, e.g. `cuda`.
+        backend: &'static str,
+        /// The backend's error.
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+
     /// A saved model file is not one of ours, is truncated, corrupted or of another version.
     #[error("{}: {message}", path.display())]
     ModelFormat {

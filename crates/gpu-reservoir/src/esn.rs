@@ -1,0 +1,319 @@
+//! The echo-state reservoir on the GPU, with the CPU reservoir's weights and update.
+
+use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
+use ndarray::{Array1, Array2, ArrayView1, ArrayView2, ArrayViewMut2};
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+use rand_distr::StandardNormal;
+use reservoir_core::reservoir::check_run_shapes;
+use reservoir_core::rng::{stream_rng, Stream};
+use reservoir_core::spikes::SpikePattern;
+use reservoir_core::{Activation, Reservoir, ReservoirConfig, ReservoirError, ReservoirWeights};
+
+use crate::device::GpuDevice;
+use crate::error::{DriverContext, Result};
+
+/// Steps run per chunk: inputs, drive and states of a chunk live on the device together, and
+/// the states are copied back once per chunk (never per step).
+pub const CHUNK_STEPS: usize = 8192;
+const THREADS: u32 = 256;
+
+/// An echo-state reservoir whose state lives on the GPU for the whole run.
+///
+/// The weights are `reservoir-core`'s (same config and seed ⇒ the same matrices as the CPU
+/// reservoir), rounded to `f32` and uploaded once. Each chunk of steps: one launch computes
+/// the input drive of every step (`matvec_input_kernel`), then each step is two launches
+/// (`matvec_reservoir_kernel`, `leaky_integration_kernel`) with no host synchronisation; the
+/// recorded states are copied back once. Noise, when configured, is drawn on the CPU from the
+/// same seeded stream as the CPU reservoir and uploaded, so both backends see the same noise.
+#[derive(Debug)]
+pub struct GpuReservoirComputer {
+    device: GpuDevice,
+    config: ReservoirConfig,
+    weights: ReservoirWeights,
+    row_ptr: CudaSlice<i32>,
+    col_idx: CudaSlice<i32>,
+    values: CudaSlice<f32>,
+    input: CudaSlice<f32>,
+    bias: CudaSlice<f32>,
+    state: CudaSlice<f32>,
+    noise: ChaCha8Rng,
+}
+
+fn to_i32(values: &[u32], what: &str) -> Result<Vec<i32>> {
+    values
+        .iter()
+        .map(|&v| i32::try_from(v))
+        .collect::<std::result::Result<_, _>>()
+        .map_err(|_| {
+            ReservoirError::invalid("GPU upload", format!("{what} exceeds 2^31 - 1")).into()
+        })
+}
+
+fn blocks(threads: usize) -> u32 {
+    threads.div_ceil(THREADS as usize) as u32
+}
+
+impl GpuReservoirComputer {
+    /// Generates the weights for `config` (as the CPU reservoir does) and uploads them to
+    /// `device`, which every reservoir on that GPU can share.
+    pub fn new_shared(config: &ReservoirConfig, device: &GpuDevice) -> Result<Self> {
+        let (weights, _) = ReservoirWeights::generate(config)?;
+        Self::from_weights(config, weights, device)
+    }
+
+    /// Uploads existing weights (a loaded model) to `device`.
+    pub fn from_weights(
+        config: &ReservoirConfig,
+        weights: ReservoirWeights,
+        device: &GpuDevice,
+    ) -> Result<Self> {
+        config.validate().map_err(ReservoirError::from)?;
+        if weights.size() != config.size || weights.input_size() != config.input_size {
+            return Err(ReservoirError::shape(
+                "reservoir weights for this config",
+                format!("size {} and input_size {}", config.size, config.input_size),
+                format!(
+                    "size {} and input_size {}",
+                    weights.size(),
+                    weights.input_size()
+                ),
+            )
+            .into());
+        }
+        let stream = device.stream();
+        let w = weights.recurrent();
+        let f32s = |v: &mut dyn Iterator<Item = f64>| v.map(|x| x as f32).collect::<Vec<f32>>();
+        let row_ptr = stream
+            .clone_htod(&to_i32(w.row_ptr(), "non-zeros")?)
+            .context("uploading W")?;
+        let col_idx = stream
+            .clone_htod(&to_i32(w.col_idx(), "columns")?)
+            .context("uploading W")?;
+        let values = stream
+            .clone_htod(&f32s(&mut w.values().iter().copied()))
+            .context("uploading W")?;
+        let input = stream
+            .clone_htod(&f32s(&mut weights.input().iter().copied()))
+            .context("uploading W_in")?;
+        let bias = stream
+            .clone_htod(&f32s(&mut weights.bias().iter().copied()))
+            .context("uploading b")?;
+        let state = stream
+            .alloc_zeros::<f32>(config.size)
+            .context("allocating the state")?;
+        Ok(Self {
+            device: device.clone(),
+            noise: stream_rng(config.seed, Stream::Noise),
+            config: config.clone(),
+            weights,
+            row_ptr,
+            col_idx,
+            values,
+            input,
+            bias,
+            state,
+        })
+    }
+
+    /// The device the reservoir runs on.
+    pub fn device(&self) -> &GpuDevice {
+        &self.device
+    }
+
+    /// The weights (in `f64`, as generated).
+    pub fn weights(&self) -> &ReservoirWeights {
+        &self.weights
+    }
+
+    /// Runs a spike pattern (binned at `dt_ms`, spike counts kept) through the reservoir from
+    /// its current state; returns the states (bins × N), one row per bin.
+    pub fn process_gpu(&mut self, pattern: &SpikePattern, dt_ms: f64) -> Result<Array2<f64>> {
+        if pattern.n_neurons() != self.config.input_size {
+            return Err(ReservoirError::shape(
+                "spike pattern channels",
+                self.config.input_size,
+                pattern.n_neurons(),
+            )
+            .into());
+        }
+        let inputs = pattern.to_input_matrix(dt_ms)?;
+        Ok(self.run(inputs.view())?)
+    }
+
+    /// Runs `steps` rows of `inputs` (≤ [`CHUNK_STEPS`]) and copies their states into `out`.
+    fn run_chunk(&mut self, inputs: ArrayView2<f64>, mut out: ArrayViewMut2<f64>) -> Result<()> {
+        let (steps, n, k) = (inputs.nrows(), self.config.size, self.config.input_size);
+        let stream = self.device.stream().clone();
+        let host_u: Vec<f32> = inputs.iter().map(|&v| v as f32).collect();
+        let u = stream.clone_htod(&host_u).context("uploading inputs")?;
+        let mut drive = stream
+            .alloc_zeros::<f32>(steps * n)
+            .context("allocating the drive")?;
+        let mut states = stream
+            .alloc_zeros::<f32>(steps * n)
+            .context("allocating the states")?;
+        let mut pre = stream
+            .alloc_zeros::<f32>(n)
+            .context("allocating the pre-activation")?;
+        let noise = self.draw_noise(steps)?;
+        let kernels = self.device.gemv();
+        let (steps_i, n_i, k_i) = (steps as i32, n as i32, k as i32);
+        let mut launch = stream.launch_builder(&kernels.matvec_input);
+        launch.arg(&u).arg(&self.input).arg(&self.bias);
+        let null: u64 = 0;
+        match &noise {
+            Some(noise) => launch.arg(noise),
+            None => launch.arg(&null),
+        };
+        launch.arg(&mut drive).arg(&steps_i).arg(&n_i).arg(&k_i);
+        // SAFETY: u is steps×k, input n×k, bias n, noise (when given) and drive steps×n, all
+        // allocated above with those lengths; the kernel guards idx < steps·n.
+        unsafe {
+            launch.launch(LaunchConfig {
+                grid_dim: (blocks(steps * n), 1, 1),
+                block_dim: (THREADS, 1, 1),
+                shared_mem_bytes: 0,
+            })
+        }
+        .context("launching matvec_input_kernel")?;
+        let rows = LaunchConfig {
+            grid_dim: (blocks(n * 32), 1, 1),
+            block_dim: (THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let elementwise = LaunchConfig {
+            grid_dim: (blocks(n), 1, 1),
+            block_dim: (THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let leak = self.config.leak_rate as f32;
+        let activation: i32 = match self.config.activation {
+            Activation::Tanh => 0,
+            Activation::Identity => 1,
+        };
+        for t in 0..steps {
+            let (done, mut rest) = states.split_at_mut(t * n);
+            let mut next = rest.slice_mut(..n);
+            let previous = if t == 0 {
+                self.state.slice(..)
+            } else {
+                done.slice((t - 1) * n..)
+            };
+            let drive_t = drive.slice(t * n..(t + 1) * n);
+            let mut launch = stream.launch_builder(&kernels.matvec_reservoir);
+            launch
+                .arg(&self.row_ptr)
+                .arg(&self.col_idx)
+                .arg(&self.values)
+                .arg(&previous)
+                .arg(&drive_t)
+                .arg(&mut pre)
+                .arg(&n_i);
+            // SAFETY: row_ptr has n+1 entries ending at nnz = len(col_idx) = len(values), every
+            // column index < n = len(previous); drive_t and pre have n entries.
+            unsafe { launch.launch(rows) }.context("launching matvec_reservoir_kernel")?;
+            let mut launch = stream.launch_builder(&kernels.leaky_integration);
+            launch
+                .arg(&previous)
+                .arg(&pre)
+                .arg(&mut next)
+                .arg(&leak)
+                .arg(&activation)
+                .arg(&n_i);
+            // SAFETY: previous, pre and next have n entries; next does not overlap previous.
+            unsafe { launch.launch(elementwise) }.context("launching leaky_integration_kernel")?;
+        }
+        stream
+            .memcpy_dtod(&states.slice((steps - 1) * n..), &mut self.state)
+            .context("keeping the final state")?;
+        let host = stream
+            .clone_dtoh(&states)
+            .context("copying the states back")?;
+        for (dst, &src) in out.iter_mut().zip(&host) {
+            *dst = f64::from(src);
+        }
+        Ok(())
+    }
+
+    /// The noise of `steps` steps, drawn exactly as the CPU reservoir draws it.
+    fn draw_noise(&mut self, steps: usize) -> Result<Option<CudaSlice<f32>>> {
+        if self.config.noise_level <= 0.0 {
+            return Ok(None);
+        }
+        let level = self.config.noise_level;
+        let host: Vec<f32> = (0..steps * self.config.size)
+            .map(|_| {
+                let xi: f64 = self.noise.sample(StandardNormal);
+                (level * xi) as f32
+            })
+            .collect();
+        Ok(Some(
+            self.device
+                .stream()
+                .clone_htod(&host)
+                .context("uploading the noise")?,
+        ))
+    }
+}
+
+impl Reservoir for GpuReservoirComputer {
+    fn size(&self) -> usize {
+        self.config.size
+    }
+
+    fn input_size(&self) -> usize {
+        self.config.input_size
+    }
+
+    fn reset(&mut self) {
+        // A failed memset means a dead context, which the next run reports as a driver error.
+        let _ = self.device.stream().memset_zeros(&mut self.state);
+    }
+
+    fn state(&self) -> Array1<f64> {
+        match self.device.stream().clone_dtoh(&self.state) {
+            Ok(host) => host.iter().map(|&v| f64::from(v)).collect(),
+            Err(_) => Array1::from_elem(self.config.size, f64::NAN),
+        }
+    }
+
+    fn set_state(&mut self, state: ArrayView1<f64>) -> reservoir_core::Result<()> {
+        if state.len() != self.size() {
+            return Err(ReservoirError::shape(
+                "reservoir state",
+                self.size(),
+                state.len(),
+            ));
+        }
+        if state.iter().any(|v| !v.is_finite()) {
+            return Err(ReservoirError::invalid(
+                "reservoir state",
+                "values must be finite",
+            ));
+        }
+        let host: Vec<f32> = state.iter().map(|&v| v as f32).collect();
+        self.device
+            .stream()
+            .memcpy_htod(&host, &mut self.state)
+            .context("uploading the state")
+            .map_err(ReservoirError::from)
+    }
+
+    fn run_into(
+        &mut self,
+        inputs: ArrayView2<f64>,
+        mut states: ArrayViewMut2<f64>,
+    ) -> reservoir_core::Result<()> {
+        check_run_shapes(self.size(), self.input_size(), &inputs, &states)?;
+        for start in (0..inputs.nrows()).step_by(CHUNK_STEPS) {
+            let end = (start + CHUNK_STEPS).min(inputs.nrows());
+            self.run_chunk(
+                inputs.slice(ndarray::s![start..end, ..]),
+                states.slice_mut(ndarray::s![start..end, ..]),
+            )
+            .map_err(ReservoirError::from)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,52 @@
+//! The kernel sources in `kernels/` and the names of their entry points.
+//!
+//! The `.cu` files are the single source of truth: the prebuilt PTX is made from them by
+//! `kernels/build_ptx.sh`, and NVRTC compiles them at run time. Entry points are named through
+//! these constants, so a typo is a compile error, and functions are looked up once per device.
+
+/// `kernels/neuromorphic_gemv.cu`: the echo-state kernels.
+pub const GEMV_SOURCE: &str = include_str!("../../../kernels/neuromorphic_gemv.cu");
+/// `kernels/ptx/neuromorphic_gemv.ptx`, built from [`GEMV_SOURCE`] by `kernels/build_ptx.sh`.
+pub const GEMV_PTX: &str = include_str!("../../../kernels/ptx/neuromorphic_gemv.ptx");
+/// The nvcc flags `build_ptx.sh` uses (part of the PTX's stamp).
+pub const GEMV_PTX_FLAGS: &str = "-ptx -arch=compute_75 -fmad=false -lineinfo";
+
+/// Entry points of [`GEMV_SOURCE`].
+pub mod gemv {
+    /// `drive[t, i] = b[i] + Σ_k W_in[i, k]·u[t, k] (+ noise[t, i])`.
+    pub const MATVEC_INPUT: &str = "matvec_input_kernel";
+    /// `pre = W·x + drive[t]` (CSR, a warp per row).
+    pub const MATVEC_RESERVOIR: &str = "matvec_reservoir_kernel";
+    /// `x(t+1) = (1 − a)·x(t) + a·f(pre)`.
+    pub const LEAKY_INTEGRATION: &str = "leaky_integration_kernel";
+}
+
+/// `kernels/spectral.cu`: the f64 CSR mat-vec of the spectral-radius power iteration (NVRTC).
+pub const SPECTRAL_SOURCE: &str = include_str!("../../../kernels/spectral.cu");
+
+/// Entry points of [`SPECTRAL_SOURCE`].
+pub mod spectral {
+    /// `y = W·x` in f64 (CSR, a warp per row).
+    pub const CSR_MATVEC_F64: &str = "csr_matvec_f64";
+}
+
+/// A kernel source compiled with NVRTC on first use and cached per device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct NvrtcSource {
+    /// File name under `kernels/`, for messages.
+    pub name: &'static str,
+    /// The CUDA C++ text.
+    pub text: &'static str,
+}
+
+/// The spectral-radius source as an NVRTC unit.
+pub const SPECTRAL: NvrtcSource = NvrtcSource {
+    name: "kernels/spectral.cu",
+    text: SPECTRAL_SOURCE,
+};
+
+/// The echo-state source as an NVRTC unit (the fallback when the PTX is rejected).
+pub const GEMV: NvrtcSource = NvrtcSource {
+    name: "kernels/neuromorphic_gemv.cu",
+    text: GEMV_SOURCE,
+};

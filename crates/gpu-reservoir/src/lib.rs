@@ -1,0 +1,28 @@
+//! # gpu-reservoir
+//!
+//! The CUDA backend of the reservoir engine, on cudarc with the CUDA libraries loaded at run
+//! time: it builds and its tests run on a machine without CUDA, and at run time it finds the
+//! driver, NVRTC and cuBLAS or says which one is missing ([`probe`]).
+//!
+//! ```text
+//! probe() ─► GpuDevice::shared(0) ─► GpuReservoirComputer::new_shared(&config, &device)
+//!            (context, stream,        (weights from reservoir-core, uploaded once;
+//!             kernels loaded once)     state stays on the device; states copied back once)
+//! ```
+//!
+//! Kernels live in `kernels/*.cu`: the echo-state kernels ship as PTX (with an NVRTC fallback
+//! when a driver rejects it), the others are compiled with NVRTC on first use. Every kernel
+//! has a CPU reference in `reservoir-core` and a test comparing them on fresh random inputs.
+
+pub mod device;
+pub mod error;
+pub mod esn;
+pub mod kernels;
+pub mod probe;
+pub mod spectral;
+
+pub use device::{GpuDevice, KernelSource};
+pub use error::{GpuError, Result};
+pub use esn::GpuReservoirComputer;
+pub use probe::{probe, DeviceInfo, GpuSupport};
+pub use spectral::gpu_spectral_radius;

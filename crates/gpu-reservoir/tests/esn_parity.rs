@@ -1,0 +1,220 @@
+//! The GPU echo-state reservoir against the CPU reference, on fresh random inputs: states over
+//! 1,000 steps within 1e-4 relative (f32), and the shipped kernels' details.
+
+mod common;
+
+use common::{fresh_seed, gpu, relative_error};
+use gpu_reservoir::{GpuDevice, GpuReservoirComputer, KernelSource};
+use ndarray::{Array1, Array2};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use reservoir_core::spikes::{Spike, SpikePattern};
+use reservoir_core::{
+    Activation, CsrMatrix, EchoStateNetwork, Reservoir, ReservoirConfig, ReservoirWeights,
+};
+
+fn random_inputs(rng: &mut ChaCha8Rng, steps: usize, k: usize) -> Array2<f64> {
+    Array2::from_shape_fn((steps, k), |_| rng.random_range(-1.0..1.0))
+}
+
+fn compare(device: &GpuDevice, config: &ReservoirConfig, inputs: &Array2<f64>, label: &str) {
+    let mut cpu = EchoStateNetwork::<f32>::new(config).expect("cpu reservoir");
+    let mut gpu = GpuReservoirComputer::new_shared(config, device).expect("gpu reservoir");
+    let expected = cpu.run(inputs.view()).expect("cpu run");
+    let got = gpu.run(inputs.view()).expect("gpu run");
+    let (relative, max) = relative_error(&got, &expected);
+    eprintln!("{label}: relative {relative:.2e}, max abs {max:.2e}");
+    assert!(
+        relative < 1e-4,
+        "{label}: GPU states differ from the CPU by {relative:.2e} (relative)"
+    );
+    let (end_gpu, end_cpu) = (gpu.state(), cpu.state());
+    assert!(
+        (&end_gpu - &end_cpu).iter().all(|d| d.abs() < 1e-3),
+        "{label}: final states differ"
+    );
+}
+
+#[test]
+fn echo_state_states_match_the_cpu_over_1000_steps() {
+    let Some(device) = gpu() else { return };
+    let mut rng = ChaCha8Rng::seed_from_u64(fresh_seed("echo_state_parity"));
+    for case in 0..6 {
+        let config = ReservoirConfig {
+            size: [1000, 300, 64][case % 3],
+            input_size: 1 + case % 3,
+            connection_prob: [0.1, 0.8, 0.02][case % 3],
+            spectral_radius: rng.random_range(0.5..1.2),
+            leak_rate: rng.random_range(0.1..1.0),
+            input_scaling: rng.random_range(0.1..2.0),
+            bias_scaling: rng.random_range(0.0..0.5),
+            noise_level: if case == 4 { 0.01 } else { 0.0 },
+            activation: if case == 5 {
+                Activation::Identity
+            } else {
+                Activation::Tanh
+            },
+            seed: rng.random(),
+            ..Default::default()
+        };
+        let config = if config.activation == Activation::Identity {
+            ReservoirConfig {
+                spectral_radius: 0.9,
+                ..config
+            }
+        } else {
+            config
+        };
+        let inputs = random_inputs(&mut rng, 1000, config.input_size);
+        compare(
+            &device,
+            &config,
+            &inputs,
+            &format!("case {case} ({config:?})"),
+        );
+    }
+}
+
+#[test]
+fn runs_continue_across_chunks_and_calls_and_state_round_trips() {
+    let Some(device) = gpu() else { return };
+    let mut rng = ChaCha8Rng::seed_from_u64(fresh_seed("chunks"));
+    let config = ReservoirConfig {
+        size: 100,
+        seed: rng.random(),
+        ..Default::default()
+    };
+    let steps = gpu_reservoir::esn::CHUNK_STEPS + 300;
+    let inputs = random_inputs(&mut rng, steps, 1);
+    compare(&device, &config, &inputs, "two chunks");
+
+    let mut gpu = GpuReservoirComputer::new_shared(&config, &device).expect("gpu reservoir");
+    let whole = gpu.run(inputs.slice(ndarray::s![..500, ..])).expect("run");
+    gpu.reset();
+    let first = gpu.run(inputs.slice(ndarray::s![..200, ..])).expect("run");
+    let saved = gpu.state();
+    let second = gpu
+        .run(inputs.slice(ndarray::s![200..500, ..]))
+        .expect("run");
+    assert_eq!(first.row(199), whole.row(199));
+    assert_eq!(
+        second.row(299),
+        whole.row(499),
+        "a run continues from the previous state"
+    );
+    let x = Array1::from_shape_fn(100, |_| rng.random_range(-0.5..0.5));
+    gpu.set_state(x.view()).expect("set state");
+    let back = gpu.state();
+    assert!((&back - &x).iter().all(|d| d.abs() < 1e-7));
+    gpu.set_state(saved.view()).expect("set state");
+    assert_eq!(
+        gpu.run(inputs.slice(ndarray::s![200..500, ..]))
+            .expect("run"),
+        second
+    );
+    assert!(gpu.set_state(Array1::zeros(3).view()).is_err());
+    assert!(
+        gpu.run(random_inputs(&mut rng, 5, 2).view()).is_err(),
+        "wrong input width"
+    );
+}
+
+#[test]
+fn tanh_and_input_drive_are_bit_identical_to_the_cpu() {
+    // With W = 0 and leak 1 the state is tanh(b + W_in·u): no summation-order difference is
+    // left, so the rational tanh and the input kernel must match the CPU bit for bit.
+    let Some(device) = gpu() else { return };
+    let mut rng = ChaCha8Rng::seed_from_u64(fresh_seed("tanh_bits"));
+    let (n, k) = (512, 2);
+    let empty = CsrMatrix::from_parts(n, n, vec![0; n + 1], vec![], vec![]).expect("empty W");
+    let input = Array2::from_shape_fn((n, k), |_| rng.random_range(-4.0..4.0));
+    let bias = Array1::from_shape_fn(n, |_| rng.random_range(-3.0..3.0));
+    let weights = ReservoirWeights::from_parts(empty, input, bias).expect("weights");
+    let config = ReservoirConfig {
+        size: n,
+        input_size: k,
+        leak_rate: 1.0,
+        ..Default::default()
+    };
+    let inputs = random_inputs(&mut rng, 200, k) * 3.0;
+    let expected = EchoStateNetwork::<f32>::from_weights(&config, weights.clone())
+        .expect("cpu")
+        .run(inputs.view())
+        .expect("run");
+    let got = GpuReservoirComputer::from_weights(&config, weights, &device)
+        .expect("gpu")
+        .run(inputs.view())
+        .expect("run");
+    let mismatches = got
+        .iter()
+        .zip(&expected)
+        .filter(|(a, b)| a.to_bits() != b.to_bits())
+        .count();
+    assert_eq!(
+        mismatches,
+        0,
+        "{mismatches} of {} values differ in their bits",
+        got.len()
+    );
+}
+
+#[test]
+fn process_gpu_runs_a_spike_pattern_like_the_cpu() {
+    let Some(device) = gpu() else { return };
+    let mut rng = ChaCha8Rng::seed_from_u64(fresh_seed("process_gpu"));
+    let channels = 20;
+    let spikes: Vec<Spike> = (0..400)
+        .map(|_| Spike {
+            neuron_id: rng.random_range(0..channels),
+            time_ms: rng.random_range(0.0..100.0),
+            amplitude: 1.0,
+        })
+        .collect();
+    let pattern = SpikePattern::new(spikes, channels as usize, 100.0).expect("pattern");
+    let config = ReservoirConfig {
+        size: 500,
+        input_size: channels as usize,
+        input_scaling: 0.5,
+        seed: rng.random(),
+        ..Default::default()
+    };
+    let mut gpu = GpuReservoirComputer::new_shared(&config, &device).expect("gpu reservoir");
+    let got = gpu.process_gpu(&pattern, 1.0).expect("process_gpu");
+    let expected = EchoStateNetwork::<f32>::new(&config)
+        .expect("cpu")
+        .run(pattern.to_input_matrix(1.0).expect("bins").view())
+        .expect("run");
+    assert_eq!(got.dim(), (100, 500));
+    assert!(relative_error(&got, &expected).0 < 1e-4);
+    let wrong = SpikePattern::new(vec![], 3, 10.0).expect("pattern");
+    assert!(gpu.process_gpu(&wrong, 1.0).is_err());
+}
+
+#[test]
+fn a_rejected_ptx_falls_back_to_nvrtc_with_the_same_results() {
+    let Some(shared) = gpu() else { return };
+    assert_eq!(
+        *shared.kernel_source(),
+        KernelSource::Ptx,
+        "this driver should load the shipped PTX"
+    );
+    let too_new = gpu_reservoir::kernels::GEMV_PTX.replace(".version 9.0", ".version 99.9");
+    let device = GpuDevice::with_gemv_ptx(0, &too_new).expect("device with NVRTC kernels");
+    assert!(
+        matches!(device.kernel_source(), KernelSource::NvrtcFallback { .. }),
+        "{:?}",
+        device.kernel_source()
+    );
+    let mut rng = ChaCha8Rng::seed_from_u64(fresh_seed("fallback"));
+    let config = ReservoirConfig {
+        size: 200,
+        seed: rng.random(),
+        ..Default::default()
+    };
+    compare(
+        &device,
+        &config,
+        &random_inputs(&mut rng, 1000, 1),
+        "NVRTC fallback",
+    );
+}

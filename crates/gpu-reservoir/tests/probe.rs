@@ -1,0 +1,44 @@
+//! The probe and device creation never panic, with or without a GPU.
+
+mod common;
+
+use gpu_reservoir::{probe, GpuDevice, GpuError};
+
+#[test]
+fn probe_reports_consistently() {
+    let support = probe();
+    if support.usable() {
+        assert!(support.driver_version.is_some() && support.nvrtc && !support.devices.is_empty());
+        let d = &support.devices[0];
+        assert!(
+            d.total_memory > 0 && d.compute_capability.0 >= 3 && d.multiprocessors > 0,
+            "{d:?}"
+        );
+    } else {
+        let problem = support.problem.clone().unwrap_or_default();
+        assert!(!problem.is_empty());
+        match GpuDevice::shared(0) {
+            Err(GpuError::Unavailable(reason)) => assert_eq!(reason, problem),
+            other => panic!("expected Unavailable without a GPU, got {other:?}"),
+        }
+        eprintln!("no GPU here: {problem}");
+    }
+}
+
+#[test]
+fn a_missing_device_ordinal_is_an_error() {
+    if let Some(_device) = common::gpu() {
+        assert!(matches!(
+            GpuDevice::shared(999),
+            Err(GpuError::Unavailable(_))
+        ));
+    }
+}
+
+#[test]
+fn shared_returns_the_same_device() {
+    if let Some(device) = common::gpu() {
+        let again = GpuDevice::shared(0).expect("device 0");
+        assert!(std::sync::Arc::ptr_eq(device.context(), again.context()));
+    }
+}

@@ -1,0 +1,46 @@
+//! The GPU spectral radius against the CPU estimate on fresh random matrices.
+
+mod common;
+
+use common::{fresh_seed, gpu};
+use gpu_reservoir::gpu_spectral_radius;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use reservoir_core::spectral::SpectralOptions;
+use reservoir_core::{ReservoirConfig, ReservoirWeights};
+
+#[test]
+fn gpu_spectral_radius_matches_the_cpu_within_1e_3() {
+    let Some(device) = gpu() else { return };
+    let mut rng = ChaCha8Rng::seed_from_u64(fresh_seed("spectral"));
+    for (size, density) in [(1000, 0.1), (500, 0.02), (2000, 0.05)] {
+        let config = ReservoirConfig {
+            size,
+            connection_prob: density,
+            spectral_radius: rng.random_range(0.5..1.5),
+            seed: rng.random(),
+            ..Default::default()
+        };
+        let (weights, _) = ReservoirWeights::generate(&config).expect("weights");
+        let options = SpectralOptions::default();
+        let cpu = weights
+            .recurrent()
+            .spectral_radius(&options)
+            .expect("cpu estimate");
+        let gpu =
+            gpu_spectral_radius(&device, weights.recurrent(), &options).expect("gpu estimate");
+        let relative = (gpu.radius - cpu.radius).abs() / cpu.radius;
+        eprintln!(
+            "N {size} p {density}: cpu {:.6} gpu {:.6} ({relative:.1e}), {} products",
+            cpu.radius, gpu.radius, gpu.iterations
+        );
+        assert!(
+            gpu.converged && relative < 1e-3,
+            "N {size}: {gpu:?} vs {cpu:?}"
+        );
+        assert!(
+            (gpu.radius - config.spectral_radius).abs() < 1e-3 * config.spectral_radius,
+            "the scaled W has the configured radius"
+        );
+    }
+}
