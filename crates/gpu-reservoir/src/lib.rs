@@ -14,6 +14,7 @@
 //! when a driver rejects it), the others are compiled with NVRTC on first use. Every kernel
 //! has a CPU reference in `reservoir-core` and a test comparing them on fresh random inputs.
 
+pub mod backend;
 pub mod device;
 pub mod error;
 pub mod esn;
@@ -21,6 +22,7 @@ pub mod kernels;
 pub mod probe;
 pub mod spectral;
 
+pub use backend::{build_reservoir, reservoir_for, Chosen};
 pub use device::{GpuDevice, KernelSource};
 pub use error::{GpuError, Result};
 pub use esn::GpuReservoirComputer;

@@ -7,7 +7,9 @@ use std::time::Instant;
 use ndarray::{s, ArrayView2};
 use reservoir_core::metrics::{nrmse, r2, rmse};
 use reservoir_core::readout::fit_ridge;
-use reservoir_core::{cpu_reservoir_from_weights, ExperimentConfig, Model, ReservoirWeights};
+use reservoir_core::{ExperimentConfig, Model, ReservoirWeights};
+
+use crate::backend;
 
 use crate::data::{parse_column_list, read_inputs_targets};
 use crate::error::{CliError, CoreContext, Result};
@@ -115,8 +117,7 @@ pub fn run(args: &FitArgs) -> Result<()> {
     let fit_started = Instant::now();
     let (weights, _) = ReservoirWeights::generate(&config.reservoir)
         .map_err(|e| CliError::config(&args.config, e))?;
-    let mut reservoir = cpu_reservoir_from_weights(&config.reservoir, weights.clone())
-        .context(|| "building the reservoir".to_string())?;
+    let (mut reservoir, backend) = backend::build(&config.reservoir, weights.clone())?;
     let fit = fit_ridge(
         reservoir.as_mut(),
         train_inputs.view(),
@@ -161,6 +162,7 @@ pub fn run(args: &FitArgs) -> Result<()> {
         inputs,
         targets,
         size: config.reservoir.size,
+        backend,
         washout,
         n_train,
         n_fit: fit.rows,

@@ -5,10 +5,12 @@
 //! are clap's, exit code 2). A panic, which would be a bug, is reported the same way as an
 //! internal error, never as a panic message.
 
+mod backend;
 mod data;
 mod error;
 mod fit;
 mod generate;
+mod info;
 mod output;
 mod predict;
 mod report;
@@ -38,6 +40,8 @@ enum Command {
     Generate(generate::GenerateArgs),
     /// Run a task config end to end (the embedded default when no config is given).
     Run(run::RunArgs),
+    /// Show what this machine has for the GPU backend: driver, NVRTC, cuBLAS, devices.
+    Info(info::InfoArgs),
 }
 
 fn dispatch(command: &Command) -> error::Result<()> {
@@ -46,6 +50,7 @@ fn dispatch(command: &Command) -> error::Result<()> {
         Command::Predict(args) => predict::run(args),
         Command::Generate(args) => generate::run(args),
         Command::Run(args) => run::run(args),
+        Command::Info(args) => info::run(args),
     }
 }
 

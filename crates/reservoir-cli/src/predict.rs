@@ -4,7 +4,9 @@ use std::path::PathBuf;
 
 use ndarray::{s, Array2, ArrayView2};
 use reservoir_core::readout::LinearReadout;
-use reservoir_core::{cpu_reservoir_from_weights, Model, Reservoir, ReservoirError};
+use reservoir_core::{Model, Reservoir, ReservoirError};
+
+use crate::backend;
 
 use crate::data::read_inputs;
 use crate::error::{CliError, CoreContext, Result};
@@ -47,8 +49,7 @@ pub fn run(args: &PredictArgs) -> Result<()> {
     } = model;
     let inputs = read_inputs("input file", &args.input, &input_columns)?;
     let model_path = args.model.display();
-    let mut reservoir = cpu_reservoir_from_weights(&config, weights)
-        .context(|| format!("rebuilding the reservoir of {model_path}"))?;
+    let (mut reservoir, _) = backend::build(&config, weights)?;
     if !args.reset {
         reservoir
             .set_state(state.view())

@@ -32,6 +32,8 @@ pub struct FitReport {
     pub targets: Vec<String>,
     /// Reservoir size N.
     pub size: usize,
+    /// Where the reservoir ran: `cpu` or `cuda`.
+    pub backend: &'static str,
     /// Leading training rows dropped before fitting.
     pub washout: usize,
     /// Rows in the training file.
@@ -67,12 +69,13 @@ pub fn print_fit(report: &FitReport, json: bool) -> Result<()> {
 
 /// Prints a task run: one flat JSON object (`task`, `size`, then every metric and timing by
 /// name) or an aligned table.
-pub fn print_run(report: &ExperimentReport, json: bool) -> Result<()> {
+pub fn print_run(report: &ExperimentReport, backend: &str, json: bool) -> Result<()> {
     let figures = report.metrics.iter().chain(&report.timings);
     let text = if json {
         let mut object = serde_json::Map::new();
         object.insert("task".into(), report.task.clone().into());
         object.insert("size".into(), report.size.into());
+        object.insert("backend".into(), backend.into());
         for f in figures {
             object.insert(f.name.clone(), f.value.into());
         }
@@ -81,6 +84,7 @@ pub fn print_run(report: &ExperimentReport, json: bool) -> Result<()> {
         let mut rows = vec![
             ("task".to_string(), report.task.clone()),
             ("reservoir size".to_string(), report.size.to_string()),
+            ("backend".to_string(), backend.to_string()),
         ];
         rows.extend(figures.map(|f| (f.name.replace('_', " "), number(f.value))));
         aligned(&rows)
@@ -110,6 +114,7 @@ fn table(r: &FitReport) -> String {
         ("inputs", r.inputs.join(", ")),
         ("targets", r.targets.join(", ")),
         ("reservoir size", r.size.to_string()),
+        ("backend", r.backend.to_string()),
         ("train NRMSE", number(r.train_nrmse)),
     ];
     if let (Some(test), Some(n_test)) = (&r.test, r.n_test) {
@@ -167,6 +172,7 @@ mod tests {
             inputs: vec!["u".into()],
             targets: vec!["y".into()],
             size: 200,
+            backend: "cpu",
             washout: 100,
             n_train: 1000,
             n_fit: 900,

@@ -2,7 +2,9 @@
 
 use std::path::PathBuf;
 
-use reservoir_core::ExperimentConfig;
+use reservoir_core::{ExperimentConfig, ReservoirError, ReservoirWeights};
+
+use crate::backend;
 
 use crate::error::{CliError, Result};
 use crate::report::print_run;
@@ -40,9 +42,28 @@ pub fn run(args: &RunArgs) -> Result<()> {
         || "the embedded default config".to_string(),
         |p| p.display().to_string(),
     );
-    let report = config.run().map_err(|e| match &args.config {
+    let mut backend_name = "cpu";
+    let mut backend_error = None;
+    let result = config.run_with(|reservoir_config| {
+        let (weights, _) = ReservoirWeights::generate(reservoir_config)?;
+        match backend::build(reservoir_config, weights) {
+            Ok((reservoir, name)) => {
+                backend_name = name;
+                Ok(reservoir)
+            }
+            Err(e) => {
+                let message = e.to_string();
+                backend_error = Some(e);
+                Err(ReservoirError::invalid("backend", message))
+            }
+        }
+    });
+    if let Some(e) = backend_error {
+        return Err(e);
+    }
+    let report = result.map_err(|e| match &args.config {
         Some(path) => CliError::config(path, e),
         None => CliError::core(format!("running {origin}"), e),
     })?;
-    print_run(&report, args.json)
+    print_run(&report, backend_name, args.json)
 }

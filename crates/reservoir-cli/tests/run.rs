@@ -135,3 +135,65 @@ fn run_errors_name_the_file_and_field() {
         &["--split"],
     );
 }
+
+#[test]
+fn info_exits_zero_and_names_what_the_gpu_backend_needs() {
+    let text = succeeds(&["info"]).stdout;
+    for needle in ["CUDA driver", "NVRTC", "cuBLAS", "devices", "GPU backend"] {
+        assert!(text.contains(needle), "{needle} missing from:\n{text}");
+    }
+    let json = run_json(&["info"]);
+    assert!(
+        json["devices"].is_array() && json.get("problem").is_some(),
+        "{json}"
+    );
+    let usable = gpu_reservoir::probe().usable();
+    assert_eq!(json["problem"].is_null(), usable);
+}
+
+#[test]
+fn backend_cuda_without_a_gpu_is_a_clear_error_and_auto_falls_back() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let text = std::fs::read_to_string(config("narma10.toml")).expect("config");
+    let cuda = dir.path().join("cuda.toml");
+    std::fs::write(
+        &cuda,
+        text.replace(
+            "[reservoir]\n",
+            "[reservoir]\nbackend = \"cuda\"\nsize = 100\n",
+        )
+        .replace("size = 500\n", ""),
+    )
+    .expect("write");
+    let f64_cuda = dir.path().join("f64.toml");
+    std::fs::write(
+        &f64_cuda,
+        text.replace(
+            "[reservoir]\n",
+            "[reservoir]\nbackend = \"cuda\"\nprecision = \"f64\"\n",
+        ),
+    )
+    .expect("write");
+    fails_with(
+        &["run", &f64_cuda.display().to_string()],
+        &["backend", "f64"],
+    );
+    if gpu_reservoir::probe().usable() {
+        assert_eq!(
+            run_json(&["run", &cuda.display().to_string()])["backend"],
+            "cuda"
+        );
+    } else {
+        fails_with(
+            &["run", &cuda.display().to_string()],
+            &["backend", "no usable GPU"],
+        );
+        let out = succeeds(&["run", &config("narma10.toml")]);
+        assert!(
+            out.stderr.starts_with("note: running on the CPU"),
+            "{}",
+            out.stderr
+        );
+        assert_eq!(out.stderr.lines().count(), 1, "the fallback is said once");
+    }
+}

@@ -39,6 +39,20 @@ pub enum Precision {
     F64,
 }
 
+/// Where a reservoir runs; the command line picks the backend from this.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Backend {
+    /// The GPU when one is usable (and the config is one the GPU runs), otherwise the CPU,
+    /// with the reason said once.
+    #[default]
+    Auto,
+    /// Always the CPU.
+    Cpu,
+    /// Always the GPU; an error when none is usable.
+    Cuda,
+}
+
 /// The echo-state reservoir: `x(t+1) = (1 − a)·x(t) + a·f(W_in·u(t) + W·x(t) + b + noise)`.
 ///
 /// Every field has a default (see [`ReservoirConfig::default`]); construct with struct-update
@@ -73,8 +87,11 @@ pub struct ReservoirConfig {
     pub weight_distribution: WeightDistribution,
     /// Seed of every random draw (weights, noise). Default 42.
     pub seed: u64,
-    /// Arithmetic of the state update. Default `f32`.
+    /// Arithmetic of the state update. Default `f32` (the GPU computes in `f32` only).
     pub precision: Precision,
+    /// Where to run: `auto` (default), `cpu` or `cuda`. The core library itself always runs on
+    /// the CPU; `gpu-reservoir` and the command line read this.
+    pub backend: Backend,
 }
 
 impl Default for ReservoirConfig {
@@ -93,6 +110,7 @@ impl Default for ReservoirConfig {
             weight_distribution: WeightDistribution::Uniform,
             seed: 42,
             precision: Precision::F32,
+            backend: Backend::Auto,
         }
     }
 }

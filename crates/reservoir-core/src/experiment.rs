@@ -146,17 +146,25 @@ impl ExperimentConfig {
         Ok(())
     }
 
-    /// Runs the task on a CPU reservoir (with one input channel, as every task here has) and
-    /// reports its scores and timings.
+    /// Runs the task on a CPU reservoir and reports its scores and timings.
     ///
     /// # Errors
     /// A config error naming `task` when there is no `[task]` table; any error of the run.
     pub fn run(&self) -> Result<ExperimentReport> {
+        self.run_with(cpu_reservoir)
+    }
+
+    /// Runs the task on the reservoir `build` makes from the `[reservoir]` table (with one
+    /// input channel, as every task here has); the GPU backend passes its own builder.
+    pub fn run_with(
+        &self,
+        build: impl FnOnce(&ReservoirConfig) -> Result<Box<dyn Reservoir + Send>>,
+    ) -> Result<ExperimentReport> {
         let task = self.task.as_ref().ok_or_else(|| {
             ConfigError::new("task", "a [task] table is required to run a config", "none")
         })?;
         let start = Instant::now();
-        let mut reservoir = cpu_reservoir(&ReservoirConfig {
+        let mut reservoir = build(&ReservoirConfig {
             input_size: 1,
             ..self.reservoir.clone()
         })?;

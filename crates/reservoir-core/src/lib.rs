@@ -27,10 +27,14 @@
 
 pub mod activation;
 pub mod config;
+pub mod counter_rng;
+pub mod detection;
+pub mod encoding;
 pub mod error;
 pub mod esn;
 pub mod experiment;
 pub mod forecast;
+pub mod lif;
 pub mod metrics;
 pub mod persist;
 pub mod readout;
@@ -43,7 +47,9 @@ pub mod spikes;
 pub mod tasks;
 pub mod weights;
 
-pub use config::{Activation, Precision, ReadoutConfig, ReservoirConfig, WeightDistribution};
+pub use config::{
+    Activation, Backend, Precision, ReadoutConfig, ReservoirConfig, WeightDistribution,
+};
 pub use error::{ConfigError, ReservoirError, Result};
 pub use esn::{cpu_reservoir, cpu_reservoir_from_weights, EchoStateNetwork};
 pub use experiment::{ExperimentConfig, TaskConfig};

@@ -1,0 +1,27 @@
+//! Picks the CPU or GPU reservoir for a config (`backend = "auto" | "cpu" | "cuda"`).
+
+use std::sync::Once;
+
+use gpu_reservoir::{build_reservoir, Chosen};
+use reservoir_core::{Reservoir, ReservoirConfig, ReservoirWeights};
+
+use crate::error::{CliError, Result};
+
+/// Builds the reservoir on the configured backend and returns it with the backend's name
+/// (`cpu` or `cuda`). When `auto` falls back to the CPU, the reason is printed once on
+/// standard error as a `note:` line.
+pub fn build(
+    config: &ReservoirConfig,
+    weights: ReservoirWeights,
+) -> Result<(Box<dyn Reservoir + Send>, &'static str)> {
+    let (reservoir, chosen) = build_reservoir(config, weights)
+        .map_err(|e| CliError::core("choosing the backend (reservoir.backend)", e.into()))?;
+    if let Chosen::Cpu {
+        fallback: Some(reason),
+    } = &chosen
+    {
+        static SAID: Once = Once::new();
+        SAID.call_once(|| eprintln!("note: running on the CPU: {reason}"));
+    }
+    Ok((reservoir, chosen.name()))
+}
