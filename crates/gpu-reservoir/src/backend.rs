@@ -1,8 +1,7 @@
 //! One trait, two backends: picks the CPU or the GPU reservoir for a config.
 
 use reservoir_core::{
-    cpu_reservoir_from_weights, Backend, Precision, Reservoir, ReservoirConfig, ReservoirError,
-    ReservoirWeights,
+    cpu_reservoir_from_weights, Backend, Precision, Reservoir, ReservoirConfig, ReservoirWeights,
 };
 
 use crate::device::GpuDevice;
@@ -78,6 +77,6 @@ pub fn build_reservoir(
 
 /// [`build_reservoir`] with freshly generated weights.
 pub fn reservoir_for(config: &ReservoirConfig) -> Result<(Box<dyn Reservoir + Send>, Chosen)> {
-    let (weights, _) = ReservoirWeights::generate(config).map_err(ReservoirError::from)?;
+    let (weights, _) = ReservoirWeights::generate(config)?;
     build_reservoir(config, weights)
 }
