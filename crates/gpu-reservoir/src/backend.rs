@@ -1,5 +1,7 @@
 //! One trait, two backends: picks the CPU or the GPU reservoir for a config.
 
+use reservoir_core::experiment::ReservoirFactory;
+use reservoir_core::lif::{LifConfig, LifNetwork};
 use reservoir_core::{
     cpu_reservoir_from_weights, Backend, Precision, Reservoir, ReservoirConfig, ReservoirWeights,
 };
@@ -7,6 +9,7 @@ use reservoir_core::{
 use crate::device::GpuDevice;
 use crate::error::{GpuError, Result};
 use crate::esn::GpuReservoirComputer;
+use crate::lif::GpuLifNetwork;
 use crate::probe::DeviceInfo;
 
 /// Which backend a reservoir was built on.
@@ -79,4 +82,70 @@ pub fn build_reservoir(
 pub fn reservoir_for(config: &ReservoirConfig) -> Result<(Box<dyn Reservoir + Send>, Chosen)> {
     let (weights, _) = ReservoirWeights::generate(config)?;
     build_reservoir(config, weights)
+}
+
+/// Builds the LIF reservoir for `config` on `backend` (the LIF runs in `f32` on both).
+pub fn lif_for(
+    config: &LifConfig,
+    backend: Backend,
+) -> Result<(Box<dyn Reservoir + Send>, Chosen)> {
+    let on_gpu = |device: GpuDevice| -> Result<(Box<dyn Reservoir + Send>, Chosen)> {
+        let network = GpuLifNetwork::new_shared(config, &device)?;
+        Ok((
+            Box::new(network),
+            Chosen::Cuda {
+                device: device.info().clone(),
+            },
+        ))
+    };
+    let on_cpu = |fallback| -> Result<(Box<dyn Reservoir + Send>, Chosen)> {
+        Ok((Box::new(LifNetwork::new(config)?), Chosen::Cpu { fallback }))
+    };
+    match backend {
+        Backend::Cpu => on_cpu(None),
+        Backend::Cuda => on_gpu(GpuDevice::shared(0)?),
+        Backend::Auto => match GpuDevice::shared(0) {
+            Ok(device) => on_gpu(device),
+            Err(why) => on_cpu(Some(why.to_string())),
+        },
+    }
+}
+
+/// A [`ReservoirFactory`] that honours `backend` (the `[reservoir]` table's, for the LIF too)
+/// and remembers where each reservoir went.
+#[derive(Debug, Clone)]
+pub struct BackendFactory {
+    backend: Backend,
+    /// `(reservoir kind, where it runs)` for every reservoir built, in order.
+    pub chosen: Vec<(&'static str, Chosen)>,
+}
+
+impl BackendFactory {
+    /// A factory for `backend`.
+    pub fn new(backend: Backend) -> Self {
+        Self {
+            backend,
+            chosen: Vec::new(),
+        }
+    }
+}
+
+impl ReservoirFactory for BackendFactory {
+    fn echo_state(
+        &mut self,
+        config: &ReservoirConfig,
+    ) -> reservoir_core::Result<Box<dyn Reservoir + Send>> {
+        let (reservoir, chosen) = reservoir_for(&ReservoirConfig {
+            backend: self.backend,
+            ..config.clone()
+        })?;
+        self.chosen.push(("esn", chosen));
+        Ok(reservoir)
+    }
+
+    fn lif(&mut self, config: &LifConfig) -> reservoir_core::Result<Box<dyn Reservoir + Send>> {
+        let (network, chosen) = lif_for(config, self.backend)?;
+        self.chosen.push(("lif", chosen));
+        Ok(network)
+    }
 }

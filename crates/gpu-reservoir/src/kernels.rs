@@ -30,6 +30,44 @@ pub mod spectral {
     pub const CSR_MATVEC_F64: &str = "csr_matvec_f64";
 }
 
+/// `kernels/encoding.cu`: rate encoding with the counter-based RNG (NVRTC).
+pub const ENCODING: NvrtcSource = NvrtcSource {
+    name: "kernels/encoding.cu",
+    text: include_str!("../../../kernels/encoding.cu"),
+};
+
+/// Entry points of [`ENCODING`].
+pub mod encoding {
+    /// Bernoulli rate code of a sequence, identical to `reservoir_core::encoding::rate_sequence`.
+    pub const RATE_ENCODE: &str = "rate_encode_kernel";
+}
+
+/// `kernels/detection.cu`: spike-train filter and template scores (NVRTC).
+pub const DETECTION: NvrtcSource = NvrtcSource {
+    name: "kernels/detection.cu",
+    text: include_str!("../../../kernels/detection.cu"),
+};
+
+/// Entry points of [`DETECTION`].
+pub mod detection {
+    /// `f[b, c] = s[b, c] + f[b − 1, c]·α`, a thread per channel.
+    pub const FILTER: &str = "filter_kernel";
+    /// Windowed Pearson score of every template at every bin.
+    pub const SCORES: &str = "detection_scores_kernel";
+}
+
+/// `kernels/lif.cu`: one step of the LIF reservoir (NVRTC).
+pub const LIF: NvrtcSource = NvrtcSource {
+    name: "kernels/lif.cu",
+    text: include_str!("../../../kernels/lif.cu"),
+};
+
+/// Entry points of [`LIF`].
+pub mod lif {
+    /// One step of every neuron, identical to `reservoir_core::lif::LifNetwork::step`.
+    pub const STEP: &str = "lif_step_kernel";
+}
+
 /// A kernel source compiled with NVRTC on first use and cached per device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct NvrtcSource {

@@ -15,16 +15,22 @@
 //! has a CPU reference in `reservoir-core` and a test comparing them on fresh random inputs.
 
 pub mod backend;
+pub mod detection;
 pub mod device;
+pub mod encoding;
 pub mod error;
 pub mod esn;
 pub mod kernels;
+pub mod lif;
 pub mod probe;
 pub mod spectral;
 
-pub use backend::{build_reservoir, reservoir_for, Chosen};
+pub use backend::{build_reservoir, lif_for, reservoir_for, BackendFactory, Chosen};
+pub use detection::{gpu_detect, gpu_scores};
 pub use device::{GpuDevice, KernelSource};
+pub use encoding::{gpu_rate, gpu_rate_sequence};
 pub use error::{GpuError, Result};
 pub use esn::GpuReservoirComputer;
+pub use lif::GpuLifNetwork;
 pub use probe::{probe, DeviceInfo, GpuSupport};
 pub use spectral::gpu_spectral_radius;

@@ -20,8 +20,13 @@ pub fn build(
         fallback: Some(reason),
     } = &chosen
     {
-        static SAID: Once = Once::new();
-        SAID.call_once(|| eprintln!("note: running on the CPU: {reason}"));
+        note_cpu_fallback(reason);
     }
     Ok((reservoir, chosen.name()))
+}
+
+/// Says once per process, as a `note:` line on standard error, why `auto` ran on the CPU.
+pub fn note_cpu_fallback(reason: &str) {
+    static SAID: Once = Once::new();
+    SAID.call_once(|| eprintln!("note: running on the CPU: {reason}"));
 }

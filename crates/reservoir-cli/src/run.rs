@@ -2,7 +2,8 @@
 
 use std::path::PathBuf;
 
-use reservoir_core::{ExperimentConfig, ReservoirError, ReservoirWeights};
+use gpu_reservoir::{BackendFactory, Chosen};
+use reservoir_core::ExperimentConfig;
 
 use crate::backend;
 
@@ -42,28 +43,22 @@ pub fn run(args: &RunArgs) -> Result<()> {
         || "the embedded default config".to_string(),
         |p| p.display().to_string(),
     );
-    let mut backend_name = "cpu";
-    let mut backend_error = None;
-    let result = config.run_with(|reservoir_config| {
-        let (weights, _) = ReservoirWeights::generate(reservoir_config)?;
-        match backend::build(reservoir_config, weights) {
-            Ok((reservoir, name)) => {
-                backend_name = name;
-                Ok(reservoir)
-            }
-            Err(e) => {
-                let message = e.to_string();
-                backend_error = Some(e);
-                Err(ReservoirError::invalid("backend", message))
-            }
+    let mut factory = BackendFactory::new(config.reservoir.backend);
+    let result = config.run_with(&mut factory);
+    let mut backends = Vec::new();
+    for (kind, chosen) in &factory.chosen {
+        if let Chosen::Cpu {
+            fallback: Some(reason),
+        } = chosen
+        {
+            backend::note_cpu_fallback(reason);
         }
-    });
-    if let Some(e) = backend_error {
-        return Err(e);
+        backends.push(format!("{kind}: {}", chosen.name()));
     }
+    let backend_name = backends.join(", ");
     let report = result.map_err(|e| match &args.config {
         Some(path) => CliError::config(path, e),
         None => CliError::core(format!("running {origin}"), e),
     })?;
-    print_run(&report, backend_name, args.json)
+    print_run(&report, &backend_name, args.json)
 }

@@ -197,3 +197,17 @@ fn backend_cuda_without_a_gpu_is_a_clear_error_and_auto_falls_back() {
         assert_eq!(out.stderr.lines().count(), 1, "the fallback is said once");
     }
 }
+
+#[test]
+fn spike_classification_config_classifies_with_both_reservoirs_and_detects_templates() {
+    let report = run_json(&["run", &config("spike_classification.toml")]);
+    for key in ["esn_test_accuracy", "lif_test_accuracy"] {
+        assert!(number(&report, key) >= 0.95, "{key} in {report}");
+    }
+    assert!(
+        number(&report, "detection_recall") >= 0.95
+            && number(&report, "detection_precision") >= 0.95,
+        "{report}"
+    );
+    assert!(number(&report, "total_seconds") > 0.0);
+}

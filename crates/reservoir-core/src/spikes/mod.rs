@@ -5,6 +5,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{ReservoirError, Result};
 
+/// Fraction of a bin by which a spike time may fall short of its bin's start and still count
+/// in it (absorbs the rounding of `t·dt / dt`).
+pub const BIN_TOLERANCE: f64 = 1e-9;
+
 /// One spike: which neuron (or input channel), when, and how strong.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Spike {
@@ -126,7 +130,8 @@ impl SpikePattern {
         let bins = self.n_bins(dt_ms)?;
         let mut matrix = Array2::zeros((bins, self.n_neurons));
         for s in &self.spikes {
-            let bin = ((s.time_ms / dt_ms) as usize).min(bins - 1);
+            // A spike at t·dt lands in bin t even when t·dt/dt rounds to just below t.
+            let bin = ((s.time_ms / dt_ms + BIN_TOLERANCE) as usize).min(bins - 1);
             matrix[(bin, s.neuron_id as usize)] += s.amplitude;
         }
         Ok(matrix)

@@ -17,6 +17,7 @@ pub mod lorenz;
 pub mod mackey_glass;
 pub mod memory;
 pub mod narma;
+pub mod spike_classification;
 
 use ndarray::{s, Array2, ArrayView2};
 

@@ -1,0 +1,258 @@
+//! The LIF reservoir's state and its event-driven step.
+
+use ndarray::ArrayView1;
+
+use super::config::{LifConfig, LifInputMode};
+use super::weights::{outgoing_f32, LifWeights};
+use crate::error::{ReservoirError, Result};
+use crate::sparse::CsrMatrix;
+
+/// The `f32` constants of the update, precomputed once in `f64` and rounded; a port that
+/// must match bit for bit should take these values rather than recompute them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LifConstants {
+    /// α_m = exp(−dt/τ_m).
+    pub alpha_m: f32,
+    /// α_syn = exp(−dt/τ_syn).
+    pub alpha_syn: f32,
+    /// α_tr = exp(−dt/τ_tr).
+    pub alpha_trace: f32,
+    /// g_m = R·(1 − α_m), computed in `f64` from the rounded α_m, so that v = v_rest + R·I
+    /// is the fixed point of the rounded update for a constant I.
+    pub drive_gain: f32,
+    /// Resting potential.
+    pub v_rest: f32,
+    /// Reset potential.
+    pub v_reset: f32,
+    /// Threshold θ.
+    pub threshold: f32,
+    /// Constant current into every neuron.
+    pub bias: f32,
+    /// Steps held at `v_reset` after a spike: `round(refractory_ms / dt_ms)`.
+    pub refractory_steps: u32,
+}
+
+impl LifConstants {
+    /// The constants of `config` (assumed valid).
+    pub fn new(config: &LifConfig) -> Self {
+        let decay = |tau: f64| (-config.dt_ms / tau).exp() as f32;
+        let alpha_m = decay(config.tau_m_ms);
+        Self {
+            alpha_m,
+            alpha_syn: decay(config.tau_syn_ms),
+            alpha_trace: decay(config.trace_tau_ms),
+            drive_gain: (config.resistance * (1.0 - f64::from(alpha_m))) as f32,
+            v_rest: config.v_rest as f32,
+            v_reset: config.v_reset as f32,
+            threshold: config.threshold as f32,
+            bias: config.bias_current as f32,
+            refractory_steps: config.refractory_steps(),
+        }
+    }
+}
+
+/// A current-based LIF reservoir with event-driven recurrent propagation (see [`crate::lif`]
+/// for the exact update). Build it with [`LifNetwork::new`]; run it through
+/// [`crate::Reservoir`], [`LifNetwork::run_pattern`] or [`LifNetwork::run_recording`].
+#[derive(Debug, Clone)]
+pub struct LifNetwork {
+    pub(super) config: LifConfig,
+    pub(super) weights: LifWeights,
+    pub(super) constants: LifConstants,
+    /// Wᵀ: row j = neuron j's targets and weights.
+    pub(super) outgoing: CsrMatrix<f32>,
+    /// W_in transposed (K × N), one contiguous row per channel.
+    pub(super) input_by_channel: Vec<Vec<f32>>,
+    pub(super) v: Vec<f32>,
+    pub(super) i_syn: Vec<f32>,
+    pub(super) refractory: Vec<u32>,
+    pub(super) trace: Vec<f32>,
+    pub(super) counts: Vec<u32>,
+    /// Spike lists of the last `count_window_steps` steps (a ring, `window_head` the oldest).
+    pub(super) window: Vec<Vec<u32>>,
+    pub(super) window_head: usize,
+    /// Scratch: the input and bias current of this step.
+    pub(super) external: Vec<f32>,
+    /// Neurons that spiked in the last step, ascending.
+    pub(super) spikes: Vec<u32>,
+    /// Spikes of the step before the last, being delivered (kept to reuse its allocation).
+    pub(super) previous: Vec<u32>,
+    pub(super) neuron_updates: u64,
+    pub(super) spike_count: u64,
+    pub(super) synaptic_events: u64,
+}
+
+impl LifNetwork {
+    /// Generates the weights for `config` and builds the network at rest.
+    pub fn new(config: &LifConfig) -> Result<Self> {
+        Self::from_weights(config, LifWeights::generate(config)?)
+    }
+
+    /// Builds a network on existing weights (e.g. `LifWeights::from_parts` with W = 0).
+    ///
+    /// # Errors
+    /// An invalid config, or weights whose sizes differ from `config.size` / `input_size`.
+    pub fn from_weights(config: &LifConfig, weights: LifWeights) -> Result<Self> {
+        config.validate()?;
+        if weights.size() != config.size || weights.input_size() != config.input_size {
+            return Err(ReservoirError::shape(
+                "LIF weights for this config",
+                format!("size {} and input_size {}", config.size, config.input_size),
+                format!(
+                    "size {} and input_size {}",
+                    weights.size(),
+                    weights.input_size()
+                ),
+            ));
+        }
+        let n = config.size;
+        let constants = LifConstants::new(config);
+        let mut network = Self {
+            outgoing: outgoing_f32(weights.recurrent())?,
+            input_by_channel: weights
+                .input()
+                .columns()
+                .into_iter()
+                .map(|c| c.iter().map(|&w| w as f32).collect())
+                .collect(),
+            v: vec![constants.v_rest; n],
+            i_syn: vec![0.0; n],
+            refractory: vec![0; n],
+            trace: vec![0.0; n],
+            counts: vec![0; n],
+            window: vec![Vec::new(); config.count_window_steps],
+            window_head: 0,
+            external: vec![0.0; n],
+            spikes: Vec::new(),
+            previous: Vec::new(),
+            neuron_updates: 0,
+            spike_count: 0,
+            synaptic_events: 0,
+            constants,
+            config: config.clone(),
+            weights,
+        };
+        network.reset_state();
+        Ok(network)
+    }
+
+    /// Back to rest: v = v_rest, I_syn, traces, counts, refractory counters, pending spikes
+    /// and the counters all zero.
+    pub(super) fn reset_state(&mut self) {
+        self.v.fill(self.constants.v_rest);
+        self.i_syn.fill(0.0);
+        self.refractory.fill(0);
+        self.trace.fill(0.0);
+        self.counts.fill(0);
+        self.window.iter_mut().for_each(Vec::clear);
+        self.window_head = 0;
+        self.spikes.clear();
+        self.previous.clear();
+        self.neuron_updates = 0;
+        self.spike_count = 0;
+        self.synaptic_events = 0;
+    }
+
+    /// Advances one step with input `u` (K entries) and returns the neurons that spiked in
+    /// it, ascending.
+    ///
+    /// # Errors
+    /// A shape error when `u` does not have K entries, an invalid-input error when one is not
+    /// finite (in `f32`).
+    pub fn step(&mut self, u: ArrayView1<f64>) -> Result<&[u32]> {
+        if u.len() != self.config.input_size {
+            return Err(ReservoirError::shape(
+                "LIF step input",
+                self.config.input_size,
+                u.len(),
+            ));
+        }
+        check_finite_f32(u.iter(), "LIF step input")?;
+        self.step_trusted(u);
+        Ok(&self.spikes)
+    }
+
+    /// One step with an input already checked; see the module docs for the order.
+    pub(super) fn step_trusted(&mut self, u: ArrayView1<f64>) {
+        let c = self.constants;
+        // 1. Synaptic decay, then the spikes of the last step, ascending, into their targets.
+        std::mem::swap(&mut self.spikes, &mut self.previous);
+        self.spikes.clear();
+        for i_syn in &mut self.i_syn {
+            *i_syn *= c.alpha_syn;
+        }
+        let (row_ptr, targets, weights) = (
+            self.outgoing.row_ptr(),
+            self.outgoing.col_idx(),
+            self.outgoing.values(),
+        );
+        for &j in &self.previous {
+            let range = row_ptr[j as usize] as usize..row_ptr[j as usize + 1] as usize;
+            self.synaptic_events += range.len() as u64;
+            for (&i, &w) in targets[range.clone()].iter().zip(&weights[range]) {
+                self.i_syn[i as usize] += w;
+            }
+        }
+        // 2. Input: into I_syn (synaptic mode) or into this step's external current.
+        self.external.fill(c.bias);
+        let input_target = match self.config.input_mode {
+            LifInputMode::Current => &mut self.external,
+            LifInputMode::Synaptic => &mut self.i_syn,
+        };
+        for (&u_k, w_k) in u.iter().zip(&self.input_by_channel) {
+            if u_k != 0.0 {
+                let u_k = u_k as f32;
+                for (x, &w) in input_target.iter_mut().zip(w_k) {
+                    *x += w * u_k;
+                }
+            }
+        }
+        // 3. Membrane, threshold, refractory period, trace.
+        for i in 0..self.v.len() {
+            let mut spiked = 0.0;
+            if self.refractory[i] > 0 {
+                self.refractory[i] -= 1;
+                self.v[i] = c.v_reset;
+            } else {
+                let current = self.i_syn[i] + self.external[i];
+                let v = c.v_rest + (self.v[i] - c.v_rest) * c.alpha_m + current * c.drive_gain;
+                if v >= c.threshold {
+                    self.v[i] = c.v_reset;
+                    self.refractory[i] = c.refractory_steps;
+                    self.spikes.push(i as u32);
+                    spiked = 1.0;
+                } else {
+                    self.v[i] = v;
+                }
+            }
+            self.trace[i] = self.trace[i] * c.alpha_trace + spiked;
+        }
+        // 4. Spike counts over the window: drop the oldest step, add this one.
+        let slot = &mut self.window[self.window_head];
+        for &j in slot.iter() {
+            self.counts[j as usize] -= 1;
+        }
+        slot.clear();
+        slot.extend_from_slice(&self.spikes);
+        for &j in &self.spikes {
+            self.counts[j as usize] += 1;
+        }
+        self.window_head = (self.window_head + 1) % self.window.len();
+        self.neuron_updates += self.v.len() as u64;
+        self.spike_count += self.spikes.len() as u64;
+    }
+}
+
+/// An invalid-input error when a value is not finite once rounded to `f32`.
+pub(super) fn check_finite_f32<'a>(
+    values: impl Iterator<Item = &'a f64>,
+    context: &str,
+) -> Result<()> {
+    match values.enumerate().find(|(_, &v)| !(v as f32).is_finite()) {
+        Some((index, v)) => Err(ReservoirError::invalid(
+            context,
+            format!("entry {index} ({v}) is not finite in f32"),
+        )),
+        None => Ok(()),
+    }
+}

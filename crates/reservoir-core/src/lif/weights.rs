@@ -1,0 +1,267 @@
+//! Seeded weights of the LIF reservoir: a Dale's-law recurrent matrix scaled to a spectral
+//! radius, and the input matrix.
+
+use ndarray::Array2;
+use rand::seq::index;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+use super::config::LifConfig;
+use crate::error::{ReservoirError, Result};
+use crate::sparse::CsrMatrix;
+use crate::spectral::SpectralOptions;
+
+/// ChaCha stream of the recurrent structure and magnitudes (crate streams are below 100).
+pub const STREAM_RECURRENT: u64 = 100;
+/// ChaCha stream of the input matrix.
+pub const STREAM_INPUT: u64 = 101;
+/// ChaCha stream of the start vector of the spectral-radius estimate.
+pub const STREAM_SPECTRAL: u64 = 102;
+
+fn rng(seed: u64, stream: u64) -> ChaCha8Rng {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    rng.set_stream(stream);
+    rng
+}
+
+/// The fixed weights of a LIF reservoir, in `f64`.
+///
+/// `recurrent` is W (N × N, row = postsynaptic, column = presynaptic neuron). Dale's law: all
+/// non-zeros of column j have the sign of neuron j (≥ 0 excitatory, ≤ 0 inhibitory).
+/// `generate` is deterministic: the same config gives bit-identical matrices on every run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "LifWeightParts")]
+pub struct LifWeights {
+    recurrent: CsrMatrix<f64>,
+    input: Array2<f64>,
+    excitatory: Vec<bool>,
+}
+
+#[derive(Deserialize)]
+struct LifWeightParts {
+    recurrent: CsrMatrix<f64>,
+    input: Array2<f64>,
+    excitatory: Vec<bool>,
+}
+
+impl TryFrom<LifWeightParts> for LifWeights {
+    type Error = ReservoirError;
+    fn try_from(p: LifWeightParts) -> Result<Self> {
+        Self::from_parts(p.recurrent, p.input, p.excitatory)
+    }
+}
+
+/// `count` distinct indices below `n`, sorted.
+fn sorted_sample(rng: &mut ChaCha8Rng, n: usize, count: usize) -> Vec<usize> {
+    let mut picked = index::sample(rng, n, count).into_vec();
+    picked.sort_unstable();
+    picked
+}
+
+impl LifWeights {
+    /// Draws W and W_in for `config`.
+    ///
+    /// * Neurons `0..round(f_E·N)` are excitatory, the rest inhibitory (the wiring is random,
+    ///   so the order carries no structure and the mask is trivial to port).
+    /// * Each neuron receives exactly `round(p·(N−1))` (≥ 1 when N > 1) synapses from distinct
+    ///   other neurons, chosen uniformly (stream [`STREAM_RECURRENT`], row by row).
+    /// * Magnitudes are uniform on (0, 1]; inhibitory ones are multiplied by
+    ///   g = N_E / N_I, so the expected input to every neuron is zero (balanced network).
+    /// * W is then scaled so that ρ(W) = `spectral_radius` (restarted Arnoldi, start vector
+    ///   from stream [`STREAM_SPECTRAL`]). With `spectral_radius` 0 or N = 1, W is empty.
+    /// * Each input channel reaches `round(input_connectivity·N)` (≥ 1) neurons with weights
+    ///   uniform on (−s, s), s = `input_scaling` (stream [`STREAM_INPUT`]).
+    ///
+    /// # Errors
+    /// An invalid config; more than 2^32 synapses; a non-empty W whose spectral radius is 0
+    /// or could not be estimated.
+    pub fn generate(config: &LifConfig) -> Result<Self> {
+        config.validate()?;
+        let n = config.size;
+        let n_exc = ((config.excitatory_fraction * n as f64).round() as usize).min(n);
+        let excitatory: Vec<bool> = (0..n).map(|j| j < n_exc).collect();
+        let recurrent = if config.spectral_radius == 0.0 || n == 1 {
+            CsrMatrix::from_parts(n, n, vec![0; n + 1], Vec::new(), Vec::new())?
+        } else {
+            Self::scaled_recurrent(config, n_exc)?
+        };
+        let mut stream = rng(config.seed, STREAM_INPUT);
+        let mut input = Array2::zeros((n, config.input_size));
+        let fan_in = ((config.input_connectivity * n as f64).round() as usize).clamp(1, n);
+        for channel in 0..config.input_size {
+            for unit in sorted_sample(&mut stream, n, fan_in) {
+                input[(unit, channel)] = config.input_scaling * stream.random_range(-1.0..1.0);
+            }
+        }
+        Self::from_parts(recurrent, input, excitatory)
+    }
+
+    fn scaled_recurrent(config: &LifConfig, n_exc: usize) -> Result<CsrMatrix<f64>> {
+        let n = config.size;
+        let n_inh = n - n_exc;
+        let gain = if n_exc > 0 && n_inh > 0 {
+            n_exc as f64 / n_inh as f64
+        } else {
+            1.0
+        };
+        let per_row = ((config.connection_prob * (n - 1) as f64).round() as usize).clamp(1, n - 1);
+        let nnz = n
+            .checked_mul(per_row)
+            .filter(|&nnz| nnz <= u32::MAX as usize)
+            .ok_or_else(|| {
+                ReservoirError::invalid(
+                    "LIF recurrent weights",
+                    format!("{n} x {per_row} synapses exceed 2^32"),
+                )
+            })?;
+        let mut stream = rng(config.seed, STREAM_RECURRENT);
+        let mut row_ptr = Vec::with_capacity(n + 1);
+        let mut col_idx = Vec::with_capacity(nnz);
+        let mut values = Vec::with_capacity(nnz);
+        row_ptr.push(0u32);
+        for row in 0..n {
+            // Sample among the n − 1 other neurons; skipping `row` keeps the order sorted.
+            for pick in sorted_sample(&mut stream, n - 1, per_row) {
+                let col = if pick >= row { pick + 1 } else { pick };
+                let magnitude = 1.0 - stream.random::<f64>();
+                col_idx.push(col as u32);
+                values.push(if col < n_exc {
+                    magnitude
+                } else {
+                    -gain * magnitude
+                });
+            }
+            row_ptr.push(col_idx.len() as u32);
+        }
+        let mut w = CsrMatrix::from_parts(n, n, row_ptr, col_idx, values)?;
+        let options = SpectralOptions {
+            seed: rng(config.seed, STREAM_SPECTRAL).random(),
+            ..SpectralOptions::default()
+        };
+        let estimate = w.spectral_radius(&options)?;
+        if !estimate.converged || estimate.radius <= f64::EPSILON {
+            return Err(ReservoirError::numerical(
+                "LIF spectral radius",
+                format!(
+                    "estimate {} after {} products (converged: {}); W cannot be scaled to \
+                     spectral_radius {}: use a larger size or connection_prob",
+                    estimate.radius,
+                    estimate.iterations,
+                    estimate.converged,
+                    config.spectral_radius
+                ),
+            ));
+        }
+        w.scale(config.spectral_radius / estimate.radius);
+        Ok(w)
+    }
+
+    /// Wraps weights made elsewhere (e.g. W = 0 for isolated neurons), checking that W is
+    /// N × N, W_in is N × K (K ≥ 1) and finite, the mask has N entries, and Dale's law: every
+    /// non-zero of column j is ≥ 0 if `excitatory[j]`, else ≤ 0.
+    pub fn from_parts(
+        recurrent: CsrMatrix<f64>,
+        input: Array2<f64>,
+        excitatory: Vec<bool>,
+    ) -> Result<Self> {
+        let n = recurrent.nrows();
+        if recurrent.ncols() != n
+            || input.nrows() != n
+            || excitatory.len() != n
+            || input.ncols() == 0
+        {
+            return Err(ReservoirError::shape(
+                "LIF weights",
+                format!("W {n} x {n}, W_in {n} x K (K >= 1), excitatory mask {n}"),
+                format!(
+                    "W {} x {}, W_in {} x {}, excitatory mask {}",
+                    recurrent.nrows(),
+                    recurrent.ncols(),
+                    input.nrows(),
+                    input.ncols(),
+                    excitatory.len()
+                ),
+            ));
+        }
+        if input.iter().any(|v| !v.is_finite()) {
+            return Err(ReservoirError::invalid(
+                "LIF weights",
+                "W_in must be finite",
+            ));
+        }
+        let wrong_sign = recurrent
+            .col_idx()
+            .iter()
+            .zip(recurrent.values())
+            .find(|&(&j, &w)| {
+                if excitatory[j as usize] {
+                    w < 0.0
+                } else {
+                    w > 0.0
+                }
+            });
+        if let Some((&j, &w)) = wrong_sign {
+            return Err(ReservoirError::invalid(
+                "LIF weights",
+                format!("Dale's law: neuron {j} has an outgoing weight {w} of the wrong sign"),
+            ));
+        }
+        Ok(Self {
+            recurrent,
+            input,
+            excitatory,
+        })
+    }
+
+    /// Number of neurons N.
+    pub fn size(&self) -> usize {
+        self.recurrent.nrows()
+    }
+
+    /// Number of input channels K.
+    pub fn input_size(&self) -> usize {
+        self.input.ncols()
+    }
+
+    /// The recurrent matrix W (N × N; column j holds neuron j's outgoing weights).
+    pub fn recurrent(&self) -> &CsrMatrix<f64> {
+        &self.recurrent
+    }
+
+    /// The input matrix W_in (N × K).
+    pub fn input(&self) -> &Array2<f64> {
+        &self.input
+    }
+
+    /// Whether each neuron is excitatory.
+    pub fn excitatory(&self) -> &[bool] {
+        &self.excitatory
+    }
+}
+
+/// Wᵀ in `f32` as CSR: row j lists neuron j's targets (ascending) and weights, the layout of
+/// event-driven propagation.
+pub(crate) fn outgoing_f32(w: &CsrMatrix<f64>) -> Result<CsrMatrix<f32>> {
+    let n = w.ncols();
+    let mut row_ptr = vec![0u32; n + 1];
+    for &j in w.col_idx() {
+        row_ptr[j as usize + 1] += 1;
+    }
+    for j in 0..n {
+        row_ptr[j + 1] += row_ptr[j];
+    }
+    let mut next: Vec<u32> = row_ptr[..n].to_vec();
+    let mut targets = vec![0u32; w.nnz()];
+    let mut values = vec![0f32; w.nnz()];
+    for (i, range) in w.row_ptr().windows(2).enumerate() {
+        let (start, end) = (range[0] as usize, range[1] as usize);
+        for (&j, &v) in w.col_idx()[start..end].iter().zip(&w.values()[start..end]) {
+            let slot = &mut next[j as usize];
+            targets[*slot as usize] = i as u32;
+            values[*slot as usize] = v as f32;
+            *slot += 1;
+        }
+    }
+    CsrMatrix::from_parts(n, w.nrows(), row_ptr, targets, values)
+}

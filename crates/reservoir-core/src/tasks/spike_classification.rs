@@ -1,0 +1,321 @@
+//! Spike-pattern classification: K classes of planted temporal patterns in Poisson background
+//! noise, classified by a reservoir (echo-state or LIF) and a ridge readout.
+//!
+//! Each class is a random template (one spike per channel at a random time within
+//! `pattern_ms`). A sample is `sample_ms` of Poisson background on every channel plus its
+//! class's template starting at `onset_ms`, every template spike moved by uniform jitter in
+//! ±`jitter_ms`. All of it is seeded: the same options give the same data on every run.
+//! The classes differ only in spike timing, so a rate code cannot tell them apart.
+
+use ndarray::{s, Array1, Array2};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+use crate::detection::random_template;
+use crate::encoding::poisson;
+use crate::error::{ConfigError, ReservoirError, Result};
+use crate::readout::{LinearReadout, RidgeAccumulator};
+use crate::reservoir::Reservoir;
+use crate::spikes::{Spike, SpikePattern};
+
+/// ChaCha stream of the jitter and the background seeds (the templates use their own seeds).
+const STREAM_SAMPLES: u64 = 200;
+
+/// The task's parameters (serde: the `[task]` table of `configs/spike_classification.toml`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SpikeClassificationOptions {
+    /// Number of classes K. Default 10.
+    pub classes: usize,
+    /// Input channels. Default 40.
+    pub channels: usize,
+    /// Length of a template in ms. Default 50.
+    pub pattern_ms: f64,
+    /// Where the template starts in a sample, in ms. Default 10.
+    pub onset_ms: f64,
+    /// Length of a sample in ms (≥ onset + pattern). Default 80.
+    pub sample_ms: f64,
+    /// Poisson background rate of every channel, in Hz. Default 5.
+    pub background_hz: f64,
+    /// Uniform jitter of every template spike, ±ms. Default 1.
+    pub jitter_ms: f64,
+    /// Training samples per class. Default 20.
+    pub train_per_class: usize,
+    /// Test samples per class. Default 20.
+    pub test_per_class: usize,
+    /// Bin width of the reservoir input, ms. Default 1.
+    pub dt_ms: f64,
+    /// The readout sees the mean state over this many equal segments of a sample. Default 8.
+    pub segments: usize,
+    /// Seed of the templates and samples. Default 1.
+    pub seed: u64,
+}
+
+impl Default for SpikeClassificationOptions {
+    fn default() -> Self {
+        Self {
+            classes: 10,
+            channels: 40,
+            pattern_ms: 50.0,
+            onset_ms: 10.0,
+            sample_ms: 80.0,
+            background_hz: 5.0,
+            jitter_ms: 1.0,
+            train_per_class: 20,
+            test_per_class: 20,
+            dt_ms: 1.0,
+            segments: 8,
+            seed: 1,
+        }
+    }
+}
+
+impl SpikeClassificationOptions {
+    /// Checks every field; errors name the field (as `task.<field>`).
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let positive = |field: &str, ok: bool, value: String| {
+            if ok {
+                Ok(())
+            } else {
+                Err(ConfigError::new(
+                    format!("task.{field}"),
+                    "must be > 0 (and finite)",
+                    value,
+                ))
+            }
+        };
+        positive("classes", self.classes >= 2, self.classes.to_string())?;
+        positive("channels", self.channels >= 1, self.channels.to_string())?;
+        positive(
+            "pattern_ms",
+            self.pattern_ms > 0.0 && self.pattern_ms.is_finite(),
+            self.pattern_ms.to_string(),
+        )?;
+        positive(
+            "dt_ms",
+            self.dt_ms > 0.0 && self.dt_ms.is_finite(),
+            self.dt_ms.to_string(),
+        )?;
+        positive(
+            "train_per_class",
+            self.train_per_class >= 1,
+            self.train_per_class.to_string(),
+        )?;
+        positive(
+            "test_per_class",
+            self.test_per_class >= 1,
+            self.test_per_class.to_string(),
+        )?;
+        positive("segments", self.segments >= 1, self.segments.to_string())?;
+        let fits = self.onset_ms >= 0.0
+            && self.onset_ms + self.pattern_ms <= self.sample_ms
+            && self.sample_ms.is_finite();
+        if !fits {
+            return Err(ConfigError::new(
+                "task.sample_ms",
+                "must be >= onset_ms + pattern_ms",
+                self.sample_ms,
+            ));
+        }
+        if !(self.background_hz >= 0.0 && self.background_hz.is_finite()) {
+            return Err(ConfigError::new(
+                "task.background_hz",
+                "must be finite and >= 0",
+                self.background_hz,
+            ));
+        }
+        if !(self.jitter_ms >= 0.0 && self.jitter_ms.is_finite()) {
+            return Err(ConfigError::new(
+                "task.jitter_ms",
+                "must be finite and >= 0",
+                self.jitter_ms,
+            ));
+        }
+        if self.segments > (self.sample_ms / self.dt_ms).ceil() as usize {
+            return Err(ConfigError::new(
+                "task.segments",
+                "must not exceed the bins of a sample",
+                self.segments,
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// One sample: a spike pattern and its class.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LabelledPattern {
+    /// Background plus the planted template.
+    pub pattern: SpikePattern,
+    /// The class, `< classes`.
+    pub label: usize,
+}
+
+/// Templates and the train and test samples.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SpikeClassificationData {
+    /// One template per class (`pattern_ms` long, channels as the samples).
+    pub templates: Vec<SpikePattern>,
+    /// Training samples, classes interleaved.
+    pub train: Vec<LabelledPattern>,
+    /// Test samples, classes interleaved.
+    pub test: Vec<LabelledPattern>,
+}
+
+/// Generates the templates and samples.
+pub fn generate(options: &SpikeClassificationOptions) -> Result<SpikeClassificationData> {
+    options.validate()?;
+    let templates = (0..options.classes)
+        .map(|c| {
+            random_template(
+                options.channels,
+                options.pattern_ms,
+                options.channels,
+                options.seed.wrapping_add(c as u64 * 7919),
+            )
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let mut rng = ChaCha8Rng::seed_from_u64(options.seed);
+    rng.set_stream(STREAM_SAMPLES);
+    let mut sample = |label: usize| -> Result<LabelledPattern> {
+        let rates = Array1::from_elem(options.channels, options.background_hz);
+        let background = poisson(rates.view(), options.sample_ms, rng.random())?;
+        let mut spikes = background.spikes().to_vec();
+        for s in templates[label].spikes() {
+            let jitter = if options.jitter_ms > 0.0 {
+                rng.random_range(-options.jitter_ms..=options.jitter_ms)
+            } else {
+                0.0
+            };
+            let time_ms = (options.onset_ms + s.time_ms + jitter)
+                .clamp(0.0, options.sample_ms * (1.0 - 1e-12));
+            spikes.push(Spike { time_ms, ..*s });
+        }
+        Ok(LabelledPattern {
+            pattern: SpikePattern::new(spikes, options.channels, options.sample_ms)?,
+            label,
+        })
+    };
+    let mut draw = |per_class: usize| -> Result<Vec<LabelledPattern>> {
+        (0..per_class * options.classes)
+            .map(|i| sample(i % options.classes))
+            .collect()
+    };
+    let train = draw(options.train_per_class)?;
+    let test = draw(options.test_per_class)?;
+    Ok(SpikeClassificationData {
+        templates,
+        train,
+        test,
+    })
+}
+
+/// The readout features of one sample: the reservoir is reset, runs over the binned pattern,
+/// and the mean state over each of `segments` equal runs of bins is concatenated
+/// (segments × N values).
+pub fn sample_features(
+    reservoir: &mut dyn Reservoir,
+    pattern: &SpikePattern,
+    dt_ms: f64,
+    segments: usize,
+) -> Result<Array1<f64>> {
+    reservoir.reset();
+    let states = reservoir.run(pattern.to_input_matrix(dt_ms)?.view())?;
+    let (bins, n) = states.dim();
+    if segments == 0 || segments > bins {
+        return Err(ReservoirError::invalid(
+            "sample features",
+            format!("{segments} segments for {bins} bins"),
+        ));
+    }
+    let mut features = Array1::zeros(segments * n);
+    for k in 0..segments {
+        let (start, end) = (k * bins / segments, (k + 1) * bins / segments);
+        let mean =
+            states.slice(s![start..end, ..]).sum_axis(ndarray::Axis(0)) / (end - start) as f64;
+        features.slice_mut(s![k * n..(k + 1) * n]).assign(&mean);
+    }
+    Ok(features)
+}
+
+/// Accuracy of a classifier, with its confusion matrix (rows: true class, columns: predicted).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ClassificationReport {
+    /// Fraction of test samples classified correctly.
+    pub test_accuracy: f64,
+    /// Fraction of training samples classified correctly.
+    pub train_accuracy: f64,
+    /// Counts of (true, predicted) over the test samples.
+    pub confusion: Vec<Vec<usize>>,
+}
+
+/// Trains a one-hot ridge readout on the training samples' features and scores the test set.
+pub fn classify(
+    reservoir: &mut dyn Reservoir,
+    data: &SpikeClassificationData,
+    options: &SpikeClassificationOptions,
+    ridge: f64,
+) -> Result<(LinearReadout, ClassificationReport)> {
+    let features =
+        |reservoir: &mut dyn Reservoir, set: &[LabelledPattern]| -> Result<Array2<f64>> {
+            let rows = set
+                .iter()
+                .map(|s| sample_features(reservoir, &s.pattern, options.dt_ms, options.segments))
+                .collect::<Result<Vec<_>>>()?;
+            let width = rows.first().map_or(0, |r| r.len());
+            let flat: Vec<f64> = rows.iter().flat_map(|r| r.iter().copied()).collect();
+            Array2::from_shape_vec((rows.len(), width), flat)
+                .map_err(|e| ReservoirError::invalid("sample features", e))
+        };
+    let one_hot = |set: &[LabelledPattern]| {
+        Array2::from_shape_fn((set.len(), options.classes), |(i, c)| {
+            f64::from(u8::from(set[i].label == c))
+        })
+    };
+    let train_x = features(reservoir, &data.train)?;
+    let mut acc = RidgeAccumulator::new(train_x.ncols(), options.classes, 0);
+    acc.add(train_x.view(), one_hot(&data.train).view())?;
+    let readout = acc.solve(ridge)?.readout;
+    let test_x = features(reservoir, &data.test)?;
+    let mut confusion = vec![vec![0; options.classes]; options.classes];
+    let test_predictions = predict_classes(&readout, &test_x)?;
+    for (sample, &predicted) in data.test.iter().zip(&test_predictions) {
+        confusion[sample.label][predicted] += 1;
+    }
+    let accuracy = |predicted: &[usize], set: &[LabelledPattern]| {
+        predicted
+            .iter()
+            .zip(set)
+            .filter(|(p, s)| **p == s.label)
+            .count() as f64
+            / set.len().max(1) as f64
+    };
+    let report = ClassificationReport {
+        test_accuracy: accuracy(&test_predictions, &data.test),
+        train_accuracy: accuracy(&predict_classes(&readout, &train_x)?, &data.train),
+        confusion,
+    };
+    Ok((readout, report))
+}
+
+/// The class with the largest readout output for each row of features.
+pub fn predict_classes(readout: &LinearReadout, features: &Array2<f64>) -> Result<Vec<usize>> {
+    let scores = readout.predict(features.view())?;
+    Ok(scores
+        .rows()
+        .into_iter()
+        .map(|row| {
+            row.iter()
+                .enumerate()
+                .fold((0, f64::NEG_INFINITY), |best, (c, &v)| {
+                    if v > best.1 {
+                        (c, v)
+                    } else {
+                        best
+                    }
+                })
+                .0
+        })
+        .collect())
+}
