@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
+use cudarc::cublas::CudaBlas;
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
 use cudarc::nvrtc::{compile_ptx_with_opts, CompileError, CompileOptions, Ptx};
 
@@ -38,6 +39,7 @@ struct DeviceInner {
     gemv: GemvKernels,
     kernel_source: KernelSource,
     nvrtc_modules: Mutex<HashMap<&'static str, Arc<CudaModule>>>,
+    blas: OnceLock<CudaBlas>,
 }
 
 /// A GPU shared by every reservoir built on it: cheap to clone (an `Arc` inside); kernels are
@@ -124,6 +126,7 @@ impl GpuDevice {
                 gemv,
                 kernel_source,
                 nvrtc_modules: Mutex::new(HashMap::new()),
+                blas: OnceLock::new(),
             }),
         })
     }
@@ -146,6 +149,27 @@ impl GpuDevice {
     /// The CUDA context.
     pub fn context(&self) -> &Arc<CudaContext> {
         &self.inner.ctx
+    }
+
+    /// The device's cuBLAS handle (on its stream), created on first use.
+    ///
+    /// # Errors
+    /// [`GpuError::Unavailable`] when libcublas cannot be loaded, or cuBLAS's own error.
+    pub fn blas(&self) -> Result<&CudaBlas> {
+        if let Some(blas) = self.inner.blas.get() {
+            return Ok(blas);
+        }
+        // SAFETY: only tries to dlopen libcublas; no cuBLAS function is called.
+        if !unsafe { cudarc::cublas::sys::is_culib_present() } {
+            return Err(GpuError::Unavailable(
+                "the cuBLAS library (libcublas.so) was not found".into(),
+            ));
+        }
+        let blas = CudaBlas::new(self.inner.stream.clone()).map_err(|e| GpuError::Blas {
+            context: "creating the cuBLAS handle",
+            message: e.to_string(),
+        })?;
+        Ok(self.inner.blas.get_or_init(|| blas))
     }
 
     pub(crate) fn gemv(&self) -> &GemvKernels {

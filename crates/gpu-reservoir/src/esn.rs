@@ -38,6 +38,8 @@ pub struct GpuReservoirComputer {
     bias: CudaSlice<f32>,
     state: CudaSlice<f32>,
     noise: ChaCha8Rng,
+    /// Bin width of spike patterns given to [`GpuReservoirComputer::process_gpu`].
+    dt_ms: f64,
 }
 
 fn to_i32(values: &[u32], what: &str) -> Result<Vec<i32>> {
@@ -113,6 +115,7 @@ impl GpuReservoirComputer {
             input,
             bias,
             state,
+            dt_ms: 1.0,
         })
     }
 
@@ -126,9 +129,24 @@ impl GpuReservoirComputer {
         &self.weights
     }
 
-    /// Runs a spike pattern (binned at `dt_ms`, spike counts kept) through the reservoir from
-    /// its current state; returns the states (bins × N), one row per bin.
-    pub fn process_gpu(&mut self, pattern: &SpikePattern, dt_ms: f64) -> Result<Array2<f64>> {
+    /// Sets the bin width (ms) of the spike patterns given to
+    /// [`GpuReservoirComputer::process_gpu`] (default 1 ms: one reservoir step per bin).
+    pub fn with_dt_ms(mut self, dt_ms: f64) -> Result<Self> {
+        if !(dt_ms.is_finite() && dt_ms > 0.0) {
+            return Err(ReservoirError::invalid(
+                "process_gpu",
+                format!("dt_ms must be finite and > 0, got {dt_ms}"),
+            )
+            .into());
+        }
+        self.dt_ms = dt_ms;
+        Ok(self)
+    }
+
+    /// Runs a spike pattern through the reservoir from its current state: the pattern is binned
+    /// at the reservoir's `dt_ms` (spike counts kept), one step per bin; returns the states
+    /// (bins × N) for a readout to train on.
+    pub fn process_gpu(&mut self, pattern: &SpikePattern) -> Result<Array2<f64>> {
         if pattern.n_neurons() != self.config.input_size {
             return Err(ReservoirError::shape(
                 "spike pattern channels",
@@ -137,7 +155,7 @@ impl GpuReservoirComputer {
             )
             .into());
         }
-        let inputs = pattern.to_input_matrix(dt_ms)?;
+        let inputs = pattern.to_input_matrix(self.dt_ms)?;
         Ok(self.run(inputs.view())?)
     }
 

@@ -179,7 +179,7 @@ fn process_gpu_runs_a_spike_pattern_like_the_cpu() {
         ..Default::default()
     };
     let mut gpu = GpuReservoirComputer::new_shared(&config, &device).expect("gpu reservoir");
-    let got = gpu.process_gpu(&pattern, 1.0).expect("process_gpu");
+    let got = gpu.process_gpu(&pattern).expect("process_gpu");
     let expected = EchoStateNetwork::<f32>::new(&config)
         .expect("cpu")
         .run(pattern.to_input_matrix(1.0).expect("bins").view())
@@ -187,7 +187,11 @@ fn process_gpu_runs_a_spike_pattern_like_the_cpu() {
     assert_eq!(got.dim(), (100, 500));
     assert!(relative_error(&got, &expected).0 < 1e-4);
     let wrong = SpikePattern::new(vec![], 3, 10.0).expect("pattern");
-    assert!(gpu.process_gpu(&wrong, 1.0).is_err());
+    assert!(gpu.process_gpu(&wrong).is_err());
+    assert!(GpuReservoirComputer::new_shared(&config, &device)
+        .expect("gpu")
+        .with_dt_ms(0.0)
+        .is_err());
 }
 
 #[test]

@@ -42,3 +42,12 @@ fn shared_returns_the_same_device() {
         assert!(std::sync::Arc::ptr_eq(device.context(), again.context()));
     }
 }
+
+#[test]
+fn the_device_has_a_cublas_handle() {
+    if let Some(device) = common::gpu() {
+        let first = device.blas().expect("cuBLAS handle") as *const _;
+        let again = device.blas().expect("cuBLAS handle") as *const _;
+        assert_eq!(first, again, "one handle per device");
+    }
+}
