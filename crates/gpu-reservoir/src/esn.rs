@@ -11,7 +11,8 @@ use reservoir_core::spikes::SpikePattern;
 use reservoir_core::{Activation, Reservoir, ReservoirConfig, ReservoirError, ReservoirWeights};
 
 use crate::device::GpuDevice;
-use crate::error::{DriverContext, Result};
+use crate::error::{DriverContext, GpuError, Result};
+use crate::persistent::{PersistentPlan, PersistentRun, StepPath};
 
 /// Steps run per chunk: inputs, drive and states of a chunk live on the device together, and
 /// the states are copied back once per chunk (never per step).
@@ -40,6 +41,8 @@ pub struct GpuReservoirComputer {
     noise: ChaCha8Rng,
     /// Bin width of spike patterns given to [`GpuReservoirComputer::process_gpu`].
     dt_ms: f64,
+    persistent: Option<PersistentPlan>,
+    path: StepPath,
 }
 
 fn to_i32(values: &[u32], what: &str) -> Result<Vec<i32>> {
@@ -104,6 +107,7 @@ impl GpuReservoirComputer {
         let state = stream
             .alloc_zeros::<f32>(config.size)
             .context("allocating the state")?;
+        let persistent = PersistentPlan::for_csr(device, w.row_ptr())?;
         Ok(Self {
             device: device.clone(),
             noise: stream_rng(config.seed, Stream::Noise),
@@ -116,6 +120,12 @@ impl GpuReservoirComputer {
             bias,
             state,
             dt_ms: 1.0,
+            path: if persistent.is_some() {
+                StepPath::Persistent
+            } else {
+                StepPath::PerStep
+            },
+            persistent,
         })
     }
 
@@ -127,6 +137,29 @@ impl GpuReservoirComputer {
     /// The weights (in `f64`, as generated).
     pub fn weights(&self) -> &ReservoirWeights {
         &self.weights
+    }
+
+    /// How steps are launched: [`StepPath::Persistent`] by default where the device supports
+    /// cooperative launch, [`StepPath::PerStep`] otherwise.
+    pub fn step_path(&self) -> StepPath {
+        self.path
+    }
+
+    /// Forces a step path (benchmarks and tests compare them).
+    ///
+    /// # Errors
+    /// [`StepPath::Persistent`] on a device or matrix it cannot run on.
+    pub fn with_step_path(mut self, path: StepPath) -> Result<Self> {
+        if path == StepPath::Persistent && self.persistent.is_none() {
+            return Err(GpuError::Unavailable("this device cannot run the persistent kernel (no cooperative launch, or x does not fit in shared memory)".into()));
+        }
+        self.path = path;
+        Ok(self)
+    }
+
+    /// Whether the persistent kernel keeps W in shared memory (`None` without a persistent plan).
+    pub fn caches_weights_on_chip(&self) -> Option<bool> {
+        self.persistent.as_ref().map(PersistentPlan::caches_weights)
     }
 
     /// Sets the bin width (ms) of the spike patterns given to
@@ -171,9 +204,6 @@ impl GpuReservoirComputer {
         let mut states = stream
             .alloc_zeros::<f32>(steps * n)
             .context("allocating the states")?;
-        let mut pre = stream
-            .alloc_zeros::<f32>(n)
-            .context("allocating the pre-activation")?;
         let noise = self.draw_noise(steps)?;
         let kernels = self.device.gemv();
         let (steps_i, n_i, k_i) = (steps as i32, n as i32, k as i32);
@@ -195,6 +225,56 @@ impl GpuReservoirComputer {
             })
         }
         .context("launching matvec_input_kernel")?;
+        let leak = self.config.leak_rate as f32;
+        let activation: i32 = match self.config.activation {
+            Activation::Tanh => 0,
+            Activation::Identity => 1,
+        };
+        match (self.path, self.persistent.as_mut()) {
+            (StepPath::Persistent, Some(plan)) => {
+                let run = PersistentRun {
+                    row_ptr: &self.row_ptr,
+                    col_idx: &self.col_idx,
+                    values: &self.values,
+                    drive: &drive,
+                    x0: self.state.slice(..),
+                    n,
+                    steps,
+                    leak,
+                    activation,
+                };
+                plan.launch(&self.device, run, &mut states)?;
+            }
+            _ => self.per_step(&drive, &mut states, steps, leak, activation)?,
+        }
+        stream
+            .memcpy_dtod(&states.slice((steps - 1) * n..), &mut self.state)
+            .context("keeping the final state")?;
+        let host = stream
+            .clone_dtoh(&states)
+            .context("copying the states back")?;
+        for (dst, &src) in out.iter_mut().zip(&host) {
+            *dst = f64::from(src);
+        }
+        Ok(())
+    }
+
+    /// The two-launches-per-step path (shipped PTX kernels).
+    fn per_step(
+        &self,
+        drive: &CudaSlice<f32>,
+        states: &mut CudaSlice<f32>,
+        steps: usize,
+        leak: f32,
+        activation: i32,
+    ) -> Result<()> {
+        let n = self.config.size;
+        let n_i = n as i32;
+        let stream = self.device.stream();
+        let kernels = self.device.gemv();
+        let mut pre = stream
+            .alloc_zeros::<f32>(n)
+            .context("allocating the pre-activation")?;
         let rows = LaunchConfig {
             grid_dim: (blocks(n * 32), 1, 1),
             block_dim: (THREADS, 1, 1),
@@ -204,11 +284,6 @@ impl GpuReservoirComputer {
             grid_dim: (blocks(n), 1, 1),
             block_dim: (THREADS, 1, 1),
             shared_mem_bytes: 0,
-        };
-        let leak = self.config.leak_rate as f32;
-        let activation: i32 = match self.config.activation {
-            Activation::Tanh => 0,
-            Activation::Identity => 1,
         };
         for t in 0..steps {
             let (done, mut rest) = states.split_at_mut(t * n);
@@ -241,15 +316,6 @@ impl GpuReservoirComputer {
                 .arg(&n_i);
             // SAFETY: previous, pre and next have n entries; next does not overlap previous.
             unsafe { launch.launch(elementwise) }.context("launching leaky_integration_kernel")?;
-        }
-        stream
-            .memcpy_dtod(&states.slice((steps - 1) * n..), &mut self.state)
-            .context("keeping the final state")?;
-        let host = stream
-            .clone_dtoh(&states)
-            .context("copying the states back")?;
-        for (dst, &src) in out.iter_mut().zip(&host) {
-            *dst = f64::from(src);
         }
         Ok(())
     }

@@ -68,6 +68,24 @@ pub mod lif {
     pub const STEP: &str = "lif_step_kernel";
 }
 
+/// `kernels/persistent.cu`: many echo-state steps per launch, and the per-step baselines.
+pub const PERSISTENT: NvrtcSource = NvrtcSource {
+    name: "kernels/persistent.cu",
+    text: include_str!("../../../kernels/persistent.cu"),
+};
+
+/// Entry points of [`PERSISTENT`].
+pub mod persistent {
+    /// Cooperative multi-step run over a CSR W (cached in shared memory when it fits).
+    pub const CSR: &str = "esn_persistent_csr";
+    /// Cooperative multi-step run over a dense W streamed from global memory.
+    pub const DENSE: &str = "esn_persistent_dense";
+    /// One launch per step (CSR, a warp per row): baseline and fallback.
+    pub const STEP_FUSED: &str = "esn_step_fused";
+    /// `x' = (1 − a)·x + a·f(pre + drive)` after an external mat-vec (cuBLAS baseline).
+    pub const ELEMENTWISE: &str = "esn_elementwise";
+}
+
 /// A kernel source compiled with NVRTC on first use and cached per device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct NvrtcSource {

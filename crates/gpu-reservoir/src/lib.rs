@@ -15,6 +15,7 @@
 //! has a CPU reference in `reservoir-core` and a test comparing them on fresh random inputs.
 
 pub mod backend;
+pub mod bench;
 pub mod detection;
 pub mod device;
 pub mod encoding;
@@ -22,6 +23,7 @@ pub mod error;
 pub mod esn;
 pub mod kernels;
 pub mod lif;
+pub mod persistent;
 pub mod probe;
 pub mod spectral;
 
@@ -32,5 +34,6 @@ pub use encoding::{gpu_rate, gpu_rate_sequence};
 pub use error::{GpuError, Result};
 pub use esn::GpuReservoirComputer;
 pub use lif::GpuLifNetwork;
+pub use persistent::StepPath;
 pub use probe::{probe, DeviceInfo, GpuSupport};
 pub use spectral::gpu_spectral_radius;

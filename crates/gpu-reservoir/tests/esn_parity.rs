@@ -222,3 +222,39 @@ fn a_rejected_ptx_falls_back_to_nvrtc_with_the_same_results() {
         "NVRTC fallback",
     );
 }
+
+#[test]
+fn persistent_and_per_step_paths_agree_with_the_cpu() {
+    let Some(device) = gpu() else { return };
+    let mut rng = ChaCha8Rng::seed_from_u64(fresh_seed("paths"));
+    for (size, density) in [(1000, 1.0), (2000, 0.05), (4096, 0.02), (37, 0.3)] {
+        let config = ReservoirConfig {
+            size,
+            connection_prob: density,
+            spectral_radius: 0.9,
+            seed: rng.random(),
+            ..Default::default()
+        };
+        let inputs = random_inputs(&mut rng, 1000, 1);
+        let expected = EchoStateNetwork::<f32>::new(&config)
+            .expect("cpu")
+            .run(inputs.view())
+            .expect("cpu run");
+        for path in [
+            gpu_reservoir::StepPath::Persistent,
+            gpu_reservoir::StepPath::PerStep,
+        ] {
+            let mut gpu = GpuReservoirComputer::new_shared(&config, &device)
+                .expect("gpu")
+                .with_step_path(path)
+                .expect("path");
+            let got = gpu.run(inputs.view()).expect("gpu run");
+            let (relative, _) = relative_error(&got, &expected);
+            eprintln!(
+                "N {size} p {density} {path:?} (W on chip: {:?}): relative {relative:.2e}",
+                gpu.caches_weights_on_chip()
+            );
+            assert!(relative < 1e-4, "N {size} {path:?}: {relative:.2e}");
+        }
+    }
+}

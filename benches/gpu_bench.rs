@@ -1,0 +1,146 @@
+//! GPU benchmark of the single-sequence echo-state step: our persistent kernels next to the
+//! baselines measured in the same process (one fused launch per step; cuBLAS SGEMV plus an
+//! elementwise kernel, two launches per step), µs/step from CUDA events after a warm-up
+//! (median of repeats), achieved GB/s of W read per step and the floor from the measured copy
+//! bandwidth. Start-up (context, NVRTC, cuBLAS handle) is reported separately.
+//!
+//! Build here with `../shared/tools/gpu-bundle bins -p reservoir-benches`; run on the GPU
+//! machine: `.gpu/bin/gpu_bench`. Exits 0 with a message when there is no GPU.
+
+use std::time::Instant;
+
+use gpu_reservoir::bench::{copy_bandwidth, BenchBuffers, StepTiming};
+use gpu_reservoir::{probe, GpuDevice, GpuReservoirComputer, Result};
+use ndarray::Array2;
+use reservoir_core::{EchoStateNetwork, Reservoir, ReservoirConfig, ReservoirWeights};
+
+struct Row {
+    case: String,
+    path: &'static str,
+    timing: StepTiming,
+    w_bytes: f64,
+}
+
+fn main() -> Result<()> {
+    let support = probe();
+    if let Some(problem) = support.problem {
+        println!("no usable GPU ({problem}); nothing to measure");
+        return Ok(());
+    }
+    let started = Instant::now();
+    let device = GpuDevice::shared(0)?;
+    let context_s = started.elapsed().as_secs_f64();
+    let t = Instant::now();
+    device.blas()?;
+    let blas_s = t.elapsed().as_secs_f64();
+    let copy = copy_bandwidth(&device, 1 << 30)?;
+    println!(
+        "device: {} ({} SMs); copy bandwidth {:.0} GB/s (read + write, 1 GiB)",
+        device.info().name,
+        device.info().multiprocessors,
+        copy
+    );
+
+    let mut rows = Vec::new();
+    let mut nvrtc_s = None;
+    for (n, density, steps, dense) in [
+        (1000, 1.0, 20_000, true),
+        (1000, 0.1, 20_000, false),
+        (10_000, 0.01, 10_000, false),
+        (4096, 1.0, 2_000, true),
+        (8192, 1.0, 1_000, true),
+    ] {
+        let config = ReservoirConfig {
+            size: n,
+            connection_prob: density,
+            seed: 3,
+            ..Default::default()
+        };
+        let (weights, _) = ReservoirWeights::generate(&config)?;
+        let nnz = weights.recurrent().nnz() as f64;
+        let case = format!(
+            "N={n} {}",
+            if dense {
+                "dense".to_string()
+            } else {
+                format!("{:.0}% CSR", density * 100.0)
+            }
+        );
+        let mut buffers = BenchBuffers::new(&device, &weights, steps, dense)?;
+        let t = Instant::now();
+        let (persistent, cached) = buffers.time_persistent(5)?;
+        nvrtc_s.get_or_insert(t.elapsed().as_secs_f64());
+        let csr_bytes = nnz * 8.0;
+        let label = if cached {
+            "persistent, W in smem"
+        } else {
+            "persistent, W from HBM/L2"
+        };
+        rows.push(Row {
+            case: case.clone(),
+            path: label,
+            timing: persistent,
+            w_bytes: csr_bytes,
+        });
+        if dense {
+            if n.is_multiple_of(4) && !cached {
+                rows.push(Row {
+                    case: case.clone(),
+                    path: "persistent dense float4",
+                    timing: buffers.time_persistent_dense(5)?,
+                    w_bytes: nnz * 4.0,
+                });
+            }
+            rows.push(Row {
+                case: case.clone(),
+                path: "baseline cuBLAS SGEMV + elementwise",
+                timing: buffers.time_cublas_gemv(3)?,
+                w_bytes: nnz * 4.0,
+            });
+        }
+        rows.push(Row {
+            case,
+            path: "baseline fused kernel, 1 launch/step",
+            timing: buffers.time_fused_per_step(3)?,
+            w_bytes: csr_bytes,
+        });
+    }
+
+    // The headline: 100,000 steps at N = 1000 dense through the public reservoir, with parity.
+    let config = ReservoirConfig {
+        size: 1000,
+        connection_prob: 1.0,
+        seed: 5,
+        ..Default::default()
+    };
+    let (weights, _) = ReservoirWeights::generate(&config)?;
+    let mut gpu = GpuReservoirComputer::from_weights(&config, weights.clone(), &device)?;
+    let inputs = Array2::from_shape_fn((100_000, 1), |(t, _)| ((t as f64) * 0.01).sin());
+    let t = Instant::now();
+    let states = gpu.run(inputs.view())?;
+    let run_s = t.elapsed().as_secs_f64();
+    let cpu = EchoStateNetwork::<f32>::from_weights(&config, weights)?
+        .run(inputs.slice(ndarray::s![..1000, ..]))?;
+    let diff = (&states.slice(ndarray::s![..1000, ..]) - &cpu)
+        .mapv(|d| d * d)
+        .sum()
+        .sqrt()
+        / cpu.mapv(|v| v * v).sum().sqrt();
+
+    println!("\nstart-up (excluded above): context + PTX {:.3} s, cuBLAS handle {:.3} s, first NVRTC compile + plan {:.3} s", context_s, blas_s, nvrtc_s.unwrap_or(0.0));
+    println!("GpuReservoirComputer::run, N=1000 dense, 100,000 steps incl. drive, transfers and copy-back: {:.3} s ({:.2} µs/step); relative error vs CPU over the first 1000 steps {:.1e}", run_s, run_s * 1e6 / 1e5, diff);
+    println!("\n| case | path | µs/step | GB/s of W | floor µs (W bytes / copy BW) |");
+    println!("|---|---|---|---|---|");
+    for r in rows {
+        let gbs = r.w_bytes / (r.timing.micros_per_step * 1e-6) / 1e9;
+        println!(
+            "| {} | {} | {:.2} | {:.0} | {:.2} |",
+            r.case,
+            r.path,
+            r.timing.micros_per_step,
+            gbs,
+            r.w_bytes / (copy * 1e9) * 1e6
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""PyTorch side of the GPU comparison: the leaky ESN step x <- (1-a) x + a tanh(W x + u_t) with a
+dense f32 W, as an eager loop and as CUDA-graph replays of 100 steps (input projection
+precomputed), single sequence and batched. µs/step from CUDA events after warm-up, median of 5.
+
+Run on the GPU machine next to `.gpu/bin/gpu_bench` (same process group, same GPU):
+    python3 benches/pytorch_esn.py
+"""
+import statistics
+
+import torch
+
+
+def timed(fn, steps, repeats=5):
+    fn()
+    torch.cuda.synchronize()
+    samples = []
+    for _ in range(repeats):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        torch.cuda.synchronize()
+        samples.append(start.elapsed_time(end) * 1e3 / steps)
+    return statistics.median(samples)
+
+
+def case(n, batch, steps, leak=0.3):
+    g = torch.Generator(device="cuda").manual_seed(0)
+    w = torch.randn(n, n, device="cuda", generator=g) * (0.9 / n ** 0.5)
+    shape = (steps, n) if batch is None else (steps, n, batch)
+    drive = torch.rand(shape, device="cuda", generator=g) - 0.5
+    x = torch.zeros(n if batch is None else (n, batch), device="cuda")
+
+    def eager():
+        nonlocal x
+        for t in range(steps):
+            x = (1 - leak) * x + leak * torch.tanh(w @ x + drive[t])
+
+    chunk = 100
+    static_x = x.clone()
+    static_drive = drive[:chunk].clone()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            y = static_x
+            for t in range(chunk):
+                y = (1 - leak) * y + leak * torch.tanh(w @ y + static_drive[t])
+    torch.cuda.current_stream().wait_stream(s)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        y = static_x
+        for t in range(chunk):
+            y = (1 - leak) * y + leak * torch.tanh(w @ y + static_drive[t])
+        static_x.copy_(y)
+
+    def replay():
+        for _ in range(steps // chunk):
+            graph.replay()
+
+    return timed(eager, steps), timed(replay, steps // chunk * chunk)
+
+
+def main():
+    print(f"torch {torch.__version__}, {torch.cuda.get_device_name(0)}")
+    print("| case | PyTorch eager µs/step | PyTorch CUDA graph µs/step |")
+    print("|---|---|---|")
+    for n, batch, steps in [(1000, None, 2000), (4096, None, 1000), (8192, None, 500), (1000, 512, 1000)]:
+        eager, graph = case(n, batch, steps)
+        label = f"N={n} dense" + ("" if batch is None else f", B={batch}")
+        print(f"| {label} | {eager:.2f} | {graph:.2f} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,348 @@
+//! Timing helpers for the GPU benchmark binary: the recurrent step of each path timed with CUDA
+//! events after a warm-up, and the in-process baselines it is compared against.
+
+use cudarc::cublas::{sys::cublasOperation_t, Gemv, GemvConfig};
+use cudarc::driver::sys::CUevent_flags;
+use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use reservoir_core::ReservoirWeights;
+
+use crate::device::GpuDevice;
+use crate::error::{DriverContext, GpuError, Result};
+use crate::kernels;
+use crate::persistent::{PersistentPlan, PersistentRun};
+
+/// A timed run: median microseconds per step over `repeats` timed runs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StepTiming {
+    /// Median µs per step.
+    pub micros_per_step: f64,
+    /// Steps per timed run.
+    pub steps: usize,
+}
+
+/// The buffers every path reads: W in CSR and dense form, a random drive, the states.
+pub struct BenchBuffers {
+    device: GpuDevice,
+    n: usize,
+    steps: usize,
+    row_ptr: CudaSlice<i32>,
+    col_idx: CudaSlice<i32>,
+    values: CudaSlice<f32>,
+    dense: Option<CudaSlice<f32>>,
+    drive: CudaSlice<f32>,
+    x0: CudaSlice<f32>,
+    states: CudaSlice<f32>,
+}
+
+impl BenchBuffers {
+    /// Uploads `weights`' W (and its dense form when `dense`), a seeded random drive of
+    /// `steps` × N values in ±0.5 and a zero start state.
+    pub fn new(
+        device: &GpuDevice,
+        weights: &ReservoirWeights,
+        steps: usize,
+        dense: bool,
+    ) -> Result<Self> {
+        let w = weights.recurrent();
+        let n = w.nrows();
+        let s = device.stream();
+        let to_i32 = |v: &[u32]| v.iter().map(|&x| x as i32).collect::<Vec<i32>>();
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        let drive: Vec<f32> = (0..steps * n)
+            .map(|_| rng.random_range(-0.5..0.5))
+            .collect();
+        let dense_w = if dense {
+            let host: Vec<f32> = w.to_dense().iter().map(|&v| v as f32).collect();
+            Some(s.clone_htod(&host).context("uploading dense W")?)
+        } else {
+            None
+        };
+        Ok(Self {
+            device: device.clone(),
+            n,
+            steps,
+            row_ptr: s.clone_htod(&to_i32(w.row_ptr())).context("uploading W")?,
+            col_idx: s.clone_htod(&to_i32(w.col_idx())).context("uploading W")?,
+            values: s
+                .clone_htod(&w.values().iter().map(|&v| v as f32).collect::<Vec<f32>>())
+                .context("uploading W")?,
+            dense: dense_w,
+            drive: s.clone_htod(&drive).context("uploading the drive")?,
+            x0: s.alloc_zeros(n).context("allocating x0")?,
+            states: s.alloc_zeros(steps * n).context("allocating the states")?,
+        })
+    }
+
+    /// The final states of the last timed run (steps × N).
+    pub fn states(&self) -> Result<Vec<f32>> {
+        self.device
+            .stream()
+            .clone_dtoh(&self.states)
+            .context("copying the states back")
+    }
+
+    /// Median µs per step of `run` (which must enqueue all `steps` steps), after one warm-up.
+    fn time(
+        &mut self,
+        repeats: usize,
+        mut run: impl FnMut(&mut Self) -> Result<()>,
+    ) -> Result<StepTiming> {
+        run(self)?;
+        let ctx = self.device.context().clone();
+        let stream = self.device.stream().clone();
+        let mut samples = Vec::with_capacity(repeats);
+        for _ in 0..repeats.max(1) {
+            let start = ctx
+                .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+                .context("creating an event")?;
+            let end = ctx
+                .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+                .context("creating an event")?;
+            start.record(&stream).context("recording an event")?;
+            run(self)?;
+            end.record(&stream).context("recording an event")?;
+            end.synchronize().context("waiting for the timed run")?;
+            samples.push(
+                f64::from(start.elapsed_ms(&end).context("reading an event")?) * 1e3
+                    / self.steps as f64,
+            );
+        }
+        samples.sort_by(f64::total_cmp);
+        Ok(StepTiming {
+            micros_per_step: samples[samples.len() / 2],
+            steps: self.steps,
+        })
+    }
+
+    /// The persistent cooperative kernel (W cached on chip when it fits).
+    pub fn time_persistent(&mut self, repeats: usize) -> Result<(StepTiming, bool)> {
+        let host_row_ptr: Vec<u32> = self
+            .device
+            .stream()
+            .clone_dtoh(&self.row_ptr)
+            .context("reading W")?
+            .iter()
+            .map(|&v| v as u32)
+            .collect();
+        let mut plan = PersistentPlan::for_csr(&self.device, &host_row_ptr)?
+            .ok_or_else(|| GpuError::Unavailable("no persistent plan on this device".into()))?;
+        let cached = plan.caches_weights();
+        let timing = self.time(repeats, |b| {
+            let run = PersistentRun {
+                row_ptr: &b.row_ptr,
+                col_idx: &b.col_idx,
+                values: &b.values,
+                drive: &b.drive,
+                x0: b.x0.slice(..),
+                n: b.n,
+                steps: b.steps,
+                leak: 0.3,
+                activation: 0,
+            };
+            plan.launch(&b.device, run, &mut b.states)
+        })?;
+        Ok((timing, cached))
+    }
+
+    /// The persistent cooperative kernel over the dense W streamed from global memory
+    /// (float4 loads; for W too large for shared memory). Needs N a multiple of 4.
+    pub fn time_persistent_dense(&mut self, repeats: usize) -> Result<StepTiming> {
+        let f = self
+            .device
+            .nvrtc_function(&kernels::PERSISTENT, kernels::persistent::DENSE)?;
+        if !self.n.is_multiple_of(4) {
+            return Err(GpuError::Unavailable(
+                "the dense persistent kernel needs N % 4 == 0".into(),
+            ));
+        }
+        let blocks = self.device.info().multiprocessors.max(1) as u32;
+        let config = LaunchConfig {
+            grid_dim: (blocks, 1, 1),
+            block_dim: (crate::persistent::PERSISTENT_THREADS, 1, 1),
+            shared_mem_bytes: (self.n * 4) as u32,
+        };
+        // SAFETY: sets a launch attribute of a function loaded on this context.
+        unsafe {
+            cudarc::driver::result::function::set_function_attribute(
+                f.cu_function(),
+                cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                (self.n * 4) as i32,
+            )
+        }
+        .context("raising the dynamic shared-memory limit")?;
+        let mut barrier = self
+            .device
+            .stream()
+            .alloc_zeros::<u32>(2)
+            .context("allocating the barrier")?;
+        let (n_i, steps_i) = (self.n as i32, self.steps as i32);
+        self.time(repeats, |b| {
+            let Some(dense) = b.dense.as_ref() else {
+                return Err(GpuError::Unavailable(
+                    "the dense persistent kernel needs the dense W".into(),
+                ));
+            };
+            let s = b.device.stream().clone();
+            let mut launch = s.launch_builder(&f);
+            launch
+                .arg(dense)
+                .arg(&b.drive)
+                .arg(&b.x0)
+                .arg(&mut b.states)
+                .arg(&n_i)
+                .arg(&steps_i)
+                .arg(&0.3f32)
+                .arg(&0i32)
+                .arg(&mut barrier);
+            // SAFETY: W is n×n (n % 4 == 0, 16-byte aligned rows), drive and states steps×n, x0 n;
+            // shared memory holds x; cooperative launch makes every block resident.
+            unsafe { launch.launch_cooperative(config) }
+                .context("launching esn_persistent_dense")?;
+            Ok(())
+        })
+    }
+
+    /// Baseline: one launch per step of a fused CSR kernel (a warp per row).
+    pub fn time_fused_per_step(&mut self, repeats: usize) -> Result<StepTiming> {
+        let f = self
+            .device
+            .nvrtc_function(&kernels::PERSISTENT, kernels::persistent::STEP_FUSED)?;
+        let n_i = self.n as i32;
+        let config = LaunchConfig {
+            grid_dim: ((self.n * 32).div_ceil(256) as u32, 1, 1),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        self.time(repeats, |b| {
+            let s = b.device.stream().clone();
+            for t in 0..b.steps {
+                let (done, mut rest) = b.states.split_at_mut(t * b.n);
+                let mut next = rest.slice_mut(..b.n);
+                let x = if t == 0 {
+                    b.x0.slice(..)
+                } else {
+                    done.slice((t - 1) * b.n..)
+                };
+                let drive_t = b.drive.slice(t * b.n..(t + 1) * b.n);
+                let mut launch = s.launch_builder(&f);
+                launch
+                    .arg(&b.row_ptr)
+                    .arg(&b.col_idx)
+                    .arg(&b.values)
+                    .arg(&drive_t)
+                    .arg(&x)
+                    .arg(&mut next)
+                    .arg(&n_i)
+                    .arg(&0.3f32)
+                    .arg(&0i32);
+                // SAFETY: CSR n×n with columns < n; drive_t, x and next hold n values.
+                unsafe { launch.launch(config) }.context("launching esn_step_fused")?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Baseline: cuBLAS SGEMV on the dense W plus an elementwise kernel, two launches per step.
+    pub fn time_cublas_gemv(&mut self, repeats: usize) -> Result<StepTiming> {
+        let f = self
+            .device
+            .nvrtc_function(&kernels::PERSISTENT, kernels::persistent::ELEMENTWISE)?;
+        let mut pre = self
+            .device
+            .stream()
+            .alloc_zeros::<f32>(self.n)
+            .context("allocating pre")?;
+        let n_i = self.n as i32;
+        let config = LaunchConfig {
+            grid_dim: (self.n.div_ceil(256) as u32, 1, 1),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let device = self.device.clone();
+        let blas = device.blas()?;
+        self.time(repeats, |b| {
+            let Some(dense) = b.dense.as_ref() else {
+                return Err(GpuError::Unavailable(
+                    "the cuBLAS baseline needs the dense W".into(),
+                ));
+            };
+            let s = b.device.stream().clone();
+            for t in 0..b.steps {
+                let (done, mut rest) = b.states.split_at_mut(t * b.n);
+                let mut next = rest.slice_mut(..b.n);
+                let x = if t == 0 {
+                    b.x0.slice(..)
+                } else {
+                    done.slice((t - 1) * b.n..)
+                };
+                // Row-major W is column-major Wᵀ: pre = op(A)·x with op = transpose.
+                let gemv = GemvConfig {
+                    trans: cublasOperation_t::CUBLAS_OP_T,
+                    m: n_i,
+                    n: n_i,
+                    alpha: 1.0f32,
+                    lda: n_i,
+                    incx: 1,
+                    beta: 0.0f32,
+                    incy: 1,
+                };
+                // SAFETY: A is n×n, x and pre hold n values.
+                unsafe { blas.gemv(gemv, dense, &x, &mut pre) }.map_err(|e| GpuError::Blas {
+                    context: "SGEMV baseline",
+                    message: e.to_string(),
+                })?;
+                let drive_t = b.drive.slice(t * b.n..(t + 1) * b.n);
+                let mut launch = s.launch_builder(&f);
+                launch
+                    .arg(&pre)
+                    .arg(&drive_t)
+                    .arg(&x)
+                    .arg(&mut next)
+                    .arg(&n_i)
+                    .arg(&0.3f32)
+                    .arg(&0i32);
+                // SAFETY: pre, drive_t, x and next hold n values.
+                unsafe { launch.launch(config) }.context("launching esn_elementwise")?;
+            }
+            Ok(())
+        })
+    }
+}
+
+/// Device-to-device copy bandwidth in GB/s (bytes read plus written), median of 5, over a
+/// buffer of `bytes`.
+pub fn copy_bandwidth(device: &GpuDevice, bytes: usize) -> Result<f64> {
+    let s = device.stream();
+    let count = bytes / 4;
+    let src = s
+        .alloc_zeros::<f32>(count)
+        .context("allocating the copy source")?;
+    let mut dst = s
+        .alloc_zeros::<f32>(count)
+        .context("allocating the copy target")?;
+    let ctx = device.context();
+    let mut samples = Vec::new();
+    for round in 0..6 {
+        let start = ctx
+            .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+            .context("creating an event")?;
+        let end = ctx
+            .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+            .context("creating an event")?;
+        start.record(s).context("recording an event")?;
+        s.memcpy_dtod(&src, &mut dst).context("copying")?;
+        end.record(s).context("recording an event")?;
+        end.synchronize().context("waiting for the copy")?;
+        if round > 0 {
+            samples.push(
+                2.0 * (count * 4) as f64
+                    / (f64::from(start.elapsed_ms(&end).context("reading an event")?) * 1e-3)
+                    / 1e9,
+            );
+        }
+    }
+    samples.sort_by(f64::total_cmp);
+    Ok(samples[samples.len() / 2])
+}
