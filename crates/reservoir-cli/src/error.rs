@@ -146,6 +146,15 @@ pub enum CliError {
         source: std::io::Error,
     },
 
+    /// A plot could not be drawn (writing it is a [`CliError::Write`]).
+    #[error("cannot draw the plot `{}`: {message}", path.display())]
+    Plot {
+        /// The PNG file asked for.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+
     /// Writing to standard output failed.
     #[error("cannot write to standard output: {0}")]
     Stdout(std::io::Error),

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use ndarray::{s, ArrayView2};
 use reservoir_core::metrics::{nrmse, r2, rmse};
-use reservoir_core::readout::fit_ridge;
+use reservoir_core::readout::fit_ridge_with_progress;
 use reservoir_core::{ExperimentConfig, Model, ReservoirWeights};
 
 use crate::backend;
@@ -14,7 +14,9 @@ use crate::backend;
 use crate::data::{parse_column_list, read_inputs_targets};
 use crate::error::{CliError, CoreContext, Result};
 use crate::output::check_output_folder;
+use crate::plot;
 use crate::predict::predict_rows;
+use crate::progress;
 use crate::report::{print_fit, FitReport, TestScores};
 
 /// Fewest test rows that can be scored (NRMSE and R² need a target that varies).
@@ -41,6 +43,10 @@ pub struct FitArgs {
     /// Save the fitted model here (written atomically).
     #[arg(long, value_name = "OUT.bin")]
     pub model: Option<PathBuf>,
+    /// Draw a 1200×600 PNG of prediction vs target over the first 500 rows of the test file
+    /// (one panel per target, at most 4), written atomically.
+    #[arg(long, value_name = "OUT.png", requires = "test")]
+    pub plot: Option<PathBuf>,
     /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -52,6 +58,9 @@ pub fn run(args: &FitArgs) -> Result<()> {
     let targets = parse_column_list("--targets", &args.targets)?;
     if let Some(model) = &args.model {
         check_output_folder("--model", model)?;
+    }
+    if let Some(plot) = &args.plot {
+        check_output_folder("--plot", plot)?;
     }
     let config_text = std::fs::read_to_string(&args.config).map_err(|source| CliError::Read {
         what: "config file",
@@ -118,19 +127,43 @@ pub fn run(args: &FitArgs) -> Result<()> {
     let (weights, _) = ReservoirWeights::generate(&config.reservoir)
         .map_err(|e| CliError::config(&args.config, e))?;
     let (mut reservoir, backend) = backend::build(&config.reservoir, weights.clone())?;
-    let fit = fit_ridge(
+    let bar = progress::bar("training", n_train, "rows");
+    let fit = fit_ridge_with_progress(
         reservoir.as_mut(),
         train_inputs.view(),
         train_targets.view(),
         &config.readout,
-    )
-    .context(|| format!("fitting the readout on {}", args.train.display()))?;
+        &mut |done, total| progress::advance(&bar, done, total),
+    );
+    bar.finish_and_clear();
+    let fit = fit.context(|| format!("fitting the readout on {}", args.train.display()))?;
     let fit_seconds = parse_seconds + fit_started.elapsed().as_secs_f64();
 
     let scores = match &test {
         Some((path, (test_inputs, test_targets))) => {
-            let predictions = predict_rows(reservoir.as_mut(), &fit.readout, test_inputs.view())
-                .context(|| format!("predicting {}", path.display()))?;
+            let bar = progress::bar("testing", test_inputs.nrows(), "rows");
+            let predictions = predict_rows(
+                reservoir.as_mut(),
+                &fit.readout,
+                test_inputs.view(),
+                &mut |done, total| progress::advance(&bar, done, total),
+            );
+            bar.finish_and_clear();
+            let predictions = predictions.context(|| format!("predicting {}", path.display()))?;
+            if let Some(plot) = &args.plot {
+                let file = |p: &Path| {
+                    p.file_name()
+                        .map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into())
+                };
+                let title = format!("fit on {}, tested on {}", file(&args.train), file(path));
+                plot::series(
+                    plot,
+                    &title,
+                    &targets,
+                    predictions.view(),
+                    test_targets.view(),
+                )?;
+            }
             let scoring = || format!("scoring {}", path.display());
             Some(TestScores {
                 rows: test_inputs.nrows(),
@@ -173,6 +206,7 @@ pub fn run(args: &FitArgs) -> Result<()> {
         test_r2: scores.as_ref().map(|s| s.r2),
         fit_seconds,
         model: args.model.as_ref().map(|p| p.display().to_string()),
+        plot: args.plot.as_ref().map(|p| p.display().to_string()),
     };
     print_fit(&report, args.json)
 }

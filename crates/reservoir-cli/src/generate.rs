@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use ndarray::{concatenate, s, Array2, Axis};
+use ndarray::{concatenate, s, Array2, ArrayView2, Axis};
 use reservoir_core::persist::write_atomically;
 use reservoir_core::tasks::lorenz::{lorenz, LorenzInit, LorenzOptions};
 use reservoir_core::tasks::mackey_glass::{mackey_glass, one_step_task, MackeyGlassOptions};
@@ -10,10 +10,13 @@ use reservoir_core::tasks::narma::narma10;
 use reservoir_core::tasks::{next_step_task, TaskData};
 
 use crate::error::{CliError, CoreContext, Result};
-use crate::output::{check_output_folder, csv_bytes};
+use crate::output::{check_output_folder, csv_bytes, csv_bytes_with_progress};
+use crate::progress;
 
 /// Longest series `generate` writes; longer is almost certainly a typo (and would exhaust memory).
 pub const MAX_LENGTH: usize = 100_000_000;
+/// From this many rows on (about a second of work), `generate` shows progress on a terminal.
+const LONG_SERIES: usize = 500_000;
 
 /// The tasks `generate` knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -91,8 +94,13 @@ pub fn run(args: &GenerateArgs) -> Result<()> {
         }
     }
     let task = args.task;
-    let data = series(task, args.length, args.seed)
-        .context(|| format!("generating {} (seed {:?})", task.name(), args.seed))?;
+    let long = args.length >= LONG_SERIES;
+    let spinner = long.then(|| progress::spinner("generating"));
+    let data = series(task, args.length, args.seed);
+    if let Some(spinner) = spinner {
+        spinner.finish_and_clear();
+    }
+    let data = data.context(|| format!("generating {} (seed {:?})", task.name(), args.seed))?;
     let table = concatenate(Axis(1), &[data.inputs.view(), data.targets.view()]).map_err(|e| {
         CliError::Format {
             what: "the task table",
@@ -113,14 +121,27 @@ pub fn run(args: &GenerateArgs) -> Result<()> {
         });
     }
     let split = args.split.unwrap_or(args.length);
-    let bytes = csv_bytes(&header, table.slice(s![..split, ..]))?;
+    let bytes = csv_rows(long, &header, table.slice(s![..split, ..]))?;
     write_atomically(&args.output, &bytes).map_err(|e| CliError::writing("output file", e))?;
     if let Some(test_output) = &args.test_output {
-        let bytes = csv_bytes(&header, table.slice(s![split.., ..]))?;
+        let bytes = csv_rows(long, &header, table.slice(s![split.., ..]))?;
         write_atomically(test_output, &bytes)
             .map_err(|e| CliError::writing("test output file", e))?;
     }
     Ok(())
+}
+
+/// The CSV text of `rows`, with a progress bar over the rows for a long series.
+fn csv_rows(long: bool, header: &[String], rows: ArrayView2<'_, f64>) -> Result<Vec<u8>> {
+    if !long {
+        return csv_bytes(header, rows);
+    }
+    let bar = progress::bar("writing", rows.nrows(), "rows");
+    let bytes = csv_bytes_with_progress(header, rows, &mut |done, total| {
+        progress::advance(&bar, done, total)
+    });
+    bar.finish_and_clear();
+    bytes
 }
 
 /// `length` rows of the task: inputs at time t, targets one step ahead.

@@ -2,7 +2,8 @@
 //! models, generate tasks.
 //!
 //! Every failure is one line `error: <message>` on standard error and exit code 1 (usage errors
-//! are clap's, exit code 2). A panic, which would be a bug, is reported the same way as an
+//! are clap's, exit code 2). Long loops show progress bars on standard error only when it is a
+//! terminal; otherwise standard error holds only `note:` and `error:` lines. A panic, which would be a bug, is reported the same way as an
 //! internal error, never as a panic message.
 
 mod backend;
@@ -12,7 +13,9 @@ mod fit;
 mod generate;
 mod info;
 mod output;
+mod plot;
 mod predict;
+mod progress;
 mod report;
 mod run;
 
@@ -32,13 +35,15 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Fit a ridge readout on CSV data, score it on a test file, optionally save the model.
+    /// Fit a ridge readout on CSV data, score it on a test file, optionally save the model and
+    /// plot the test predictions.
     Fit(fit::FitArgs),
     /// Predict with a saved model; writes the target columns as CSV.
     Predict(predict::PredictArgs),
     /// Generate a benchmark task (narma10, mackey-glass, lorenz) as CSV.
     Generate(generate::GenerateArgs),
-    /// Run a task config end to end (the embedded default when no config is given).
+    /// Run a task config end to end (the embedded default when no config is given), optionally
+    /// save the trained model and draw a plot.
     Run(run::RunArgs),
     /// Show what this machine has for the GPU backend: driver, NVRTC, cuBLAS, devices.
     Info(info::InfoArgs),

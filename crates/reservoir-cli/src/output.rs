@@ -8,20 +8,37 @@ use reservoir_core::persist::write_atomically;
 
 use crate::error::{CliError, Result};
 
+/// Rows formatted between two calls of the progress callback of [`csv_bytes_with_progress`].
+const PROGRESS_ROWS: usize = 65_536;
+
 /// A CSV document: the header, then one row per row of `values`, numbers with full precision
 /// (Rust's shortest round-tripping decimal form).
 pub fn csv_bytes(header: &[String], values: ArrayView2<'_, f64>) -> Result<Vec<u8>> {
+    csv_bytes_with_progress(header, values, &mut |_, _| {})
+}
+
+/// [`csv_bytes`], calling `progress(rows_done, rows)` every [`PROGRESS_ROWS`] rows and at the end.
+pub fn csv_bytes_with_progress(
+    header: &[String],
+    values: ArrayView2<'_, f64>,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<Vec<u8>> {
     let format_error = |e: csv::Error| CliError::Format {
         what: "the CSV output",
         message: e.to_string(),
     };
+    let rows = values.nrows();
     let mut writer = csv::Writer::from_writer(Vec::new());
     writer.write_record(header).map_err(format_error)?;
-    for row in values.rows() {
+    for (i, row) in values.rows().into_iter().enumerate() {
         writer
             .write_record(row.iter().map(|v| v.to_string()))
             .map_err(format_error)?;
+        if (i + 1) % PROGRESS_ROWS == 0 {
+            progress(i + 1, rows);
+        }
     }
+    progress(rows, rows);
     writer.into_inner().map_err(|e| CliError::Format {
         what: "the CSV output",
         message: e.to_string(),

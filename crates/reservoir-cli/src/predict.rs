@@ -11,6 +11,7 @@ use crate::backend;
 use crate::data::read_inputs;
 use crate::error::{CliError, CoreContext, Result};
 use crate::output::{check_output_folder, csv_bytes, write_output};
+use crate::progress;
 
 /// Rows of states held at once while predicting: memory stays O(chunk · N) for any input length.
 pub const PREDICT_CHUNK_ROWS: usize = 4096;
@@ -55,14 +56,22 @@ pub fn run(args: &PredictArgs) -> Result<()> {
             .set_state(state.view())
             .context(|| format!("restoring the saved state of {model_path}"))?;
     }
-    let predictions = predict_rows(reservoir.as_mut(), &readout, inputs.view())
-        .context(|| format!("predicting {}", args.input.display()))?;
+    let bar = progress::bar("predicting", inputs.nrows(), "rows");
+    let predictions = predict_rows(
+        reservoir.as_mut(),
+        &readout,
+        inputs.view(),
+        &mut |done, total| progress::advance(&bar, done, total),
+    );
+    bar.finish_and_clear();
+    let predictions = predictions.context(|| format!("predicting {}", args.input.display()))?;
     let bytes = csv_bytes(&target_columns, predictions.view())?;
     write_output(args.output.as_deref(), &bytes)
 }
 
 /// Runs `reservoir` from its current state over `inputs` and applies `readout` to every state,
-/// a chunk of [`PREDICT_CHUNK_ROWS`] rows at a time; the reservoir keeps the final state.
+/// a chunk of [`PREDICT_CHUNK_ROWS`] rows at a time, calling `progress(rows_done, rows)` after
+/// each; the reservoir keeps the final state.
 ///
 /// `fit` scores its test file with this same function, so `predict` on that file from the
 /// state after training reproduces the fit's test predictions bit for bit.
@@ -70,6 +79,7 @@ pub fn predict_rows(
     reservoir: &mut dyn Reservoir,
     readout: &LinearReadout,
     inputs: ArrayView2<'_, f64>,
+    progress: &mut dyn FnMut(usize, usize),
 ) -> Result<Array2<f64>, ReservoirError> {
     let rows = inputs.nrows();
     let mut predictions = Array2::zeros((rows, readout.n_outputs()));
@@ -78,6 +88,7 @@ pub fn predict_rows(
         let states = reservoir.run(inputs.slice(s![start..end, ..]))?;
         let chunk = readout.predict(states.view())?;
         predictions.slice_mut(s![start..end, ..]).assign(&chunk);
+        progress(end, rows);
     }
     Ok(predictions)
 }

@@ -55,6 +55,8 @@ pub struct FitReport {
     pub fit_seconds: f64,
     /// Where the model was saved, if it was.
     pub model: Option<String>,
+    /// Where the plot was drawn, if it was (`--plot`).
+    pub plot: Option<String>,
 }
 
 /// Prints the report on standard output: one JSON object (one line) or an aligned table.
@@ -67,9 +69,14 @@ pub fn print_fit(report: &FitReport, json: bool) -> Result<()> {
     write_stdout(text.as_bytes())
 }
 
-/// Prints a task run: one flat JSON object (`task`, `size`, then every metric and timing by
-/// name) or an aligned table.
-pub fn print_run(report: &ExperimentReport, backend: &str, json: bool) -> Result<()> {
+/// Prints a task run: one flat JSON object (`task`, `size`, `backend`, then every metric and
+/// timing by name, then the `files` written, e.g. `model`) or an aligned table.
+pub fn print_run(
+    report: &ExperimentReport,
+    backend: &str,
+    files: &[(&str, String)],
+    json: bool,
+) -> Result<()> {
     let figures = report.metrics.iter().chain(&report.timings);
     let text = if json {
         let mut object = serde_json::Map::new();
@@ -79,6 +86,9 @@ pub fn print_run(report: &ExperimentReport, backend: &str, json: bool) -> Result
         for f in figures {
             object.insert(f.name.clone(), f.value.into());
         }
+        for (key, path) in files {
+            object.insert((*key).into(), path.clone().into());
+        }
         json_line(&object)?
     } else {
         let mut rows = vec![
@@ -87,6 +97,7 @@ pub fn print_run(report: &ExperimentReport, backend: &str, json: bool) -> Result
             ("backend".to_string(), backend.to_string()),
         ];
         rows.extend(figures.map(|f| (f.name.replace('_', " "), number(f.value))));
+        rows.extend(files.iter().map(|(k, v)| (k.to_string(), v.clone())));
         aligned(&rows)
     };
     write_stdout(text.as_bytes())
@@ -135,6 +146,9 @@ fn table(r: &FitReport) -> String {
         "model",
         r.model.clone().unwrap_or_else(|| "(not saved)".into()),
     ));
+    if let Some(plot) = &r.plot {
+        rows.push(("plot", plot.clone()));
+    }
 
     let rows: Vec<(String, String)> = rows.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
     aligned(&rows)
@@ -183,6 +197,7 @@ mod tests {
             test_r2: test.then_some(0.95),
             fit_seconds: 0.5,
             model: None,
+            plot: None,
         }
     }
 

@@ -1,13 +1,17 @@
-//! `reservoir run [CONFIG]`: run a task config end to end and report scores and timings.
+//! `reservoir run [CONFIG]`: run a task config end to end, report scores and timings, and
+//! optionally save the trained model and draw a plot.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use gpu_reservoir::{BackendFactory, Chosen};
-use reservoir_core::ExperimentConfig;
+use reservoir_core::detection::PatternDetector;
+use reservoir_core::{ExperimentConfig, RunHooks, RunOutcome, TaskConfig, TrainedModel};
 
 use crate::backend;
-
-use crate::error::{CliError, Result};
+use crate::error::{CliError, CoreContext, Result};
+use crate::output::check_output_folder;
+use crate::plot;
+use crate::progress::Stages;
 use crate::report::print_run;
 
 /// The config `reservoir run` uses when none is given (the file `configs/default.toml`).
@@ -22,10 +26,29 @@ pub struct RunArgs {
     /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Save the trained model here (written atomically); nothing is saved without this option.
+    /// narma10 and mackey_glass save the echo-state readout as `reservoir fit` does (input
+    /// column `u` or `x`, target `y` or `x_next`, as `reservoir generate` names them; state
+    /// after the test rows), ready for `reservoir predict`; spike_classification saves the
+    /// echo-state classifier (reservoir with input_size = channels, weights, readout, state,
+    /// task options); memory_capacity trains no single model (an error).
+    #[arg(long, value_name = "OUT.bin")]
+    pub model: Option<PathBuf>,
+    /// Draw a 1200×600 PNG (written atomically): prediction vs target over the first 500 test
+    /// rows (narma10, mackey_glass), or a spike raster of test sample 0 with its planted
+    /// template's spikes and the detections (spike_classification).
+    #[arg(long, value_name = "OUT.png")]
+    pub plot: Option<PathBuf>,
 }
 
 /// Runs `reservoir run`.
 pub fn run(args: &RunArgs) -> Result<()> {
+    if let Some(path) = &args.model {
+        check_output_folder("--model", path)?;
+    }
+    if let Some(path) = &args.plot {
+        check_output_folder("--plot", path)?;
+    }
     let config = match &args.config {
         Some(path) => {
             let text = std::fs::read_to_string(path).map_err(|source| CliError::Read {
@@ -39,12 +62,36 @@ pub fn run(args: &RunArgs) -> Result<()> {
         None => ExperimentConfig::from_toml(DEFAULT_CONFIG, "<embedded default config>")
             .map_err(|e| CliError::core("the embedded default config", e))?,
     };
+    if matches!(config.task, Some(TaskConfig::MemoryCapacity { .. })) {
+        for (flag, given) in [
+            ("--model", args.model.is_some()),
+            ("--plot", args.plot.is_some()),
+        ] {
+            if given {
+                return Err(CliError::Argument {
+                    flag,
+                    message: "memory_capacity fits one readout per delay: it has no single \
+                              model to save or prediction to plot"
+                        .into(),
+                });
+            }
+        }
+    }
     let origin = args.config.as_ref().map_or_else(
         || "the embedded default config".to_string(),
         |p| p.display().to_string(),
     );
     let mut factory = BackendFactory::new(config.reservoir.backend);
-    let result = config.run_with(&mut factory);
+    let mut stages = Stages::default();
+    let result = {
+        let mut progress = |stage: &str, done, total| stages.update(stage, done, total);
+        let mut hooks = RunHooks {
+            progress: Some(&mut progress),
+            keep_model: args.model.is_some(),
+        };
+        config.run_full(&mut factory, &mut hooks)
+    };
+    stages.clear();
     let mut backends = Vec::new();
     for (kind, chosen) in &factory.chosen {
         if let Chosen::Cpu {
@@ -56,9 +103,66 @@ pub fn run(args: &RunArgs) -> Result<()> {
         backends.push(format!("{kind}: {}", chosen.name()));
     }
     let backend_name = backends.join(", ");
-    let report = result.map_err(|e| match &args.config {
+    let outcome = result.map_err(|e| match &args.config {
         Some(path) => CliError::config(path, e),
         None => CliError::core(format!("running {origin}"), e),
     })?;
-    print_run(&report, &backend_name, args.json)
+    let mut saved = Vec::new();
+    if let Some(path) = &args.model {
+        save_model(path, outcome.model.as_ref())?;
+        saved.push(("model", path.display().to_string()));
+    }
+    if let Some(path) = &args.plot {
+        draw(path, &config, &outcome)?;
+        saved.push(("plot", path.display().to_string()));
+    }
+    print_run(&outcome.report, &backend_name, &saved, args.json)
+}
+
+/// Saves the run's model to `path`.
+fn save_model(path: &Path, model: Option<&TrainedModel>) -> Result<()> {
+    match model {
+        Some(TrainedModel::Series(model)) => model.save(path),
+        Some(TrainedModel::SpikeClassifier(model)) => model.save(path),
+        None => {
+            return Err(CliError::Argument {
+                flag: "--model",
+                message: "this task trained no model to save".into(),
+            })
+        }
+    }
+    .map_err(|e| CliError::writing("model file", e))
+}
+
+/// Draws the run's plot: prediction vs target for a series task, a raster for the spike task.
+fn draw(path: &Path, config: &ExperimentConfig, outcome: &RunOutcome) -> Result<()> {
+    let nothing = || CliError::Argument {
+        flag: "--plot",
+        message: format!("task {} left nothing to plot", outcome.report.task),
+    };
+    if let Some(series) = &outcome.test_series {
+        let column = if outcome.report.task == "narma10" {
+            "y"
+        } else {
+            "x_next"
+        };
+        return plot::series(
+            path,
+            &outcome.report.task,
+            &[column.to_string()],
+            series.predictions.view(),
+            series.targets.view(),
+        );
+    }
+    let (Some(data), Some(TaskConfig::SpikeClassification(options))) =
+        (&outcome.spike_data, &config.task)
+    else {
+        return Err(nothing());
+    };
+    let (index, sample) = (0, data.test.first().ok_or_else(nothing)?);
+    let template = data.templates.get(sample.label).ok_or_else(nothing)?;
+    let detections = PatternDetector::new(data.templates.clone(), config.detector.clone())
+        .and_then(|detector| detector.detect(&sample.pattern))
+        .context(|| format!("detecting the templates in test sample {index}"))?;
+    plot::raster(path, index, sample, template, options, &detections)
 }

@@ -52,8 +52,8 @@ pub use config::{
 };
 pub use error::{ConfigError, ReservoirError, Result};
 pub use esn::{cpu_reservoir, cpu_reservoir_from_weights, EchoStateNetwork};
-pub use experiment::{ExperimentConfig, TaskConfig};
-pub use persist::Model;
+pub use experiment::{ExperimentConfig, RunHooks, RunOutcome, TaskConfig, TrainedModel};
+pub use persist::{Model, SpikeModel};
 pub use reservoir::Reservoir;
 pub use sparse::CsrMatrix;
 pub use weights::ReservoirWeights;

@@ -4,8 +4,11 @@
 //! the CPU with the protocols of the `tasks` module. One file serves both, so a task's
 //! reservoir can be refitted on exported CSV data unchanged.
 
+mod outcome;
 mod series;
 mod spikes;
+
+pub use outcome::{ProgressFn, RunHooks, RunOutcome, TestSeries, TrainedModel};
 
 use std::time::Instant;
 
@@ -163,18 +166,29 @@ impl ExperimentConfig {
 
     /// Runs the task on the reservoirs `factory` builds (the GPU backend passes its own).
     pub fn run_with(&self, factory: &mut dyn ReservoirFactory) -> Result<ExperimentReport> {
+        Ok(self.run_full(factory, &mut RunHooks::default())?.report)
+    }
+
+    /// [`ExperimentConfig::run_with`] with progress calls, keeping the trained model when
+    /// `hooks` asks for it, and the test data (see [`RunOutcome`]).
+    pub fn run_full(
+        &self,
+        factory: &mut dyn ReservoirFactory,
+        hooks: &mut RunHooks<'_>,
+    ) -> Result<RunOutcome> {
         let task = self.task.as_ref().ok_or_else(|| {
             ConfigError::new("task", "a [task] table is required to run a config", "none")
         })?;
         let start = Instant::now();
-        let mut report = match task {
-            TaskConfig::SpikeClassification(options) => spikes::run(self, options, factory)?,
-            series_task => series::run(self, series_task, factory)?,
+        let mut outcome = match task {
+            TaskConfig::SpikeClassification(options) => spikes::run(self, options, factory, hooks)?,
+            series_task => series::run(self, series_task, factory, hooks)?,
         };
-        report
+        outcome
+            .report
             .timings
             .push(figure("total_seconds", start.elapsed().as_secs_f64()));
-        Ok(report)
+        Ok(outcome)
     }
 }
 

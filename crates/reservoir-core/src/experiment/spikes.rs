@@ -3,21 +3,27 @@
 
 use std::time::Instant;
 
-use super::{figure, ExperimentConfig, ExperimentReport, Figure, ReservoirFactory};
+use super::{
+    figure, ExperimentConfig, ExperimentReport, Figure, ReservoirFactory, RunHooks, RunOutcome,
+    TrainedModel,
+};
 use crate::config::ReservoirConfig;
 use crate::detection::{DetectorOptions, PatternDetector};
 use crate::error::{ConfigError, Result};
 use crate::lif::LifConfig;
+use crate::persist::SpikeModel;
 use crate::tasks::spike_classification::{
-    classify, generate, SpikeClassificationData, SpikeClassificationOptions,
+    classify_with_progress, generate, SpikeClassificationData, SpikeClassificationOptions,
 };
+use crate::weights::ReservoirWeights;
 
 /// Generates the data, classifies it with each configured reservoir and runs the detector.
 pub(super) fn run(
     config: &ExperimentConfig,
     options: &SpikeClassificationOptions,
     factory: &mut dyn ReservoirFactory,
-) -> Result<ExperimentReport> {
+    hooks: &mut RunHooks<'_>,
+) -> Result<RunOutcome> {
     let mut metrics = Vec::new();
     let mut timings = Vec::new();
     let t = Instant::now();
@@ -30,7 +36,13 @@ pub(super) fn run(
         ..config.reservoir.clone()
     };
     let mut esn = factory.echo_state(&esn_config)?;
-    let (_, esn_report) = classify(esn.as_mut(), &data, options, config.readout.ridge)?;
+    let (esn_readout, esn_report) = classify_with_progress(
+        esn.as_mut(),
+        &data,
+        options,
+        config.readout.ridge,
+        &mut |done, total| hooks.report("esn", done, total),
+    )?;
     metrics.push(figure("esn_test_accuracy", esn_report.test_accuracy));
     metrics.push(figure("esn_train_accuracy", esn_report.train_accuracy));
     timings.push(figure("esn_seconds", t.elapsed().as_secs_f64()));
@@ -42,20 +54,43 @@ pub(super) fn run(
             ..lif.clone()
         };
         let mut network = factory.lif(&lif_config)?;
-        let (_, lif_report) = classify(network.as_mut(), &data, options, config.readout.ridge)?;
+        let (_, lif_report) = classify_with_progress(
+            network.as_mut(),
+            &data,
+            options,
+            config.readout.ridge,
+            &mut |done, total| hooks.report("lif", done, total),
+        )?;
         metrics.push(figure("lif_test_accuracy", lif_report.test_accuracy));
         metrics.push(figure("lif_train_accuracy", lif_report.train_accuracy));
         timings.push(figure("lif_seconds", t.elapsed().as_secs_f64()));
     }
 
     let t = Instant::now();
-    detection_summary(&data, options, &config.detector, &mut metrics)?;
+    detection_summary(&data, options, &config.detector, &mut metrics, hooks)?;
     timings.push(figure("detection_seconds", t.elapsed().as_secs_f64()));
-    Ok(ExperimentReport {
-        task: "spike_classification".into(),
-        size: config.reservoir.size,
-        metrics,
-        timings,
+    let model = if hooks.keep_model {
+        let (weights, _) = ReservoirWeights::generate(&esn_config)?;
+        Some(TrainedModel::SpikeClassifier(SpikeModel {
+            state: esn.state(),
+            config: esn_config,
+            weights,
+            readout: esn_readout,
+            task: options.clone(),
+        }))
+    } else {
+        None
+    };
+    Ok(RunOutcome {
+        report: ExperimentReport {
+            task: "spike_classification".into(),
+            size: config.reservoir.size,
+            metrics,
+            timings,
+        },
+        model,
+        test_series: None,
+        spike_data: Some(data),
     })
 }
 
@@ -90,12 +125,14 @@ fn detection_summary(
     options: &SpikeClassificationOptions,
     detector_options: &DetectorOptions,
     metrics: &mut Vec<Figure>,
+    hooks: &mut RunHooks<'_>,
 ) -> Result<()> {
     let detector = PatternDetector::new(data.templates.clone(), detector_options.clone())?;
     let expected_end = options.onset_ms + options.pattern_ms;
     let (mut found, mut right, mut total) = (0usize, 0usize, 0usize);
-    for sample in &data.test {
+    for (i, sample) in data.test.iter().enumerate() {
         let detections = detector.detect(&sample.pattern)?;
+        hooks.report("detection", i + 1, data.test.len());
         let correct = detections
             .iter()
             .filter(|d| {

@@ -9,4 +9,7 @@ mod streaming;
 pub use linear::LinearReadout;
 pub use ridge::{RidgeAccumulator, RidgeFit};
 pub use rls::Rls;
-pub use streaming::{accumulate_run, fit_ridge, STREAM_CHUNK_ROWS};
+pub use streaming::{
+    accumulate_run, accumulate_run_with_progress, fit_ridge, fit_ridge_with_progress,
+    STREAM_CHUNK_ROWS,
+};

@@ -29,6 +29,19 @@ pub fn accumulate_run(
     washout: usize,
     acc: &mut RidgeAccumulator,
 ) -> Result<()> {
+    accumulate_run_with_progress(reservoir, inputs, targets, washout, acc, &mut |_, _| {})
+}
+
+/// [`accumulate_run`], calling `progress(rows_run, total_rows)` after each chunk of
+/// [`STREAM_CHUNK_ROWS`] rows has run (for a progress bar; the result is the same).
+pub fn accumulate_run_with_progress(
+    reservoir: &mut dyn Reservoir,
+    inputs: ArrayView2<f64>,
+    targets: ArrayView2<f64>,
+    washout: usize,
+    acc: &mut RidgeAccumulator,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<()> {
     let total = inputs.nrows();
     if targets.nrows() != total {
         return Err(ReservoirError::shape(
@@ -65,9 +78,10 @@ pub fn accumulate_run(
         });
         let mut produced = Ok(());
         for start in (0..total).step_by(STREAM_CHUNK_ROWS) {
-            let chunk = inputs.slice(s![start..(start + STREAM_CHUNK_ROWS).min(total), ..]);
-            match reservoir.run(chunk) {
+            let end = (start + STREAM_CHUNK_ROWS).min(total);
+            match reservoir.run(inputs.slice(s![start..end, ..])) {
                 Ok(states) => {
+                    progress(end, total);
                     if sender.send((start, states)).is_err() {
                         break; // the consumer stopped on an error, reported below
                     }
@@ -97,8 +111,27 @@ pub fn fit_ridge(
     targets: ArrayView2<f64>,
     config: &ReadoutConfig,
 ) -> Result<RidgeFit> {
+    fit_ridge_with_progress(reservoir, inputs, targets, config, &mut |_, _| {})
+}
+
+/// [`fit_ridge`], calling `progress(rows_run, total_rows)` as the reservoir runs (see
+/// [`accumulate_run_with_progress`]).
+pub fn fit_ridge_with_progress(
+    reservoir: &mut dyn Reservoir,
+    inputs: ArrayView2<f64>,
+    targets: ArrayView2<f64>,
+    config: &ReadoutConfig,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<RidgeFit> {
     config.validate()?;
     let mut acc = RidgeAccumulator::new(reservoir.size(), targets.ncols(), 1);
-    accumulate_run(reservoir, inputs, targets, config.washout, &mut acc)?;
+    accumulate_run_with_progress(
+        reservoir,
+        inputs,
+        targets,
+        config.washout,
+        &mut acc,
+        progress,
+    )?;
     acc.solve(config.ridge)
 }

@@ -4,11 +4,11 @@
 //!
 //! | bytes | content |
 //! |---|---|
-//! | 8 | magic `RSVMODEL` |
+//! | 8 | magic: `RSVMODEL` ([`Model`]) or `RSVSPIKE` ([`SpikeModel`]) |
 //! | 4 | format version ([`FORMAT_VERSION`]) |
 //! | 8 | payload length in bytes |
 //! | 4 | CRC-32 of the payload |
-//! | n | bincode (standard config) of [`Model`] |
+//! | n | bincode (standard config) of the model |
 //!
 //! Loading checks each of these before decoding, so a foreign, truncated or corrupted file is a
 //! clear error, and decoding never trusts a length it has not read. Saving writes a temporary
@@ -19,6 +19,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use ndarray::Array1;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use crate::config::ReservoirConfig;
@@ -26,7 +27,11 @@ use crate::error::{ReservoirError, Result};
 use crate::readout::LinearReadout;
 use crate::weights::ReservoirWeights;
 
-/// First eight bytes of every model file.
+mod spike;
+
+pub use spike::{SpikeModel, SPIKE_MAGIC};
+
+/// First eight bytes of every series model file ([`Model`]).
 pub const MAGIC: [u8; 8] = *b"RSVMODEL";
 /// Version of the payload layout this build writes and reads.
 pub const FORMAT_VERSION: u32 = 1;
@@ -73,20 +78,7 @@ impl Model {
     /// Writes the model to `path` atomically (temporary file, then rename).
     pub fn save(&self, path: &Path) -> Result<()> {
         self.validate()?;
-        let payload =
-            bincode::serde::encode_to_vec(self, bincode::config::standard()).map_err(|e| {
-                ReservoirError::ModelFormat {
-                    path: path.to_path_buf(),
-                    message: format!("cannot encode the model: {e}"),
-                }
-            })?;
-        let mut bytes = Vec::with_capacity(HEADER_LEN + payload.len());
-        bytes.extend_from_slice(&MAGIC);
-        bytes.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
-        bytes.extend_from_slice(&(payload.len() as u64).to_le_bytes());
-        bytes.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
-        bytes.extend_from_slice(&payload);
-        write_atomically(path, &bytes)
+        save_checked(path, &MAGIC, self)
     }
 
     /// Reads a model written by [`Model::save`].
@@ -95,58 +87,97 @@ impl Model {
     /// An I/O error naming the file, or a format error saying whether it is not a model file,
     /// of another format version, truncated, corrupted, or inconsistent.
     pub fn load(path: &Path) -> Result<Self> {
-        let bytes = fs::read(path).map_err(|source| ReservoirError::Io {
+        let model: Model = load_checked(path, &MAGIC)?;
+        model.validate().map_err(|e| ReservoirError::ModelFormat {
             path: path.to_path_buf(),
-            source,
+            message: format!("inconsistent model: {e}"),
         })?;
-        let format_error = |message: String| ReservoirError::ModelFormat {
-            path: path.to_path_buf(),
-            message,
-        };
-        if bytes.len() < MAGIC.len() || bytes[..MAGIC.len()] != MAGIC {
-            return Err(format_error(
-                "not a reservoir model file (bad magic bytes)".into(),
-            ));
-        }
-        if bytes.len() < HEADER_LEN {
-            return Err(format_error("truncated header".into()));
-        }
-        let version = u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]);
-        if version != FORMAT_VERSION {
-            return Err(format_error(format!(
-                "model format version {version}, this build reads version {FORMAT_VERSION}"
-            )));
-        }
-        let mut len_bytes = [0u8; 8];
-        len_bytes.copy_from_slice(&bytes[12..20]);
-        let declared = u64::from_le_bytes(len_bytes);
-        let actual = (bytes.len() - HEADER_LEN) as u64;
-        if declared != actual {
-            return Err(format_error(format!(
-                "{} ({actual} payload bytes, header says {declared})",
-                if actual < declared {
-                    "truncated"
-                } else {
-                    "trailing bytes after the model"
-                }
-            )));
-        }
-        let checksum = u32::from_le_bytes([bytes[20], bytes[21], bytes[22], bytes[23]]);
-        let payload = &bytes[HEADER_LEN..];
-        if crc32fast::hash(payload) != checksum {
-            return Err(format_error("corrupted (checksum mismatch)".into()));
-        }
-        let (model, used): (Model, usize) =
-            bincode::serde::decode_from_slice(payload, bincode::config::standard())
-                .map_err(|e| format_error(format!("cannot decode the model: {e}")))?;
-        if used != payload.len() {
-            return Err(format_error("trailing bytes inside the payload".into()));
-        }
-        model
-            .validate()
-            .map_err(|e| format_error(format!("inconsistent model: {e}")))?;
         Ok(model)
     }
+}
+
+/// What a file with another kind's magic bytes is, for the error message.
+fn other_kind(magic: &[u8]) -> Option<&'static str> {
+    if magic == MAGIC {
+        Some("a series model (from `reservoir fit` or `reservoir run` on a series task)")
+    } else if magic == SPIKE_MAGIC {
+        Some("a spike-classifier model (from `reservoir run` on a spike_classification config)")
+    } else {
+        None
+    }
+}
+
+/// Encodes `value` behind the header (`magic`, version, length, CRC-32) and writes it
+/// atomically.
+fn save_checked<T: Serialize>(path: &Path, magic: &[u8; 8], value: &T) -> Result<()> {
+    let payload =
+        bincode::serde::encode_to_vec(value, bincode::config::standard()).map_err(|e| {
+            ReservoirError::ModelFormat {
+                path: path.to_path_buf(),
+                message: format!("cannot encode the model: {e}"),
+            }
+        })?;
+    let mut bytes = Vec::with_capacity(HEADER_LEN + payload.len());
+    bytes.extend_from_slice(magic);
+    bytes.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+    bytes.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    bytes.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+    bytes.extend_from_slice(&payload);
+    write_atomically(path, &bytes)
+}
+
+/// Reads a file written by [`save_checked`] with `magic`, checking the header before decoding.
+fn load_checked<T: DeserializeOwned>(path: &Path, magic: &[u8; 8]) -> Result<T> {
+    let bytes = fs::read(path).map_err(|source| ReservoirError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let format_error = |message: String| ReservoirError::ModelFormat {
+        path: path.to_path_buf(),
+        message,
+    };
+    if bytes.len() < magic.len() || bytes[..magic.len()] != *magic {
+        let found = bytes.get(..magic.len()).and_then(other_kind);
+        return Err(format_error(match (found, other_kind(magic)) {
+            (Some(found), Some(wanted)) => format!("this is {found}, not {wanted}"),
+            _ => "not a reservoir model file (bad magic bytes)".into(),
+        }));
+    }
+    if bytes.len() < HEADER_LEN {
+        return Err(format_error("truncated header".into()));
+    }
+    let version = u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]);
+    if version != FORMAT_VERSION {
+        return Err(format_error(format!(
+            "model format version {version}, this build reads version {FORMAT_VERSION}"
+        )));
+    }
+    let mut len_bytes = [0u8; 8];
+    len_bytes.copy_from_slice(&bytes[12..20]);
+    let declared = u64::from_le_bytes(len_bytes);
+    let actual = (bytes.len() - HEADER_LEN) as u64;
+    if declared != actual {
+        return Err(format_error(format!(
+            "{} ({actual} payload bytes, header says {declared})",
+            if actual < declared {
+                "truncated"
+            } else {
+                "trailing bytes after the model"
+            }
+        )));
+    }
+    let checksum = u32::from_le_bytes([bytes[20], bytes[21], bytes[22], bytes[23]]);
+    let payload = &bytes[HEADER_LEN..];
+    if crc32fast::hash(payload) != checksum {
+        return Err(format_error("corrupted (checksum mismatch)".into()));
+    }
+    let (value, used): (T, usize) =
+        bincode::serde::decode_from_slice(payload, bincode::config::standard())
+            .map_err(|e| format_error(format!("cannot decode the model: {e}")))?;
+    if used != payload.len() {
+        return Err(format_error("trailing bytes inside the payload".into()));
+    }
+    Ok(value)
 }
 
 /// Writes `bytes` to a temporary file beside `path`, syncs it, and renames it over `path`; on
