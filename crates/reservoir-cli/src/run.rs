@@ -26,14 +26,19 @@ pub struct RunArgs {
     /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
-    /// Save the trained model here (written atomically); nothing is saved without this option.
-    /// narma10 and mackey_glass save the echo-state readout as `reservoir fit` does (input
+    /// Save the trained model here (written atomically). Without it the model goes to
+    /// `<config name>-model.bin` (`reservoir-model.bin` for the embedded default) in the current
+    /// directory, unless --no-save. narma10 and mackey_glass save the echo-state readout as `reservoir fit` does (input
     /// column `u` or `x`, target `y` or `x_next`, as `reservoir generate` names them; state
     /// after the test rows), ready for `reservoir predict`; spike_classification saves the
     /// echo-state classifier (reservoir with input_size = channels, weights, readout, state,
-    /// task options); memory_capacity trains no single model (an error).
-    #[arg(long, value_name = "OUT.bin")]
+    /// task options); memory_capacity trains no single model (nothing is saved; asking for
+    /// one is an error).
+    #[arg(long, value_name = "OUT.bin", conflicts_with = "no_save")]
     pub model: Option<PathBuf>,
+    /// Do not save the trained model.
+    #[arg(long)]
+    pub no_save: bool,
     /// Draw a 1200×600 PNG (written atomically): prediction vs target over the first 500 test
     /// rows (narma10, mackey_glass), or a spike raster of test sample 0 with its planted
     /// template's spikes and the detections (spike_classification).
@@ -43,7 +48,8 @@ pub struct RunArgs {
 
 /// Runs `reservoir run`.
 pub fn run(args: &RunArgs) -> Result<()> {
-    if let Some(path) = &args.model {
+    let model_path = model_path(args);
+    if let Some(path) = &model_path {
         check_output_folder("--model", path)?;
     }
     if let Some(path) = &args.plot {
@@ -62,7 +68,8 @@ pub fn run(args: &RunArgs) -> Result<()> {
         None => ExperimentConfig::from_toml(DEFAULT_CONFIG, "<embedded default config>")
             .map_err(|e| CliError::core("the embedded default config", e))?,
     };
-    if matches!(config.task, Some(TaskConfig::MemoryCapacity { .. })) {
+    let memory_capacity = matches!(config.task, Some(TaskConfig::MemoryCapacity { .. }));
+    if memory_capacity {
         for (flag, given) in [
             ("--model", args.model.is_some()),
             ("--plot", args.plot.is_some()),
@@ -87,7 +94,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
         let mut progress = |stage: &str, done, total| stages.update(stage, done, total);
         let mut hooks = RunHooks {
             progress: Some(&mut progress),
-            keep_model: args.model.is_some(),
+            keep_model: model_path.is_some() && !memory_capacity,
         };
         config.run_full(&mut factory, &mut hooks)
     };
@@ -108,7 +115,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
         None => CliError::core(format!("running {origin}"), e),
     })?;
     let mut saved = Vec::new();
-    if let Some(path) = &args.model {
+    if let (Some(path), false) = (&model_path, memory_capacity) {
         save_model(path, outcome.model.as_ref())?;
         saved.push(("model", path.display().to_string()));
     }
@@ -117,6 +124,26 @@ pub fn run(args: &RunArgs) -> Result<()> {
         saved.push(("plot", path.display().to_string()));
     }
     print_run(&outcome.report, &backend_name, &saved, args.json)
+}
+
+/// Where the model goes: `--model`, else `<config stem>-model.bin` (`reservoir-model.bin` for
+/// the embedded default) in the current directory, else nowhere with `--no-save`.
+fn model_path(args: &RunArgs) -> Option<PathBuf> {
+    if args.no_save {
+        return None;
+    }
+    if let Some(path) = &args.model {
+        return Some(path.clone());
+    }
+    let stem = args
+        .config
+        .as_ref()
+        .and_then(|p| p.file_stem())
+        .map_or_else(
+            || "reservoir".to_string(),
+            |s| s.to_string_lossy().into_owned(),
+        );
+    Some(PathBuf::from(format!("{stem}-model.bin")))
 }
 
 /// Saves the run's model to `path`.

@@ -31,13 +31,27 @@ fn number(report: &Value, key: &str) -> f64 {
 fn the_embedded_default_runs_and_matches_configs_default_toml() {
     let embedded = run_json(&["run"]);
     let file = run_json(&["run", &config("default.toml")]);
-    assert_eq!(embedded["task"], "narma10");
-    assert_eq!(embedded["test_nrmse"], file["test_nrmse"]);
-    let table = succeeds(&["run"]).stdout;
+    assert_eq!(embedded["task"], "spike_classification");
+    assert_eq!(embedded["esn_test_accuracy"], file["esn_test_accuracy"]);
+    for key in [
+        "esn_test_accuracy",
+        "lif_test_accuracy",
+        "detection_recall",
+        "detection_precision",
+    ] {
+        assert!(number(&embedded, key) >= 0.95, "{key} in {embedded}");
+    }
+    assert_eq!(embedded["model"], "reservoir-model.bin");
+    let saved = std::env::temp_dir().join("reservoir-model.bin");
+    if let Err(e) = reservoir_core::SpikeModel::load(&saved) {
+        panic!("the default run saves its classifier: {e}");
+    }
+    let table = succeeds(&["run", "--no-save"]).stdout;
     assert!(
-        table.contains("test nrmse") && table.contains("total seconds"),
+        table.contains("esn test accuracy") && table.contains("total seconds"),
         "{table}"
     );
+    assert!(!table.contains("model"), "--no-save saves nothing: {table}");
 }
 
 #[test]

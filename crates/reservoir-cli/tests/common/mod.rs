@@ -34,7 +34,9 @@ pub struct Output {
 }
 
 pub fn reservoir<S: AsRef<OsStr>>(args: &[S]) -> Output {
+    // Runs save their model in the current directory by default: keep that out of the tree.
     let out = Command::new(env!("CARGO_BIN_EXE_reservoir"))
+        .current_dir(std::env::temp_dir())
         .args(args)
         .output()
         .expect("the reservoir binary runs");

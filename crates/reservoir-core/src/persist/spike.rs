@@ -38,7 +38,31 @@ pub struct SpikeModel {
     pub state: Array1<f64>,
     /// The task it was trained on: channels, classes, `dt_ms`, `segments`, and how the data
     /// were drawn.
+    #[serde(with = "options_as_toml")]
     pub task: SpikeClassificationOptions,
+}
+
+/// The task options are stored as their TOML text: the encoder inside them is an internally
+/// tagged enum, which bincode (not self-describing) cannot decode directly.
+mod options_as_toml {
+    use serde::{de::Error as _, ser::Error as _, Deserialize, Deserializer, Serializer};
+
+    use crate::tasks::spike_classification::SpikeClassificationOptions;
+
+    pub fn serialize<S: Serializer>(
+        options: &SpikeClassificationOptions,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        let text = toml::to_string(options).map_err(S::Error::custom)?;
+        s.serialize_str(&text)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<SpikeClassificationOptions, D::Error> {
+        let text = String::deserialize(d)?;
+        toml::from_str(&text).map_err(D::Error::custom)
+    }
 }
 
 impl SpikeModel {

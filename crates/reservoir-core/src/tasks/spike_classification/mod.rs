@@ -13,14 +13,14 @@ pub use classify::{
     classify, classify_with_progress, predict_classes, sample_features, ClassificationReport,
 };
 
-use ndarray::Array1;
+use ndarray::{Array1, Array2};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::detection::random_template;
-use crate::encoding::poisson;
-use crate::error::{ConfigError, Result};
+use crate::encoding::{poisson, Encoder};
+use crate::error::{ConfigError, ReservoirError, Result};
 use crate::spikes::{Spike, SpikePattern};
 
 /// ChaCha stream of the jitter and the background seeds (the templates use their own seeds).
@@ -54,6 +54,11 @@ pub struct SpikeClassificationOptions {
     pub segments: usize,
     /// Seed of the templates and samples. Default 1.
     pub seed: u64,
+    /// How samples become spikes. `None` (default): background spikes are drawn as Poisson
+    /// trains and the template's spikes added. With an encoder (the `[task.encoder]` table, e.g.
+    /// `kind = "rate"`), each sample is first an analog intensity map, then encoded; see
+    /// [`generate`].
+    pub encoder: Option<Encoder>,
 }
 
 impl Default for SpikeClassificationOptions {
@@ -71,6 +76,7 @@ impl Default for SpikeClassificationOptions {
             dt_ms: 1.0,
             segments: 8,
             seed: 1,
+            encoder: None,
         }
     }
 }
@@ -78,6 +84,9 @@ impl Default for SpikeClassificationOptions {
 impl SpikeClassificationOptions {
     /// Checks every field; errors name the field (as `task.<field>`).
     pub fn validate(&self) -> Result<(), ConfigError> {
+        if let Some(encoder) = &self.encoder {
+            encoder.validate().map_err(|e| e.prefixed("task.encoder"))?;
+        }
         let positive = |field: &str, ok: bool, value: String| {
             if ok {
                 Ok(())
@@ -167,6 +176,36 @@ pub struct SpikeClassificationData {
     pub test: Vec<LabelledPattern>,
 }
 
+/// The `encoder` path of [`generate`]: the sample as analog intensities (bins × channels) —
+/// the background's spike probability per bin, `background_hz · dt / 1000`, everywhere, and
+/// intensity 1 in the bins of the jittered template spikes — turned into spikes by `encoder`,
+/// which must give one output step per bin (e.g. `rate` with `steps = 1`, or `delta`).
+fn encode_sample(
+    options: &SpikeClassificationOptions,
+    encoder: &Encoder,
+    template: &[Spike],
+    seed: u64,
+) -> Result<SpikePattern> {
+    let bins = (options.sample_ms / options.dt_ms).ceil() as usize;
+    let background = options.background_hz * options.dt_ms / 1000.0;
+    let mut intensity = Array2::from_elem((bins, options.channels), background);
+    for s in template {
+        let bin = ((s.time_ms / options.dt_ms) as usize).min(bins - 1);
+        intensity[(bin, s.neuron_id as usize)] = 1.0;
+    }
+    let trains = encoder.encode_sequence(intensity.view(), seed)?;
+    if trains.nrows() != bins {
+        return Err(ReservoirError::invalid(
+            "task.encoder",
+            format!(
+                "must give one step per bin ({bins}), gave {} (use steps = 1)",
+                trains.nrows()
+            ),
+        ));
+    }
+    SpikePattern::from_matrix(&trains, options.dt_ms)
+}
+
 /// Generates the templates and samples.
 pub fn generate(options: &SpikeClassificationOptions) -> Result<SpikeClassificationData> {
     options.validate()?;
@@ -183,23 +222,31 @@ pub fn generate(options: &SpikeClassificationOptions) -> Result<SpikeClassificat
     let mut rng = ChaCha8Rng::seed_from_u64(options.seed);
     rng.set_stream(STREAM_SAMPLES);
     let mut sample = |label: usize| -> Result<LabelledPattern> {
-        let rates = Array1::from_elem(options.channels, options.background_hz);
-        let background = poisson(rates.view(), options.sample_ms, rng.random())?;
-        let mut spikes = background.spikes().to_vec();
-        for s in templates[label].spikes() {
-            let jitter = if options.jitter_ms > 0.0 {
-                rng.random_range(-options.jitter_ms..=options.jitter_ms)
-            } else {
-                0.0
-            };
-            let time_ms = (options.onset_ms + s.time_ms + jitter)
-                .clamp(0.0, options.sample_ms * (1.0 - 1e-12));
-            spikes.push(Spike { time_ms, ..*s });
-        }
-        Ok(LabelledPattern {
-            pattern: SpikePattern::new(spikes, options.channels, options.sample_ms)?,
-            label,
-        })
+        let jittered: Vec<Spike> = templates[label]
+            .spikes()
+            .iter()
+            .map(|s| {
+                let jitter = if options.jitter_ms > 0.0 {
+                    rng.random_range(-options.jitter_ms..=options.jitter_ms)
+                } else {
+                    0.0
+                };
+                let time_ms = (options.onset_ms + s.time_ms + jitter)
+                    .clamp(0.0, options.sample_ms * (1.0 - 1e-12));
+                Spike { time_ms, ..*s }
+            })
+            .collect();
+        let pattern = match &options.encoder {
+            None => {
+                let rates = Array1::from_elem(options.channels, options.background_hz);
+                let background = poisson(rates.view(), options.sample_ms, rng.random())?;
+                let mut spikes = background.spikes().to_vec();
+                spikes.extend(jittered);
+                SpikePattern::new(spikes, options.channels, options.sample_ms)?
+            }
+            Some(encoder) => encode_sample(options, encoder, &jittered, rng.random())?,
+        };
+        Ok(LabelledPattern { pattern, label })
     };
     let mut draw = |per_class: usize| -> Result<Vec<LabelledPattern>> {
         (0..per_class * options.classes)
