@@ -126,7 +126,7 @@ impl BenchBuffers {
             .iter()
             .map(|&v| v as u32)
             .collect();
-        let mut plan = PersistentPlan::for_csr(&self.device, &host_row_ptr)?
+        let mut plan = PersistentPlan::for_csr_unbounded(&self.device, &host_row_ptr)?
             .ok_or_else(|| GpuError::Unavailable("no persistent plan on this device".into()))?;
         let cached = plan.caches_weights();
         let timing = self.time(repeats, |b| {

@@ -56,6 +56,15 @@ impl PersistentPlan {
     /// device cannot launch cooperatively, N exceeds [`PERSISTENT_MAX_N`] or x alone does not
     /// fit in shared memory.
     pub(crate) fn for_csr(device: &GpuDevice, row_ptr: &[u32]) -> Result<Option<Self>> {
+        if row_ptr.len().saturating_sub(1) > PERSISTENT_MAX_N {
+            return Ok(None);
+        }
+        Self::for_csr_unbounded(device, row_ptr)
+    }
+
+    /// [`PersistentPlan::for_csr`] without the [`PERSISTENT_MAX_N`] policy: the benchmark
+    /// measures the persistent kernel at every size.
+    pub(crate) fn for_csr_unbounded(device: &GpuDevice, row_ptr: &[u32]) -> Result<Option<Self>> {
         let n = row_ptr.len().saturating_sub(1);
         let ctx = device.context();
         let cooperative = ctx
@@ -65,7 +74,7 @@ impl PersistentPlan {
             .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
             .context("reading the shared-memory limit")? as usize;
         let x_bytes = n * 4;
-        if cooperative == 0 || n == 0 || n > PERSISTENT_MAX_N || x_bytes > max_shared {
+        if cooperative == 0 || n == 0 || x_bytes > max_shared {
             return Ok(None);
         }
         let function = device.nvrtc_function(&kernels::PERSISTENT, kernels::persistent::CSR)?;
