@@ -2,7 +2,7 @@
 //!
 //! The CUDA backend of the reservoir engine, on cudarc with the CUDA libraries loaded at run
 //! time: it builds and its tests run on a machine without CUDA, and at run time it finds the
-//! driver, NVRTC and cuBLAS or says which one is missing ([`probe`]).
+//! driver, NVRTC and cuBLAS or says which one is missing ([`probe()`](fn@probe)).
 //!
 //! ```text
 //! probe() ─► GpuDevice::shared(0) ─► GpuReservoirComputer::new_shared(&config, &device)
@@ -13,6 +13,8 @@
 //! Kernels live in `kernels/*.cu`: the echo-state kernels ship as PTX (with an NVRTC fallback
 //! when a driver rejects it), the others are compiled with NVRTC on first use. Every kernel
 //! has a CPU reference in `reservoir-core` and a test comparing them on fresh random inputs.
+
+#![warn(missing_docs)]
 
 pub mod backend;
 pub mod bench;

@@ -25,6 +25,8 @@
 //! # Ok::<(), reservoir_core::ReservoirError>(())
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod activation;
 pub mod config;
 pub mod counter_rng;

@@ -3,9 +3,9 @@
 //! [`WIDTH`] × [`HEIGHT`] pixels, written atomically (temporary file beside the target, then
 //! rename).
 //!
-//! - [`series`]: prediction against target over the first [`MAX_SERIES_ROWS`] test rows
+//! - [`series()`](fn@series): prediction against target over the first [`MAX_SERIES_ROWS`] test rows
 //!   (`fit` with a test file; `run` on narma10 and mackey_glass), one panel per target.
-//! - [`raster`]: a spike raster of one test sample of the spike task, the planted template's
+//! - [`raster()`](fn@raster): a spike raster of one test sample of the spike task, the planted template's
 //!   spikes marked and the detector's detections drawn.
 
 mod raster;

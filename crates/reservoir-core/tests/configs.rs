@@ -1,0 +1,35 @@
+//! Every config shipped in `configs/` parses, validates and has a task.
+
+use reservoir_core::ExperimentConfig;
+
+#[test]
+fn every_shipped_config_is_valid() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .map(|p| {
+            let text = std::fs::read_to_string(&p).unwrap();
+            let config = ExperimentConfig::from_toml(&text, &p.display().to_string())
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert!(config.task.is_some(), "{} has no [task]", p.display());
+            p.file_name().unwrap().to_string_lossy().into_owned()
+        })
+        .collect();
+    names.sort();
+    for expected in [
+        "default.toml",
+        "large_gpu.toml",
+        "lif.toml",
+        "mackey_glass.toml",
+        "memory_capacity.toml",
+        "narma10.toml",
+        "spike_classification.toml",
+    ] {
+        assert!(
+            names.iter().any(|n| n == expected),
+            "configs/{expected} is missing"
+        );
+    }
+}
