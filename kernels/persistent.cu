@@ -10,18 +10,9 @@
 //
 // Summation order: lanes take every 32nd term of a row, then a butterfly reduction, as in
 // matvec_reservoir_kernel; the CPU sums in another order, so results agree to rounding.
-
-__device__ __forceinline__ float tanh_rational(float v) {
-    const float clamp = 7.905311f;
-    const float a1 = 4.8935246e-3f, a3 = 6.3726193e-4f, a5 = 1.4857224e-5f, a7 = 5.122297e-8f;
-    const float a9 = -8.604671e-11f, a11 = 2.000188e-13f, a13 = -2.7607685e-16f;
-    const float b0 = 4.893525e-3f, b2 = 2.2684346e-3f, b4 = 1.1853471e-4f, b6 = 1.1982584e-6f;
-    float x = fminf(fmaxf(v, -clamp), clamp);
-    float x2 = x * x;
-    float p = x * (a1 + x2 * (a3 + x2 * (a5 + x2 * (a7 + x2 * (a9 + x2 * (a11 + x2 * a13))))));
-    float q = b0 + x2 * (b2 + x2 * (b4 + x2 * b6));
-    return p / q;
-}
+//
+// NVRTC compiles this file after neuromorphic_gemv.cu as one unit (gpu-reservoir's
+// kernels::PERSISTENT), so tanh_rational has one definition, shared with the shipped kernels.
 
 __device__ __forceinline__ float warp_sum(float acc) {
     for (int offset = 16; offset > 0; offset >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, offset);

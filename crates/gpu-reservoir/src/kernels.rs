@@ -71,7 +71,12 @@ pub mod lif {
 /// `kernels/persistent.cu`: many echo-state steps per launch, and the per-step baselines.
 pub const PERSISTENT: NvrtcSource = NvrtcSource {
     name: "kernels/persistent.cu",
-    text: include_str!("../../../kernels/persistent.cu"),
+    // After neuromorphic_gemv.cu, whose tanh_rational it uses.
+    text: concat!(
+        include_str!("../../../kernels/neuromorphic_gemv.cu"),
+        "\n",
+        include_str!("../../../kernels/persistent.cu")
+    ),
 };
 
 /// Entry points of [`PERSISTENT`].

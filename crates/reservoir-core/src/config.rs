@@ -118,7 +118,13 @@ impl Default for ReservoirConfig {
 /// Largest reservoir the CPU engine builds; larger sizes are almost certainly a typo.
 pub const MAX_SIZE: usize = 1 << 24;
 
-fn check(ok: bool, field: &str, rule: &str, value: impl ToString) -> Result<(), ConfigError> {
+/// `Err(ConfigError { field, rule, value })` unless `ok`: the one rule check of every config.
+pub(crate) fn check(
+    ok: bool,
+    field: &str,
+    rule: &str,
+    value: impl ToString,
+) -> Result<(), ConfigError> {
     if ok {
         Ok(())
     } else {

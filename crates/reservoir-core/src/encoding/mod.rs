@@ -42,19 +42,7 @@ pub const STREAM_RATE: u64 = 0x5241_5445;
 /// Counter-RNG stream of [`population`] (`0x504F_5055`, ASCII "POPU").
 pub const STREAM_POPULATION: u64 = 0x504F_5055;
 
-/// `Err(ConfigError { field, rule, value })` unless `ok`.
-pub(crate) fn check(
-    ok: bool,
-    field: &str,
-    rule: &str,
-    value: impl ToString,
-) -> Result<(), ConfigError> {
-    if ok {
-        Ok(())
-    } else {
-        Err(ConfigError::new(field, rule, value))
-    }
-}
+pub(crate) use crate::config::check;
 
 /// `steps` must be at least 1.
 pub(crate) fn check_steps(steps: usize) -> Result<(), ConfigError> {

@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::config::check;
 use crate::config::MAX_SIZE;
 use crate::error::ConfigError;
 
@@ -131,14 +132,6 @@ impl Default for LifConfig {
             count_window_steps: 200,
             seed: 42,
         }
-    }
-}
-
-fn check(ok: bool, field: &str, rule: &str, value: impl ToString) -> Result<(), ConfigError> {
-    if ok {
-        Ok(())
-    } else {
-        Err(ConfigError::new(field, rule, value))
     }
 }
 
