@@ -8,6 +8,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use reservoir_core::ReservoirWeights;
 
+use crate::csr::DeviceCsr;
 use crate::device::GpuDevice;
 use crate::error::{DriverContext, GpuError, Result};
 use crate::kernels;
@@ -27,9 +28,7 @@ pub struct BenchBuffers {
     device: GpuDevice,
     n: usize,
     steps: usize,
-    row_ptr: CudaSlice<i32>,
-    col_idx: CudaSlice<i32>,
-    values: CudaSlice<f32>,
+    csr: DeviceCsr<f32>,
     dense: Option<CudaSlice<f32>>,
     drive: CudaSlice<f32>,
     x0: CudaSlice<f32>,
@@ -48,7 +47,6 @@ impl BenchBuffers {
         let w = weights.recurrent();
         let n = w.nrows();
         let s = device.stream();
-        let to_i32 = |v: &[u32]| v.iter().map(|&x| x as i32).collect::<Vec<i32>>();
         let mut rng = ChaCha8Rng::seed_from_u64(7);
         let drive: Vec<f32> = (0..steps * n)
             .map(|_| rng.random_range(-0.5..0.5))
@@ -63,11 +61,7 @@ impl BenchBuffers {
             device: device.clone(),
             n,
             steps,
-            row_ptr: s.clone_htod(&to_i32(w.row_ptr())).context("uploading W")?,
-            col_idx: s.clone_htod(&to_i32(w.col_idx())).context("uploading W")?,
-            values: s
-                .clone_htod(&w.values().iter().map(|&v| v as f32).collect::<Vec<f32>>())
-                .context("uploading W")?,
+            csr: DeviceCsr::upload(device, w, |v| v as f32)?,
             dense: dense_w,
             drive: s.clone_htod(&drive).context("uploading the drive")?,
             x0: s.alloc_zeros(n).context("allocating x0")?,
@@ -121,7 +115,7 @@ impl BenchBuffers {
         let host_row_ptr: Vec<u32> = self
             .device
             .stream()
-            .clone_dtoh(&self.row_ptr)
+            .clone_dtoh(&self.csr.row_ptr)
             .context("reading W")?
             .iter()
             .map(|&v| v as u32)
@@ -131,9 +125,9 @@ impl BenchBuffers {
         let cached = plan.caches_weights();
         let timing = self.time(repeats, |b| {
             let run = PersistentRun {
-                row_ptr: &b.row_ptr,
-                col_idx: &b.col_idx,
-                values: &b.values,
+                row_ptr: &b.csr.row_ptr,
+                col_idx: &b.csr.col_idx,
+                values: &b.csr.values,
                 drive: &b.drive,
                 x0: b.x0.slice(..),
                 n: b.n,
@@ -228,9 +222,9 @@ impl BenchBuffers {
                 let drive_t = b.drive.slice(t * b.n..(t + 1) * b.n);
                 let mut launch = s.launch_builder(&f);
                 launch
-                    .arg(&b.row_ptr)
-                    .arg(&b.col_idx)
-                    .arg(&b.values)
+                    .arg(&b.csr.row_ptr)
+                    .arg(&b.csr.col_idx)
+                    .arg(&b.csr.values)
                     .arg(&drive_t)
                     .arg(&x)
                     .arg(&mut next)

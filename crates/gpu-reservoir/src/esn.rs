@@ -10,6 +10,7 @@ use reservoir_core::rng::{stream_rng, Stream};
 use reservoir_core::spikes::SpikePattern;
 use reservoir_core::{Activation, Reservoir, ReservoirConfig, ReservoirError, ReservoirWeights};
 
+use crate::csr::DeviceCsr;
 use crate::device::GpuDevice;
 use crate::error::{DriverContext, GpuError, Result};
 use crate::persistent::{PersistentPlan, PersistentRun, StepPath};
@@ -32,9 +33,7 @@ pub struct GpuReservoirComputer {
     device: GpuDevice,
     config: ReservoirConfig,
     weights: ReservoirWeights,
-    row_ptr: CudaSlice<i32>,
-    col_idx: CudaSlice<i32>,
-    values: CudaSlice<f32>,
+    recurrent: DeviceCsr<f32>,
     input: CudaSlice<f32>,
     bias: CudaSlice<f32>,
     state: CudaSlice<f32>,
@@ -43,16 +42,6 @@ pub struct GpuReservoirComputer {
     dt_ms: f64,
     persistent: Option<PersistentPlan>,
     path: StepPath,
-}
-
-fn to_i32(values: &[u32], what: &str) -> Result<Vec<i32>> {
-    values
-        .iter()
-        .map(|&v| i32::try_from(v))
-        .collect::<std::result::Result<_, _>>()
-        .map_err(|_| {
-            ReservoirError::invalid("GPU upload", format!("{what} exceeds 2^31 - 1")).into()
-        })
 }
 
 fn blocks(threads: usize) -> u32 {
@@ -89,15 +78,7 @@ impl GpuReservoirComputer {
         let stream = device.stream();
         let w = weights.recurrent();
         let f32s = |v: &mut dyn Iterator<Item = f64>| v.map(|x| x as f32).collect::<Vec<f32>>();
-        let row_ptr = stream
-            .clone_htod(&to_i32(w.row_ptr(), "non-zeros")?)
-            .context("uploading W")?;
-        let col_idx = stream
-            .clone_htod(&to_i32(w.col_idx(), "columns")?)
-            .context("uploading W")?;
-        let values = stream
-            .clone_htod(&f32s(&mut w.values().iter().copied()))
-            .context("uploading W")?;
+        let recurrent = DeviceCsr::upload(device, w, |v| v as f32)?;
         let input = stream
             .clone_htod(&f32s(&mut weights.input().iter().copied()))
             .context("uploading W_in")?;
@@ -113,9 +94,7 @@ impl GpuReservoirComputer {
             noise: stream_rng(config.seed, Stream::Noise),
             config: config.clone(),
             weights,
-            row_ptr,
-            col_idx,
-            values,
+            recurrent,
             input,
             bias,
             state,
@@ -233,9 +212,9 @@ impl GpuReservoirComputer {
         match (self.path, self.persistent.as_mut()) {
             (StepPath::Persistent, Some(plan)) => {
                 let run = PersistentRun {
-                    row_ptr: &self.row_ptr,
-                    col_idx: &self.col_idx,
-                    values: &self.values,
+                    row_ptr: &self.recurrent.row_ptr,
+                    col_idx: &self.recurrent.col_idx,
+                    values: &self.recurrent.values,
                     drive: &drive,
                     x0: self.state.slice(..),
                     n,
@@ -296,9 +275,9 @@ impl GpuReservoirComputer {
             let drive_t = drive.slice(t * n..(t + 1) * n);
             let mut launch = stream.launch_builder(&kernels.matvec_reservoir);
             launch
-                .arg(&self.row_ptr)
-                .arg(&self.col_idx)
-                .arg(&self.values)
+                .arg(&self.recurrent.row_ptr)
+                .arg(&self.recurrent.col_idx)
+                .arg(&self.recurrent.values)
                 .arg(&previous)
                 .arg(&drive_t)
                 .arg(&mut pre)

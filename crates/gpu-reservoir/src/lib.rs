@@ -18,6 +18,7 @@
 
 pub mod backend;
 pub mod bench;
+mod csr;
 pub mod detection;
 pub mod device;
 pub mod encoding;

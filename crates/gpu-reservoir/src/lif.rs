@@ -7,6 +7,7 @@ use reservoir_core::reservoir::check_run_shapes;
 use reservoir_core::spikes::{Spike, SpikePattern};
 use reservoir_core::{Reservoir, ReservoirError};
 
+use crate::csr::DeviceCsr;
 use crate::device::GpuDevice;
 use crate::error::{DriverContext, Result};
 use crate::kernels;
@@ -42,20 +43,10 @@ pub struct GpuLifNetwork {
     config: LifConfig,
     constants: LifConstants,
     step: CudaFunction,
-    row_ptr: CudaSlice<i32>,
-    col_idx: CudaSlice<i32>,
-    weights: CudaSlice<f32>,
+    recurrent: DeviceCsr<f32>,
     input_by_channel: CudaSlice<f32>,
     state: NeuronState,
     spike_count: u64,
-}
-
-fn to_i32(values: &[u32]) -> Result<Vec<i32>> {
-    values
-        .iter()
-        .map(|&v| i32::try_from(v))
-        .collect::<std::result::Result<_, _>>()
-        .map_err(|_| ReservoirError::invalid("GPU LIF", "more than 2^31 - 1 synapses").into())
 }
 
 impl GpuLifNetwork {
@@ -91,11 +82,7 @@ impl GpuLifNetwork {
         let n = config.size;
         Ok(Self {
             step: device.nvrtc_function(&kernels::LIF, kernels::lif::STEP)?,
-            row_ptr: s.clone_htod(&to_i32(w.row_ptr())?).context("uploading W")?,
-            col_idx: s.clone_htod(&to_i32(w.col_idx())?).context("uploading W")?,
-            weights: s
-                .clone_htod(&f32s(&mut w.values().iter().copied()))
-                .context("uploading W")?,
+            recurrent: DeviceCsr::upload(device, w, |v| v as f32)?,
             input_by_channel: s.clone_htod(&input_t).context("uploading W_in")?,
             state: NeuronState {
                 v: s.clone_htod(&vec![config.v_rest as f32; n])
@@ -238,9 +225,9 @@ impl GpuLifNetwork {
             let head_i = *head as i32;
             let mut launch = s.launch_builder(&self.step);
             launch
-                .arg(&self.row_ptr)
-                .arg(&self.col_idx)
-                .arg(&self.weights)
+                .arg(&self.recurrent.row_ptr)
+                .arg(&self.recurrent.col_idx)
+                .arg(&self.recurrent.values)
                 .arg(&before)
                 .arg(&mut now)
                 .arg(&self.input_by_channel)

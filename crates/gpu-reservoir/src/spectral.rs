@@ -8,6 +8,7 @@ use reservoir_core::spectral::{
 };
 use reservoir_core::{CsrMatrix, ReservoirError};
 
+use crate::csr::DeviceCsr;
 use crate::device::GpuDevice;
 use crate::error::{DriverContext, GpuError, Result};
 use crate::kernels;
@@ -19,9 +20,7 @@ struct GpuCsrOperator<'a> {
     device: &'a GpuDevice,
     function: CudaFunction,
     n: usize,
-    row_ptr: CudaSlice<i32>,
-    col_idx: CudaSlice<i32>,
-    values: CudaSlice<f64>,
+    matrix: DeviceCsr<f64>,
     x: RefCell<CudaSlice<f64>>,
     y: RefCell<CudaSlice<f64>>,
     error: RefCell<Option<GpuError>>,
@@ -38,9 +37,9 @@ impl GpuCsrOperator<'_> {
         let n = self.n as i32;
         let mut launch = stream.launch_builder(&self.function);
         launch
-            .arg(&self.row_ptr)
-            .arg(&self.col_idx)
-            .arg(&self.values)
+            .arg(&self.matrix.row_ptr)
+            .arg(&self.matrix.col_idx)
+            .arg(&self.matrix.values)
             .arg(&*dx)
             .arg(&mut *dy)
             .arg(&n);
@@ -79,20 +78,6 @@ impl LinearOperator for GpuCsrOperator<'_> {
     }
 }
 
-fn upload_i32(device: &GpuDevice, values: &[u32]) -> Result<CudaSlice<i32>> {
-    let host: Vec<i32> = values
-        .iter()
-        .map(|&v| i32::try_from(v))
-        .collect::<std::result::Result<_, _>>()
-        .map_err(|_| {
-            ReservoirError::invalid("GPU spectral radius", "matrix too large for 32-bit indices")
-        })?;
-    device
-        .stream()
-        .clone_htod(&host)
-        .context("uploading a CSR matrix")
-}
-
 /// The spectral radius of a square matrix, by `reservoir-core`'s algorithm (power steps and a
 /// restarted Arnoldi process, see `reservoir_core::spectral`) with every matrix-vector product
 /// computed on the GPU in `f64`. Agrees with the CPU estimate to rounding.
@@ -115,11 +100,7 @@ pub fn gpu_spectral_radius(
         device,
         function: device.nvrtc_function(&kernels::SPECTRAL, kernels::spectral::CSR_MATVEC_F64)?,
         n,
-        row_ptr: upload_i32(device, matrix.row_ptr())?,
-        col_idx: upload_i32(device, matrix.col_idx())?,
-        values: stream
-            .clone_htod(matrix.values())
-            .context("uploading a CSR matrix")?,
+        matrix: DeviceCsr::upload(device, matrix, |v| v)?,
         x: RefCell::new(
             stream
                 .alloc_zeros(n)
