@@ -10,7 +10,9 @@
 use std::time::Instant;
 
 use gpu_reservoir::bench::{copy_bandwidth, BenchBuffers, StepTiming};
-use gpu_reservoir::{probe, GpuDevice, GpuReservoirComputer, Result};
+use gpu_reservoir::{
+    probe, GemmMath, GpuBatchedReservoir, GpuDevice, GpuReservoirComputer, Result,
+};
 use ndarray::Array2;
 use reservoir_core::{EchoStateNetwork, Reservoir, ReservoirConfig, ReservoirWeights};
 
@@ -127,6 +129,21 @@ fn main() -> Result<()> {
         .sqrt()
         / cpu.mapv(|v| v * v).sum().sqrt();
 
+    // Batched: B sequences through one reservoir, one GEMM + one elementwise launch per step.
+    let mut batched_rows = Vec::new();
+    for (n, batch) in [(1000, 512), (1000, 64)] {
+        let config = ReservoirConfig {
+            size: n,
+            connection_prob: 1.0,
+            seed: 9,
+            ..Default::default()
+        };
+        for math in [GemmMath::F32, GemmMath::Tf32] {
+            let mut reservoir = GpuBatchedReservoir::new_shared(&config, batch, math, &device)?;
+            batched_rows.push((n, batch, math, reservoir.time_steps(200, 5)?));
+        }
+    }
+
     println!("\nstart-up (excluded above): context + PTX {:.3} s, cuBLAS handle {:.3} s, first NVRTC compile + plan {:.3} s", context_s, blas_s, nvrtc_s.unwrap_or(0.0));
     println!("GpuReservoirComputer::run, N=1000 dense, 100,000 steps incl. drive, transfers and copy-back: {:.3} s ({:.2} µs/step); relative error vs CPU over the first 1000 steps {:.1e}", run_s, run_s * 1e6 / 1e5, diff);
     println!("\n| case | path | µs/step | GB/s of W | floor µs (W bytes / copy BW) |");
@@ -140,6 +157,14 @@ fn main() -> Result<()> {
             r.timing.micros_per_step,
             gbs,
             r.w_bytes / (copy * 1e9) * 1e6
+        );
+    }
+    println!("\n| batched: N, B | GEMM | µs/step (all B sequences) | µs per sequence-step |");
+    println!("|---|---|---|---|");
+    for (n, batch, math, micros) in batched_rows {
+        println!(
+            "| N={n}, B={batch} | {math:?} | {micros:.2} | {:.4} |",
+            micros / batch as f64
         );
     }
     Ok(())

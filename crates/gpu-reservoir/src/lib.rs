@@ -17,6 +17,7 @@
 #![warn(missing_docs)]
 
 pub mod backend;
+pub mod batched;
 pub mod bench;
 mod csr;
 pub mod detection;
@@ -31,6 +32,7 @@ pub mod probe;
 pub mod spectral;
 
 pub use backend::{build_reservoir, lif_for, reservoir_for, BackendFactory, Chosen};
+pub use batched::{GemmMath, GpuBatchedReservoir};
 pub use detection::{gpu_detect, gpu_scores};
 pub use device::{GpuDevice, KernelSource};
 pub use encoding::{gpu_rate, gpu_rate_sequence};

@@ -1,0 +1,281 @@
+//! B independent sequences through one echo-state reservoir: one GEMM per step.
+
+use cudarc::cublas::sys::{cublasMath_t, cublasOperation_t, cublasSetMathMode};
+use cudarc::cublas::{CudaBlas, Gemm, GemmConfig};
+use cudarc::driver::{CudaFunction, CudaSlice, CudaView, LaunchConfig, PushKernelArg};
+use ndarray::{Array2, ArrayView2};
+use reservoir_core::{Activation, ReservoirConfig, ReservoirError, ReservoirWeights};
+
+use crate::device::GpuDevice;
+use crate::error::{DriverContext, GpuError, Result};
+use crate::kernels;
+
+/// Arithmetic of the per-step GEMM.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GemmMath {
+    /// Plain f32 SGEMM (states agree with the CPU to f32 rounding).
+    F32,
+    /// TF32 tensor cores: f32 storage, 10-bit-mantissa products, f32 accumulation. Faster;
+    /// states drift from the f32 CPU reference by ~1e-3 relative (measured in the tests).
+    Tf32,
+}
+
+/// An echo-state reservoir that runs B sequences at once: the states are an N × B matrix X
+/// (column b = sequence b), and each step is `X ← (1 − a)·X + a·f(W·X + D_t)` with one cuBLAS
+/// GEMM for W·X and one elementwise launch. W is the reservoir's (dense, f32) W; the drive
+/// D_t = b + W_in·u_t of every sequence and step is computed up front with the input kernel.
+#[derive(Debug)]
+pub struct GpuBatchedReservoir {
+    device: GpuDevice,
+    config: ReservoirConfig,
+    batch: usize,
+    w: CudaSlice<f32>,
+    input: CudaSlice<f32>,
+    bias: CudaSlice<f32>,
+    state: CudaSlice<f32>,
+    elementwise: CudaFunction,
+    math: GemmMath,
+}
+
+impl GpuBatchedReservoir {
+    /// Generates `config`'s weights (as the CPU reservoir does) for `batch` sequences.
+    pub fn new_shared(
+        config: &ReservoirConfig,
+        batch: usize,
+        math: GemmMath,
+        device: &GpuDevice,
+    ) -> Result<Self> {
+        let (weights, _) = ReservoirWeights::generate(config)?;
+        Self::from_weights(config, &weights, batch, math, device)
+    }
+
+    /// Uploads `weights` (W densified) for `batch` sequences.
+    pub fn from_weights(
+        config: &ReservoirConfig,
+        weights: &ReservoirWeights,
+        batch: usize,
+        math: GemmMath,
+        device: &GpuDevice,
+    ) -> Result<Self> {
+        config.validate().map_err(ReservoirError::from)?;
+        if batch == 0 || weights.size() != config.size || weights.input_size() != config.input_size
+        {
+            return Err(ReservoirError::invalid(
+                "batched reservoir",
+                "batch must be >= 1 and the weights must fit the config",
+            )
+            .into());
+        }
+        let s = device.stream();
+        let f32s =
+            |values: &mut dyn Iterator<Item = f64>| values.map(|v| v as f32).collect::<Vec<f32>>();
+        let n = config.size;
+        Ok(Self {
+            w: s.clone_htod(&f32s(&mut weights.recurrent().to_dense().iter().copied()))
+                .context("uploading W")?,
+            input: s
+                .clone_htod(&f32s(&mut weights.input().iter().copied()))
+                .context("uploading W_in")?,
+            bias: s
+                .clone_htod(&f32s(&mut weights.bias().iter().copied()))
+                .context("uploading b")?,
+            state: s.alloc_zeros(n * batch).context("allocating the states")?,
+            elementwise: device
+                .nvrtc_function(&kernels::PERSISTENT, kernels::persistent::ELEMENTWISE)?,
+            device: device.clone(),
+            config: config.clone(),
+            batch,
+            math,
+        })
+    }
+
+    /// Runs B sequences of equal length (each T × K) from the current states; returns each
+    /// sequence's states (T × N).
+    pub fn run(&mut self, sequences: &[ArrayView2<f64>]) -> Result<Vec<Array2<f64>>> {
+        let (n, k, b) = (self.config.size, self.config.input_size, self.batch);
+        let steps = sequences.first().map_or(0, |s| s.nrows());
+        if sequences.len() != b || sequences.iter().any(|s| s.dim() != (steps, k)) {
+            return Err(ReservoirError::shape(
+                "batched inputs",
+                format!("{b} sequences of T x {k}"),
+                format!("{} sequences", sequences.len()),
+            )
+            .into());
+        }
+        if sequences.iter().any(|s| s.iter().any(|v| !v.is_finite())) {
+            return Err(ReservoirError::invalid("batched inputs", "values must be finite").into());
+        }
+        if steps == 0 {
+            return Ok(vec![Array2::zeros((0, n)); b]);
+        }
+        // Row t·B + j of u is sequence j at step t, so drive row t·B + j is column j of D_t.
+        let mut u = Vec::with_capacity(steps * b * k);
+        for t in 0..steps {
+            for seq in sequences {
+                u.extend(seq.row(t).iter().map(|&v| v as f32));
+            }
+        }
+        let s = self.device.stream().clone();
+        let u = s.clone_htod(&u).context("uploading inputs")?;
+        let mut drive = s
+            .alloc_zeros::<f32>(steps * b * n)
+            .context("allocating the drive")?;
+        let mut states = s
+            .alloc_zeros::<f32>(steps * b * n)
+            .context("allocating the states")?;
+        let rows = i32::try_from(steps * b)
+            .map_err(|_| ReservoirError::invalid("batched inputs", "T·B exceeds 2^31 - 1"))?;
+        let mut launch = s.launch_builder(&self.device.gemv().matvec_input);
+        let (null, n_i, k_i): (u64, i32, i32) = (0, n as i32, k as i32);
+        launch
+            .arg(&u)
+            .arg(&self.input)
+            .arg(&self.bias)
+            .arg(&null)
+            .arg(&mut drive)
+            .arg(&rows)
+            .arg(&n_i)
+            .arg(&k_i);
+        // SAFETY: u is (T·B)×k, input n×k, bias n, drive (T·B)×n; no noise (null); the kernel
+        // guards idx < T·B·n.
+        unsafe { launch.launch(LaunchConfig::for_num_elems((steps * b * n) as u32)) }
+            .context("launching matvec_input_kernel")?;
+        let mut pre = s.alloc_zeros::<f32>(n * b).context("allocating W·X")?;
+        let blas = self.device.blas()?;
+        for t in 0..steps {
+            let (done, mut rest) = states.split_at_mut(t * n * b);
+            let mut next = rest.slice_mut(..n * b);
+            let x = if t == 0 {
+                self.state.slice(..)
+            } else {
+                done.slice((t - 1) * n * b..)
+            };
+            self.step(
+                blas,
+                &x,
+                &drive.slice(t * n * b..(t + 1) * n * b),
+                &mut pre,
+                &mut next,
+            )?;
+        }
+        s.memcpy_dtod(&states.slice((steps - 1) * n * b..), &mut self.state)
+            .context("keeping the final states")?;
+        let host = s.clone_dtoh(&states).context("copying the states back")?;
+        Ok((0..b)
+            .map(|j| {
+                Array2::from_shape_fn((steps, n), |(t, i)| f64::from(host[(t * b + j) * n + i]))
+            })
+            .collect())
+    }
+
+    /// One step: `pre = W·x` (GEMM), then `next = (1 − a)·x + a·f(pre + drive)`.
+    fn step(
+        &self,
+        blas: &CudaBlas,
+        x: &CudaView<'_, f32>,
+        drive: &CudaView<'_, f32>,
+        pre: &mut CudaSlice<f32>,
+        next: &mut cudarc::driver::CudaViewMut<'_, f32>,
+    ) -> Result<()> {
+        let (n, b) = (self.config.size as i32, self.batch as i32);
+        // Row-major W is column-major Wᵀ, so W·X is op(A)·B with op = transpose.
+        let cfg = GemmConfig {
+            transa: cublasOperation_t::CUBLAS_OP_T,
+            transb: cublasOperation_t::CUBLAS_OP_N,
+            m: n,
+            n: b,
+            k: n,
+            alpha: 1.0f32,
+            lda: n,
+            ldb: n,
+            beta: 0.0f32,
+            ldc: n,
+        };
+        let mode = match self.math {
+            GemmMath::F32 => cublasMath_t::CUBLAS_DEFAULT_MATH,
+            GemmMath::Tf32 => cublasMath_t::CUBLAS_TF32_TENSOR_OP_MATH,
+        };
+        let blas_error = |message: String| GpuError::Blas {
+            context: "the batched step GEMM",
+            message,
+        };
+        // SAFETY: the handle is this device's; the math mode applies to the calls that follow.
+        unsafe { cublasSetMathMode(*blas.handle(), mode) }
+            .result()
+            .map_err(|e| blas_error(e.to_string()))?;
+        // SAFETY: W is n×n, x and pre are n×b (column-major, ld n).
+        unsafe { blas.gemm(cfg, &self.w, x, pre) }.map_err(|e| blas_error(e.to_string()))?;
+        // SAFETY: as above; back to the default for every other user of the shared handle.
+        unsafe { cublasSetMathMode(*blas.handle(), cublasMath_t::CUBLAS_DEFAULT_MATH) }
+            .result()
+            .map_err(|e| blas_error(e.to_string()))?;
+        let activation: i32 = match self.config.activation {
+            Activation::Tanh => 0,
+            Activation::Identity => 1,
+        };
+        let (total, leak) = (n * b, self.config.leak_rate as f32);
+        let mut launch = self.device.stream().launch_builder(&self.elementwise);
+        launch
+            .arg(&*pre)
+            .arg(drive)
+            .arg(x)
+            .arg(next)
+            .arg(&total)
+            .arg(&leak)
+            .arg(&activation);
+        // SAFETY: pre, drive, x and next hold n·b values; the kernel guards i < n·b.
+        unsafe { launch.launch(LaunchConfig::for_num_elems(total as u32)) }
+            .context("launching esn_elementwise")?;
+        Ok(())
+    }
+
+    /// Median µs per step of `steps` steps on random drive (no transfers), after a warm-up:
+    /// for the benchmark.
+    pub fn time_steps(&mut self, steps: usize, repeats: usize) -> Result<f64> {
+        use cudarc::driver::sys::CUevent_flags;
+        let (n, b) = (self.config.size, self.batch);
+        let s = self.device.stream().clone();
+        let drive = s
+            .clone_htod(
+                &(0..n * b)
+                    .map(|i| ((i * 7919 % 1000) as f32 / 1000.0) - 0.5)
+                    .collect::<Vec<f32>>(),
+            )
+            .context("uploading a drive")?;
+        let mut a = s.alloc_zeros::<f32>(n * b).context("allocating X")?;
+        let mut c = s.alloc_zeros::<f32>(n * b).context("allocating X")?;
+        let mut pre = s.alloc_zeros::<f32>(n * b).context("allocating W·X")?;
+        let blas = self.device.blas()?;
+        let ctx = self.device.context().clone();
+        let mut samples = Vec::new();
+        for round in 0..=repeats.max(1) {
+            let start = ctx
+                .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+                .context("creating an event")?;
+            let end = ctx
+                .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+                .context("creating an event")?;
+            start.record(&s).context("recording an event")?;
+            for t in 0..steps {
+                let (x, next) = if t % 2 == 0 {
+                    (&a, &mut c)
+                } else {
+                    (&c, &mut a)
+                };
+                let x = x.slice(..);
+                let mut next = next.slice_mut(..);
+                self.step(blas, &x, &drive.slice(..), &mut pre, &mut next)?;
+            }
+            end.record(&s).context("recording an event")?;
+            end.synchronize().context("waiting for the timed run")?;
+            if round > 0 {
+                samples.push(
+                    f64::from(start.elapsed_ms(&end).context("reading an event")?) * 1e3
+                        / steps as f64,
+                );
+            }
+        }
+        samples.sort_by(f64::total_cmp);
+        Ok(samples[samples.len() / 2])
+    }
+}
