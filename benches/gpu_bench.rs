@@ -45,13 +45,20 @@ fn main() -> Result<()> {
 
     let mut rows = Vec::new();
     let mut nvrtc_s = None;
-    for (n, density, steps, dense) in [
-        (1000, 1.0, 20_000, true),
-        (1000, 0.1, 20_000, false),
-        (10_000, 0.01, 10_000, false),
-        (4096, 1.0, 2_000, true),
-        (8192, 1.0, 1_000, true),
-    ] {
+    // `--batched-only` skips the single-sequence table (a shorter run on the device).
+    let single_cases: &[(usize, f64, usize, bool)] =
+        if std::env::args().any(|a| a == "--batched-only") {
+            &[]
+        } else {
+            &[
+                (1000, 1.0, 20_000, true),
+                (1000, 0.1, 20_000, false),
+                (10_000, 0.01, 10_000, false),
+                (4096, 1.0, 2_000, true),
+                (8192, 1.0, 1_000, true),
+            ]
+        };
+    for &(n, density, steps, dense) in single_cases {
         let config = ReservoirConfig {
             size: n,
             connection_prob: density,
@@ -140,7 +147,9 @@ fn main() -> Result<()> {
         };
         for math in [GemmMath::F32, GemmMath::Tf32] {
             let mut reservoir = GpuBatchedReservoir::new_shared(&config, batch, math, &device)?;
-            batched_rows.push((n, batch, math, reservoir.time_steps(200, 5)?));
+            for graph in [false, true] {
+                batched_rows.push((n, batch, math, graph, reservoir.time_steps(200, 5, graph)?));
+            }
         }
     }
 
@@ -159,11 +168,18 @@ fn main() -> Result<()> {
             r.w_bytes / (copy * 1e9) * 1e6
         );
     }
-    println!("\n| batched: N, B | GEMM | µs/step (all B sequences) | µs per sequence-step |");
-    println!("|---|---|---|---|");
-    for (n, batch, math, micros) in batched_rows {
+    println!(
+        "\n| batched: N, B | GEMM | launches | µs/step (all B sequences) | µs per sequence-step |"
+    );
+    println!("|---|---|---|---|---|");
+    for (n, batch, math, graph, micros) in batched_rows {
+        let launches = if graph {
+            "CUDA graph of 200 steps"
+        } else {
+            "2 per step"
+        };
         println!(
-            "| N={n}, B={batch} | {math:?} | {micros:.2} | {:.4} |",
+            "| N={n}, B={batch} | {math:?} | {launches} | {micros:.2} | {:.4} |",
             micros / batch as f64
         );
     }

@@ -10,6 +10,41 @@ use crate::device::GpuDevice;
 use crate::error::{DriverContext, GpuError, Result};
 use crate::kernels;
 
+fn blas_error(message: String) -> GpuError {
+    GpuError::Blas {
+        context: "the batched step GEMM",
+        message,
+    }
+}
+
+/// Sets the shared handle's math mode for `math` and puts the default back when dropped, so
+/// other users of the device's cuBLAS handle never see TF32 by surprise.
+struct MathModeGuard<'a> {
+    blas: &'a CudaBlas,
+}
+
+impl<'a> MathModeGuard<'a> {
+    fn set(blas: &'a CudaBlas, math: GemmMath) -> Result<Self> {
+        let mode = match math {
+            GemmMath::F32 => cublasMath_t::CUBLAS_DEFAULT_MATH,
+            GemmMath::Tf32 => cublasMath_t::CUBLAS_TF32_TENSOR_OP_MATH,
+        };
+        // SAFETY: the handle is the device's; the mode applies to the calls that follow.
+        unsafe { cublasSetMathMode(*blas.handle(), mode) }
+            .result()
+            .map_err(|e| blas_error(e.to_string()))?;
+        Ok(Self { blas })
+    }
+}
+
+impl Drop for MathModeGuard<'_> {
+    fn drop(&mut self) {
+        // SAFETY: as in `set`. A failure here leaves TF32 on, which only changes rounding.
+        let _ =
+            unsafe { cublasSetMathMode(*self.blas.handle(), cublasMath_t::CUBLAS_DEFAULT_MATH) };
+    }
+}
+
 /// Arithmetic of the per-step GEMM.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GemmMath {
@@ -142,6 +177,7 @@ impl GpuBatchedReservoir {
             .context("launching matvec_input_kernel")?;
         let mut pre = s.alloc_zeros::<f32>(n * b).context("allocating W·X")?;
         let blas = self.device.blas()?;
+        let _math = MathModeGuard::set(blas, self.math)?;
         for t in 0..steps {
             let (done, mut rest) = states.split_at_mut(t * n * b);
             let mut next = rest.slice_mut(..n * b);
@@ -191,24 +227,8 @@ impl GpuBatchedReservoir {
             beta: 0.0f32,
             ldc: n,
         };
-        let mode = match self.math {
-            GemmMath::F32 => cublasMath_t::CUBLAS_DEFAULT_MATH,
-            GemmMath::Tf32 => cublasMath_t::CUBLAS_TF32_TENSOR_OP_MATH,
-        };
-        let blas_error = |message: String| GpuError::Blas {
-            context: "the batched step GEMM",
-            message,
-        };
-        // SAFETY: the handle is this device's; the math mode applies to the calls that follow.
-        unsafe { cublasSetMathMode(*blas.handle(), mode) }
-            .result()
-            .map_err(|e| blas_error(e.to_string()))?;
         // SAFETY: W is n×n, x and pre are n×b (column-major, ld n).
         unsafe { blas.gemm(cfg, &self.w, x, pre) }.map_err(|e| blas_error(e.to_string()))?;
-        // SAFETY: as above; back to the default for every other user of the shared handle.
-        unsafe { cublasSetMathMode(*blas.handle(), cublasMath_t::CUBLAS_DEFAULT_MATH) }
-            .result()
-            .map_err(|e| blas_error(e.to_string()))?;
         let activation: i32 = match self.config.activation {
             Activation::Tanh => 0,
             Activation::Identity => 1,
@@ -229,23 +249,55 @@ impl GpuBatchedReservoir {
         Ok(())
     }
 
-    /// Median µs per step of `steps` steps on random drive (no transfers), after a warm-up:
-    /// for the benchmark.
-    pub fn time_steps(&mut self, steps: usize, repeats: usize) -> Result<f64> {
-        use cudarc::driver::sys::CUevent_flags;
+    /// Median µs per step of `steps` steps on a fixed drive (no transfers), after a warm-up:
+    /// for the benchmark. With `graph`, the steps are captured once into a CUDA graph and the
+    /// graph is replayed, which removes the host's launch overhead between steps.
+    pub fn time_steps(&mut self, steps: usize, repeats: usize, graph: bool) -> Result<f64> {
+        use cudarc::driver::sys::{CUevent_flags, CUgraphInstantiate_flags, CUstreamCaptureMode};
         let (n, b) = (self.config.size, self.batch);
         let s = self.device.stream().clone();
-        let drive = s
-            .clone_htod(
-                &(0..n * b)
-                    .map(|i| ((i * 7919 % 1000) as f32 / 1000.0) - 0.5)
-                    .collect::<Vec<f32>>(),
-            )
-            .context("uploading a drive")?;
+        let host_drive: Vec<f32> = (0..n * b)
+            .map(|i| ((i * 7919 % 1000) as f32 / 1000.0) - 0.5)
+            .collect();
+        let drive = s.clone_htod(&host_drive).context("uploading a drive")?;
         let mut a = s.alloc_zeros::<f32>(n * b).context("allocating X")?;
         let mut c = s.alloc_zeros::<f32>(n * b).context("allocating X")?;
         let mut pre = s.alloc_zeros::<f32>(n * b).context("allocating W·X")?;
         let blas = self.device.blas()?;
+        let _math = MathModeGuard::set(blas, self.math)?;
+        let mut enqueue = |me: &Self| -> Result<()> {
+            for t in 0..steps {
+                let (x, next) = if t % 2 == 0 {
+                    (&a, &mut c)
+                } else {
+                    (&c, &mut a)
+                };
+                me.step(
+                    blas,
+                    &x.slice(..),
+                    &drive.slice(..),
+                    &mut pre,
+                    &mut next.slice_mut(..),
+                )?;
+            }
+            Ok(())
+        };
+        let captured = if graph {
+            s.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+                .context("starting a graph capture")?;
+            let enqueued = enqueue(self);
+            let graph = s
+                .end_capture(CUgraphInstantiate_flags(0))
+                .context("ending the graph capture")?;
+            enqueued?;
+            let graph = graph.ok_or_else(|| {
+                GpuError::Unavailable("the graph capture recorded nothing".into())
+            })?;
+            graph.upload().context("uploading the graph")?;
+            Some(graph)
+        } else {
+            None
+        };
         let ctx = self.device.context().clone();
         let mut samples = Vec::new();
         for round in 0..=repeats.max(1) {
@@ -256,15 +308,9 @@ impl GpuBatchedReservoir {
                 .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
                 .context("creating an event")?;
             start.record(&s).context("recording an event")?;
-            for t in 0..steps {
-                let (x, next) = if t % 2 == 0 {
-                    (&a, &mut c)
-                } else {
-                    (&c, &mut a)
-                };
-                let x = x.slice(..);
-                let mut next = next.slice_mut(..);
-                self.step(blas, &x, &drive.slice(..), &mut pre, &mut next)?;
+            match &captured {
+                Some(graph) => graph.launch().context("replaying the graph")?,
+                None => enqueue(self)?,
             }
             end.record(&s).context("recording an event")?;
             end.synchronize().context("waiting for the timed run")?;

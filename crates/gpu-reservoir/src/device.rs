@@ -92,7 +92,8 @@ impl GpuDevice {
         // SAFETY: every buffer of this crate is used on the device's single stream only, so
         // cudarc's per-buffer cross-stream events are not needed.
         unsafe { ctx.disable_event_tracking() };
-        let stream = ctx.default_stream();
+        // A created stream, not the legacy default one: CUDA graphs can capture only the former.
+        let stream = ctx.new_stream().context("creating the device's stream")?;
         let (module, kernel_source) = match ctx.load_module(Ptx::from_src(ptx)) {
             Ok(module) => (module, KernelSource::Ptx),
             Err(rejected) => {
