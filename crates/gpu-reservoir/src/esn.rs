@@ -5,7 +5,7 @@ use ndarray::{Array1, Array2, ArrayView1, ArrayView2, ArrayViewMut2};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::StandardNormal;
-use reservoir_core::reservoir::check_run_shapes;
+use reservoir_core::reservoir::{check_run_shapes, check_state};
 use reservoir_core::rng::{stream_rng, Stream};
 use reservoir_core::spikes::SpikePattern;
 use reservoir_core::{Activation, Reservoir, ReservoirConfig, ReservoirError, ReservoirWeights};
@@ -62,19 +62,7 @@ impl GpuReservoirComputer {
         weights: ReservoirWeights,
         device: &GpuDevice,
     ) -> Result<Self> {
-        config.validate().map_err(ReservoirError::from)?;
-        if weights.size() != config.size || weights.input_size() != config.input_size {
-            return Err(ReservoirError::shape(
-                "reservoir weights for this config",
-                format!("size {} and input_size {}", config.size, config.input_size),
-                format!(
-                    "size {} and input_size {}",
-                    weights.size(),
-                    weights.input_size()
-                ),
-            )
-            .into());
-        }
+        weights.check_fits(config)?;
         let stream = device.stream();
         let w = weights.recurrent();
         let f32s = |v: &mut dyn Iterator<Item = f64>| v.map(|x| x as f32).collect::<Vec<f32>>();
@@ -342,19 +330,7 @@ impl Reservoir for GpuReservoirComputer {
     }
 
     fn set_state(&mut self, state: ArrayView1<f64>) -> reservoir_core::Result<()> {
-        if state.len() != self.size() {
-            return Err(ReservoirError::shape(
-                "reservoir state",
-                self.size(),
-                state.len(),
-            ));
-        }
-        if state.iter().any(|v| !v.is_finite()) {
-            return Err(ReservoirError::invalid(
-                "reservoir state",
-                "values must be finite",
-            ));
-        }
+        check_state(self.size(), &state)?;
         let host: Vec<f32> = state.iter().map(|&v| v as f32).collect();
         self.device
             .stream()

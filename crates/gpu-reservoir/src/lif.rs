@@ -61,19 +61,7 @@ impl GpuLifNetwork {
         weights: LifWeights,
         device: &GpuDevice,
     ) -> Result<Self> {
-        config.validate().map_err(ReservoirError::from)?;
-        if weights.size() != config.size || weights.input_size() != config.input_size {
-            return Err(ReservoirError::shape(
-                "LIF weights for this config",
-                format!("size {} and input_size {}", config.size, config.input_size),
-                format!(
-                    "size {} and input_size {}",
-                    weights.size(),
-                    weights.input_size()
-                ),
-            )
-            .into());
-        }
+        weights.check_fits(config)?;
         let s = device.stream();
         let w = weights.recurrent();
         let f32s =

@@ -8,9 +8,9 @@ use rand_distr::StandardNormal;
 
 use crate::activation::apply_in_place;
 use crate::config::{Precision, ReservoirConfig};
-use crate::error::{ReservoirError, Result};
+use crate::error::Result;
 use crate::real::Real;
-use crate::reservoir::{check_run_shapes, Reservoir};
+use crate::reservoir::{check_run_shapes, check_state, Reservoir};
 use crate::rng::{stream_rng, Stream};
 use crate::sparse::CsrMatrix;
 use crate::weights::ReservoirWeights;
@@ -83,18 +83,7 @@ impl<T: Real> EchoStateNetwork<T> {
     /// # Errors
     /// An invalid config, or weights whose sizes differ from `config.size` / `input_size`.
     pub fn from_weights(config: &ReservoirConfig, weights: ReservoirWeights) -> Result<Self> {
-        config.validate()?;
-        if weights.size() != config.size || weights.input_size() != config.input_size {
-            return Err(ReservoirError::shape(
-                "reservoir weights for this config",
-                format!("size {} and input_size {}", config.size, config.input_size),
-                format!(
-                    "size {} and input_size {}",
-                    weights.size(),
-                    weights.input_size()
-                ),
-            ));
-        }
+        weights.check_fits(config)?;
         let n = config.size;
         Ok(Self {
             recurrent: RecurrentLayout::new(weights.recurrent()),
@@ -166,19 +155,7 @@ impl<T: Real> Reservoir for EchoStateNetwork<T> {
     }
 
     fn set_state(&mut self, state: ArrayView1<f64>) -> Result<()> {
-        if state.len() != self.size() {
-            return Err(ReservoirError::shape(
-                "reservoir state",
-                self.size(),
-                state.len(),
-            ));
-        }
-        if state.iter().any(|v| !v.is_finite()) {
-            return Err(ReservoirError::invalid(
-                "reservoir state",
-                "values must be finite",
-            ));
-        }
+        check_state(self.size(), &state)?;
         for (x, &v) in self.state.iter_mut().zip(state.iter()) {
             *x = T::from_f64(v);
         }

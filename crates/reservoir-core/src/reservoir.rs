@@ -55,6 +55,20 @@ pub trait Reservoir {
     }
 }
 
+/// Checks a `set_state` argument: `size` entries, all finite.
+pub fn check_state(size: usize, state: &ArrayView1<f64>) -> Result<()> {
+    if state.len() != size {
+        return Err(ReservoirError::shape("reservoir state", size, state.len()));
+    }
+    if state.iter().any(|v| !v.is_finite()) {
+        return Err(ReservoirError::invalid(
+            "reservoir state",
+            "values must be finite",
+        ));
+    }
+    Ok(())
+}
+
 /// Checks the shapes of a `run_into` call and that every input is finite.
 pub fn check_run_shapes(
     size: usize,

@@ -176,6 +176,17 @@ impl ReservoirWeights {
         })
     }
 
+    /// Checks `config` and that these weights have its `size` and `input_size`: what every
+    /// reservoir built on existing weights (CPU or GPU) checks first.
+    pub fn check_fits(&self, config: &ReservoirConfig) -> Result<()> {
+        config.validate()?;
+        check_sizes(
+            "reservoir weights for this config",
+            (config.size, config.input_size),
+            (self.size(), self.input_size()),
+        )
+    }
+
     /// Number of reservoir units N.
     pub fn size(&self) -> usize {
         self.recurrent.nrows()
@@ -200,4 +211,20 @@ impl ReservoirWeights {
     pub fn bias(&self) -> &Array1<f64> {
         &self.bias
     }
+}
+
+/// A shape error naming `context` unless the weights' `(size, input_size)` equal the config's.
+pub(crate) fn check_sizes(
+    context: &str,
+    config: (usize, usize),
+    weights: (usize, usize),
+) -> Result<()> {
+    if config == weights {
+        return Ok(());
+    }
+    Err(ReservoirError::shape(
+        context,
+        format!("size {} and input_size {}", config.0, config.1),
+        format!("size {} and input_size {}", weights.0, weights.1),
+    ))
 }

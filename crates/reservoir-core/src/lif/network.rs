@@ -93,18 +93,7 @@ impl LifNetwork {
     /// # Errors
     /// An invalid config, or weights whose sizes differ from `config.size` / `input_size`.
     pub fn from_weights(config: &LifConfig, weights: LifWeights) -> Result<Self> {
-        config.validate()?;
-        if weights.size() != config.size || weights.input_size() != config.input_size {
-            return Err(ReservoirError::shape(
-                "LIF weights for this config",
-                format!("size {} and input_size {}", config.size, config.input_size),
-                format!(
-                    "size {} and input_size {}",
-                    weights.size(),
-                    weights.input_size()
-                ),
-            ));
-        }
+        weights.check_fits(config)?;
         let n = config.size;
         let constants = LifConstants::new(config);
         let mut network = Self {

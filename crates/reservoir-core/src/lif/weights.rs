@@ -214,6 +214,16 @@ impl LifWeights {
         })
     }
 
+    /// Checks `config` and that these weights have its `size` and `input_size`.
+    pub fn check_fits(&self, config: &LifConfig) -> Result<()> {
+        config.validate()?;
+        crate::weights::check_sizes(
+            "LIF weights for this config",
+            (config.size, config.input_size),
+            (self.size(), self.input_size()),
+        )
+    }
+
     /// Number of neurons N.
     pub fn size(&self) -> usize {
         self.recurrent.nrows()
