@@ -6,6 +6,7 @@ use cudarc::driver::{CudaFunction, CudaSlice, CudaView, LaunchConfig, PushKernel
 use ndarray::{Array2, ArrayView2};
 use reservoir_core::{Activation, ReservoirConfig, ReservoirError, ReservoirWeights};
 
+use crate::bench::median_micros_per_step;
 use crate::device::GpuDevice;
 use crate::error::{DriverContext, GpuError, Result};
 use crate::kernels;
@@ -253,7 +254,7 @@ impl GpuBatchedReservoir {
     /// for the benchmark. With `graph`, the steps are captured once into a CUDA graph and the
     /// graph is replayed, which removes the host's launch overhead between steps.
     pub fn time_steps(&mut self, steps: usize, repeats: usize, graph: bool) -> Result<f64> {
-        use cudarc::driver::sys::{CUevent_flags, CUgraphInstantiate_flags, CUstreamCaptureMode};
+        use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
         let (n, b) = (self.config.size, self.batch);
         let s = self.device.stream().clone();
         let host_drive: Vec<f32> = (0..n * b)
@@ -298,30 +299,10 @@ impl GpuBatchedReservoir {
         } else {
             None
         };
-        let ctx = self.device.context().clone();
-        let mut samples = Vec::new();
-        for round in 0..=repeats.max(1) {
-            let start = ctx
-                .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
-                .context("creating an event")?;
-            let end = ctx
-                .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
-                .context("creating an event")?;
-            start.record(&s).context("recording an event")?;
-            match &captured {
-                Some(graph) => graph.launch().context("replaying the graph")?,
-                None => enqueue(self)?,
-            }
-            end.record(&s).context("recording an event")?;
-            end.synchronize().context("waiting for the timed run")?;
-            if round > 0 {
-                samples.push(
-                    f64::from(start.elapsed_ms(&end).context("reading an event")?) * 1e3
-                        / steps as f64,
-                );
-            }
-        }
-        samples.sort_by(f64::total_cmp);
-        Ok(samples[samples.len() / 2])
+        let device = self.device.clone();
+        median_micros_per_step(&device, steps, repeats, || match &captured {
+            Some(graph) => graph.launch().context("replaying the graph"),
+            None => enqueue(self),
+        })
     }
 }

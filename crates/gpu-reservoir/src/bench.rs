@@ -83,30 +83,12 @@ impl BenchBuffers {
         repeats: usize,
         mut run: impl FnMut(&mut Self) -> Result<()>,
     ) -> Result<StepTiming> {
-        run(self)?;
-        let ctx = self.device.context().clone();
-        let stream = self.device.stream().clone();
-        let mut samples = Vec::with_capacity(repeats);
-        for _ in 0..repeats.max(1) {
-            let start = ctx
-                .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
-                .context("creating an event")?;
-            let end = ctx
-                .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
-                .context("creating an event")?;
-            start.record(&stream).context("recording an event")?;
-            run(self)?;
-            end.record(&stream).context("recording an event")?;
-            end.synchronize().context("waiting for the timed run")?;
-            samples.push(
-                f64::from(start.elapsed_ms(&end).context("reading an event")?) * 1e3
-                    / self.steps as f64,
-            );
-        }
-        samples.sort_by(f64::total_cmp);
+        let device = self.device.clone();
+        let steps = self.steps;
+        let micros_per_step = median_micros_per_step(&device, steps, repeats, || run(self))?;
         Ok(StepTiming {
-            micros_per_step: samples[samples.len() / 2],
-            steps: self.steps,
+            micros_per_step,
+            steps,
         })
     }
 
@@ -303,6 +285,37 @@ impl BenchBuffers {
             Ok(())
         })
     }
+}
+
+/// Median µs per step of `enqueue` (which queues `steps` steps on the device's stream), timed
+/// with CUDA events over `repeats` runs after one untimed warm-up run.
+pub fn median_micros_per_step(
+    device: &GpuDevice,
+    steps: usize,
+    repeats: usize,
+    mut enqueue: impl FnMut() -> Result<()>,
+) -> Result<f64> {
+    let (ctx, stream) = (device.context(), device.stream());
+    enqueue()?;
+    let mut samples = Vec::with_capacity(repeats.max(1));
+    for _ in 0..repeats.max(1) {
+        let start = ctx
+            .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+            .context("creating an event")?;
+        let end = ctx
+            .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+            .context("creating an event")?;
+        start.record(stream).context("recording an event")?;
+        enqueue()?;
+        end.record(stream).context("recording an event")?;
+        end.synchronize().context("waiting for the timed run")?;
+        samples.push(
+            f64::from(start.elapsed_ms(&end).context("reading an event")?) * 1e3
+                / steps.max(1) as f64,
+        );
+    }
+    samples.sort_by(f64::total_cmp);
+    Ok(samples[samples.len() / 2])
 }
 
 /// Device-to-device copy bandwidth in GB/s (bytes read plus written), median of 5, over a
