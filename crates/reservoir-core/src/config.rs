@@ -150,21 +150,21 @@ fn check_non_negative(field: &str, value: f64) -> Result<(), ConfigError> {
     )
 }
 
+/// `size` in 1..=[`MAX_SIZE`] and `input_size` ≥ 1: the dimensions every reservoir config has.
+pub(crate) fn check_dimensions(size: usize, input_size: usize) -> Result<(), ConfigError> {
+    check(
+        (1..=MAX_SIZE).contains(&size),
+        "size",
+        &format!("must be in 1..={MAX_SIZE}"),
+        size,
+    )?;
+    check(input_size >= 1, "input_size", "must be >= 1", input_size)
+}
+
 impl ReservoirConfig {
     /// Checks every field; the error names the first field that breaks its rule.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        check(
-            (1..=MAX_SIZE).contains(&self.size),
-            "size",
-            &format!("must be in 1..={MAX_SIZE}"),
-            self.size,
-        )?;
-        check(
-            self.input_size >= 1,
-            "input_size",
-            "must be >= 1",
-            self.input_size,
-        )?;
+        check_dimensions(self.size, self.input_size)?;
         check(
             self.spectral_radius.is_finite() && self.spectral_radius > 0.0,
             "spectral_radius",

@@ -2,8 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::check;
-use crate::config::MAX_SIZE;
+use crate::config::{check, check_dimensions};
 use crate::error::ConfigError;
 
 /// Largest `count_window_steps`: the window keeps one spike list per step.
@@ -165,18 +164,7 @@ fn check_finite(field: &str, value: f64) -> Result<(), ConfigError> {
 impl LifConfig {
     /// Checks every field; the error names the first field that breaks its rule.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        check(
-            (1..=MAX_SIZE).contains(&self.size),
-            "size",
-            &format!("must be in 1..={MAX_SIZE}"),
-            self.size,
-        )?;
-        check(
-            self.input_size >= 1,
-            "input_size",
-            "must be >= 1",
-            self.input_size,
-        )?;
+        check_dimensions(self.size, self.input_size)?;
         check_positive("dt_ms", self.dt_ms)?;
         check_positive("tau_m_ms", self.tau_m_ms)?;
         check_positive("tau_syn_ms", self.tau_syn_ms)?;
