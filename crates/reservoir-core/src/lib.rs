@@ -46,6 +46,7 @@ pub mod rng;
 pub mod sparse;
 pub mod spectral;
 pub mod spikes;
+pub mod sweep;
 pub mod tasks;
 pub mod weights;
 

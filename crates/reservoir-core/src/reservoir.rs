@@ -3,6 +3,7 @@
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2, ArrayViewMut2};
 
 use crate::error::{ReservoirError, Result};
+use crate::readout::RidgeAccumulator;
 
 /// A driven dynamical system that turns an input sequence (T × K) into states (T × N).
 ///
@@ -42,6 +43,13 @@ pub trait Reservoir {
         Ok(states)
     }
 
+    /// The reservoir's own way to run straight into ridge sums, where it has one: the GPU
+    /// reservoir adds XᵀX on the device, so its states never cross the bus. `None` (the
+    /// default) makes [`crate::readout::accumulate_run`] stream states through the CPU.
+    fn as_accumulator(&mut self) -> Option<&mut dyn AccumulateRun> {
+        None
+    }
+
     /// Runs independent sequences (of any lengths), each from the zero state; the reservoir is
     /// left in the final state of the last one.
     fn run_many(&mut self, sequences: &[ArrayView2<f64>]) -> Result<Vec<Array2<f64>>> {
@@ -53,6 +61,27 @@ pub trait Reservoir {
             })
             .collect()
     }
+}
+
+/// A reservoir that accumulates ridge sums where it computes its states
+/// (see [`Reservoir::as_accumulator`]).
+pub trait AccumulateRun {
+    /// Runs over `inputs` (T × K) from the current state and adds every (state, target) row
+    /// after the first `washout` rows to `acc`, calling `progress(rows_run, T)` as it goes.
+    /// The caller ([`crate::readout::accumulate_run_with_progress`]) has checked the shapes
+    /// and that the washout leaves rows; the result equals the CPU streaming path's to
+    /// rounding.
+    ///
+    /// # Errors
+    /// Any error of the run or of the accumulation.
+    fn accumulate_run(
+        &mut self,
+        inputs: ArrayView2<f64>,
+        targets: ArrayView2<f64>,
+        washout: usize,
+        acc: &mut RidgeAccumulator,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<()>;
 }
 
 /// Checks a `set_state` argument: `size` entries, all finite.

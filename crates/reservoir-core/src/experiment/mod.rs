@@ -20,6 +20,7 @@ use crate::error::{ConfigError, Result};
 use crate::esn::cpu_reservoir;
 use crate::lif::{LifConfig, LifNetwork};
 use crate::reservoir::Reservoir;
+use crate::sweep::{CpuLaneRunner, LaneRunner};
 use crate::tasks::spike_classification::SpikeClassificationOptions;
 
 /// What `reservoir run` does with the reservoir.
@@ -199,6 +200,10 @@ pub trait ReservoirFactory {
     fn echo_state(&mut self, config: &ReservoirConfig) -> Result<Box<dyn Reservoir + Send>>;
     /// A LIF reservoir for `config`.
     fn lif(&mut self, config: &LifConfig) -> Result<Box<dyn Reservoir + Send>>;
+    /// The runner of a sweep's lanes around `base` (default: [`CpuLaneRunner`]).
+    fn lane_runner(&mut self, _base: &ReservoirConfig) -> Result<Box<dyn LaneRunner>> {
+        Ok(Box::new(CpuLaneRunner))
+    }
 }
 
 /// Builds every reservoir on the CPU.

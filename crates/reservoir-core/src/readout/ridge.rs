@@ -62,6 +62,64 @@ impl RidgeAccumulator {
         }
     }
 
+    /// An accumulator holding sums computed elsewhere (the GPU backend accumulates XᵀX on the
+    /// device): `gram` is XᵀX (F × F, only its lower triangle is read), `cross` XᵀY (F × M),
+    /// then ΣX (F), ΣY (M), ΣY² (M) over `rows` rows.
+    ///
+    /// # Errors
+    /// A shape error when the parts disagree, an invalid-input error when a value is not finite.
+    pub fn from_sums(
+        gram: ArrayView2<f64>,
+        cross: ArrayView2<f64>,
+        feature_sums: &[f64],
+        target_sums: &[f64],
+        target_squares: &[f64],
+        rows: usize,
+    ) -> Result<Self> {
+        let (f, m) = cross.dim();
+        let shapes_agree = gram.dim() == (f, f)
+            && feature_sums.len() == f
+            && target_sums.len() == m
+            && target_squares.len() == m;
+        if !shapes_agree {
+            return Err(ReservoirError::shape(
+                "ridge sums",
+                format!("XᵀX {f} x {f}, ΣX {f}, ΣY and ΣY² {m} (from XᵀY {f} x {m})"),
+                format!(
+                    "XᵀX {} x {}, ΣX {}, ΣY {}, ΣY² {}",
+                    gram.nrows(),
+                    gram.ncols(),
+                    feature_sums.len(),
+                    target_sums.len(),
+                    target_squares.len()
+                ),
+            ));
+        }
+        let finite = gram
+            .indexed_iter()
+            .filter(|((i, j), _)| i >= j)
+            .map(|(_, v)| v)
+            .chain(cross.iter())
+            .chain(feature_sums)
+            .chain(target_sums)
+            .chain(target_squares)
+            .all(|v| v.is_finite());
+        if !finite {
+            return Err(ReservoirError::invalid(
+                "ridge sums",
+                "a sum is not finite (a state or target was not finite)",
+            ));
+        }
+        let mut acc = Self::new(f, m, 1);
+        acc.gram = Mat::from_fn(f, f, |i, j| if i >= j { gram[(i, j)] } else { 0.0 });
+        acc.cross = Mat::from_fn(f, m, |i, k| cross[(i, k)]);
+        acc.feature_sums = feature_sums.to_vec();
+        acc.target_sums = target_sums.to_vec();
+        acc.target_squares = target_squares.to_vec();
+        acc.rows = rows;
+        Ok(acc)
+    }
+
     /// Number of features F.
     pub fn n_features(&self) -> usize {
         self.gram.nrows()

@@ -57,11 +57,21 @@ pub fn accumulate_run_with_progress(
             acc.n_features(),
         ));
     }
+    if acc.n_outputs() != targets.ncols() {
+        return Err(ReservoirError::shape(
+            "ridge accumulator outputs",
+            targets.ncols(),
+            acc.n_outputs(),
+        ));
+    }
     if washout >= total {
         return Err(ReservoirError::invalid(
             "training",
             format!("washout {washout} leaves no rows of the {total} training rows"),
         ));
+    }
+    if let Some(own) = reservoir.as_accumulator() {
+        return own.accumulate_run(inputs, targets, washout, acc, progress);
     }
     let (sender, receiver) = mpsc::sync_channel::<(usize, Array2<f64>)>(1);
     std::thread::scope(|scope| {
