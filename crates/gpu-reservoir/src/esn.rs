@@ -161,6 +161,24 @@ impl GpuReservoirComputer {
 
     /// Runs `steps` rows of `inputs` (≤ [`CHUNK_STEPS`]) and copies their states into `out`.
     fn run_chunk(&mut self, inputs: ArrayView2<f64>, mut out: ArrayViewMut2<f64>) -> Result<()> {
+        let states = self.run_chunk_on_device(inputs)?;
+        let host = self
+            .device
+            .stream()
+            .clone_dtoh(&states)
+            .context("copying the states back")?;
+        for (dst, &src) in out.iter_mut().zip(&host) {
+            *dst = f64::from(src);
+        }
+        Ok(())
+    }
+
+    /// Runs the rows of `inputs` (≤ [`CHUNK_STEPS`], at least one) from the current state and
+    /// returns their states (steps × N, row-major) on the device; the reservoir keeps the last.
+    pub(crate) fn run_chunk_on_device(
+        &mut self,
+        inputs: ArrayView2<f64>,
+    ) -> Result<CudaSlice<f32>> {
         let (steps, n, k) = (inputs.nrows(), self.config.size, self.config.input_size);
         let stream = self.device.stream().clone();
         let host_u: Vec<f32> = inputs.iter().map(|&v| v as f32).collect();
@@ -217,13 +235,7 @@ impl GpuReservoirComputer {
         stream
             .memcpy_dtod(&states.slice((steps - 1) * n..), &mut self.state)
             .context("keeping the final state")?;
-        let host = stream
-            .clone_dtoh(&states)
-            .context("copying the states back")?;
-        for (dst, &src) in out.iter_mut().zip(&host) {
-            *dst = f64::from(src);
-        }
-        Ok(())
+        Ok(states)
     }
 
     /// The two-launches-per-step path (shipped PTX kernels).
