@@ -44,6 +44,7 @@ fn main() -> Result<()> {
     );
 
     let mut rows = Vec::new();
+    let mut cluster_shapes = Vec::new();
     let mut nvrtc_s = None;
     // `--batched-only` skips the single-sequence table (a shorter run on the device).
     let single_cases: &[(usize, f64, usize, bool)] =
@@ -76,6 +77,15 @@ fn main() -> Result<()> {
             }
         );
         let mut buffers = BenchBuffers::new(&device, &weights, steps, dense)?;
+        if let Some((timing, shape)) = buffers.time_cluster(5)? {
+            cluster_shapes.push((case.clone(), shape));
+            rows.push(Row {
+                case: case.clone(),
+                path: "cluster, W in registers + smem",
+                timing,
+                w_bytes: nnz * 4.0,
+            });
+        }
         let t = Instant::now();
         let (persistent, cached) = buffers.time_persistent(5)?;
         nvrtc_s.get_or_insert(t.elapsed().as_secs_f64());
@@ -115,7 +125,8 @@ fn main() -> Result<()> {
         });
     }
 
-    // The headline: 100,000 steps at N = 1000 dense through the public reservoir, with parity.
+    // The headline: 100,000 steps at N = 1000 dense, the kernel alone (one launch) and through
+    // the public reservoir (drive, chunks, copy-back), with parity against the CPU.
     let config = ReservoirConfig {
         size: 1000,
         connection_prob: 1.0,
@@ -123,6 +134,11 @@ fn main() -> Result<()> {
         ..Default::default()
     };
     let (weights, _) = ReservoirWeights::generate(&config)?;
+    let headline = if single_cases.is_empty() {
+        None
+    } else {
+        BenchBuffers::new(&device, &weights, 100_000, false)?.time_cluster(3)?
+    };
     let mut gpu = GpuReservoirComputer::from_weights(&config, weights.clone(), &device)?;
     let inputs = Array2::from_shape_fn((100_000, 1), |(t, _)| ((t as f64) * 0.01).sin());
     let t = Instant::now();
@@ -154,7 +170,19 @@ fn main() -> Result<()> {
     }
 
     println!("\nstart-up (excluded above): context + PTX {:.3} s, cuBLAS handle {:.3} s, first NVRTC compile + plan {:.3} s", context_s, blas_s, nvrtc_s.unwrap_or(0.0));
-    println!("GpuReservoirComputer::run, N=1000 dense, 100,000 steps incl. drive, transfers and copy-back: {:.3} s ({:.2} µs/step); relative error vs CPU over the first 1000 steps {:.1e}", run_s, run_s * 1e6 / 1e5, diff);
+    println!("GpuReservoirComputer::run ({:?} path), N=1000 dense, 100,000 steps incl. drive, transfers and copy-back: {:.3} s ({:.2} µs/step); relative error vs CPU over the first 1000 steps {:.1e}", gpu.step_path(), run_s, run_s * 1e6 / 1e5, diff);
+    if let Some((timing, shape)) = headline {
+        println!(
+            "cluster kernel alone, N=1000 dense, one launch of 100,000 steps: {:.3} µs/step ({} blocks)",
+            timing.micros_per_step, shape.blocks
+        );
+    }
+    for (case, shape) in cluster_shapes {
+        println!(
+            "cluster plan {case}: {} blocks, {} registers/thread, {} bytes spilled/thread",
+            shape.blocks, shape.registers, shape.spilled_bytes
+        );
+    }
     println!("\n| case | path | µs/step | GB/s of W | floor µs (W bytes / copy BW) |");
     println!("|---|---|---|---|---|");
     for r in rows {

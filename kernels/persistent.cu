@@ -91,16 +91,18 @@ extern "C" __global__ void esn_persistent_csr(const int* __restrict__ row_ptr,
 }
 
 // The same run for a dense row-major W (n x n, n a multiple of 4) read from global memory
-// every step with float4 loads: for W larger than the chips' shared memory.
-extern "C" __global__ void esn_persistent_dense(const float* __restrict__ w,
-                                                const float* __restrict__ drive,
-                                                const float* __restrict__ x0,
-                                                float* __restrict__ states, int n, int steps,
-                                                float leak, int activation, unsigned int* barrier) {
+// every step with float4 loads: for W larger than the chips' shared memory. The step is bound
+// by HBM bandwidth, so each lane keeps eight independent 16-byte loads in flight (a block of
+// 1024 threads has 128 KB of W in flight per SM).
+extern "C" __global__ void __launch_bounds__(1024, 1)
+esn_persistent_dense(const float* __restrict__ w, const float* __restrict__ drive,
+                     const float* __restrict__ x0, float* __restrict__ states, int n,
+                     int steps, float leak, int activation, unsigned int* barrier) {
     extern __shared__ float xs[];
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, warps = blockDim.x >> 5;
     int global_warp = blockIdx.x * warps + warp, total_warps = gridDim.x * warps;
     const float4* xs4 = (const float4*)xs;
+    const int n4 = n / 4;
     for (int t = 0; t < steps; ++t) {
         const float* x = t == 0 ? x0 : states + (long long)(t - 1) * n;
         for (int j = threadIdx.x; j < n; j += blockDim.x) xs[j] = x[j];
@@ -108,7 +110,21 @@ extern "C" __global__ void esn_persistent_dense(const float* __restrict__ w,
         for (int r = global_warp; r < n; r += total_warps) {
             const float4* row = (const float4*)(w + (long long)r * n);
             float acc = 0.0f;
-            for (int q = lane; q < n / 4; q += 32) {
+            int q = lane;
+            for (; q + 32 * 7 < n4; q += 32 * 8) {
+                float4 a[8];
+#pragma unroll
+                for (int u = 0; u < 8; ++u) a[u] = __ldg(row + q + 32 * u);
+#pragma unroll
+                for (int u = 0; u < 8; ++u) {
+                    float4 b = xs4[q + 32 * u];
+                    acc = acc + a[u].x * b.x;
+                    acc = acc + a[u].y * b.y;
+                    acc = acc + a[u].z * b.z;
+                    acc = acc + a[u].w * b.w;
+                }
+            }
+            for (; q < n4; q += 32) {
                 float4 a = __ldg(row + q);
                 float4 b = xs4[q];
                 acc = acc + a.x * b.x;
@@ -149,4 +165,113 @@ extern "C" __global__ void esn_elementwise(const float* __restrict__ pre,
                                            int n, float leak, int activation) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) x_next[i] = leaky(x[i], pre[i] + drive_t[i], leak, activation);
+}
+
+// ---------------------------------------------------------------------------------------------
+// esn_cluster: the whole run in one thread-block cluster (sm_90+, N <= 1024). The C blocks of
+// the cluster (C = gridDim.x, one cluster) hold all of W on chip: in every block each of the
+// 32 warps keeps one row in registers (lane l holds columns l, l + 32, ...) and, when the block
+// has more than 32 rows, a second row in shared memory. Every block keeps the whole x(t) in
+// shared memory, twice (x(t) is read while x(t+1) is written). A warp computes its rows, and
+// lane c writes each new value into block c's x(t+1) through distributed shared memory; one
+// hardware cluster barrier per step (release/acquire) then publishes x(t+1) to every block.
+// No step touches global memory except the drive (prefetched a step ahead) and the state
+// output. Summation: a lane sums its 32 columns in order, then the butterfly of warp_sum.
+
+#define CLUSTER_X 1024
+
+__device__ __forceinline__ unsigned int cluster_rank() {
+    unsigned int rank;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+    return rank;
+}
+
+// The address of `local` (this block's shared memory) in block `rank`'s shared memory.
+__device__ __forceinline__ unsigned int peer_shared(const void* local, unsigned int rank) {
+    unsigned int mine = (unsigned int)__cvta_generic_to_shared(local), theirs;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(theirs) : "r"(mine), "r"(rank));
+    return theirs;
+}
+
+__device__ __forceinline__ void store_peer(unsigned int address, float value) {
+    asm volatile("st.shared::cluster.f32 [%0], %1;" ::"r"(address), "f"(value) : "memory");
+}
+
+__device__ __forceinline__ void cluster_arrive() {
+    asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+}
+
+__device__ __forceinline__ void cluster_wait() {
+    asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+
+// w: dense row-major n x n. rows_per_block <= 32 (registers only) or <= 64 with shared_rows.
+// Dynamic shared memory: 2 * CLUSTER_X floats, plus 32 * CLUSTER_X floats when shared_rows.
+extern "C" __global__ void __launch_bounds__(1024, 1)
+esn_cluster(const float* __restrict__ w, const float* __restrict__ drive,
+            const float* __restrict__ x0, float* __restrict__ states, int n, int steps,
+            float leak, int activation, int rows_per_block, int shared_rows) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    extern __shared__ float shared[];
+    float* xs = shared;
+    const unsigned int blocks = gridDim.x;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int row0 = (int)cluster_rank() * rows_per_block;
+    const int row1 = min(n, row0 + rows_per_block);
+    const int reg_row = row0 + warp, smem_row = row0 + 32 + warp;
+    const bool has_reg = reg_row < row1;
+    const bool has_smem = shared_rows != 0 && smem_row < row1;
+    float wr[32];
+#pragma unroll
+    for (int k = 0; k < 32; ++k) {
+        int j = lane + 32 * k;
+        wr[k] = has_reg && j < n ? w[(long long)reg_row * n + j] : 0.0f;
+    }
+    float* wrow = shared + 2 * CLUSTER_X + warp * CLUSTER_X;
+    if (shared_rows) {
+        for (int j = lane; j < CLUSTER_X; j += 32)
+            wrow[j] = has_smem && j < n ? w[(long long)smem_row * n + j] : 0.0f;
+    }
+    for (int j = threadIdx.x; j < CLUSTER_X; j += blockDim.x) {
+        xs[j] = j < n ? x0[j] : 0.0f;
+        xs[CLUSTER_X + j] = 0.0f;
+    }
+    const unsigned int peer = peer_shared(xs, lane < (int)blocks ? lane : 0);
+    // Every block has loaded x(0) before any block writes into a peer.
+    cluster_arrive();
+    cluster_wait();
+    float drive_reg = has_reg ? drive[reg_row] : 0.0f;
+    float drive_smem = has_smem ? drive[smem_row] : 0.0f;
+    for (int t = 0; t < steps; ++t) {
+        const int cur = (t & 1) * CLUSTER_X, next = CLUSTER_X - cur;
+        const float* x = xs + cur;
+        float acc_reg = 0.0f, acc_smem = 0.0f;
+#pragma unroll
+        for (int k = 0; k < 32; ++k) {
+            float xv = x[lane + 32 * k];
+            acc_reg = acc_reg + wr[k] * xv;
+            if (shared_rows) acc_smem = acc_smem + wrow[lane + 32 * k] * xv;
+        }
+        acc_reg = warp_sum(acc_reg);
+        if (has_reg) {
+            float v = leaky(x[reg_row], acc_reg + drive_reg, leak, activation);
+            if (lane < (int)blocks) store_peer(peer + 4u * (unsigned int)(next + reg_row), v);
+            if (lane == 0) states[(long long)t * n + reg_row] = v;
+        }
+        if (shared_rows) {
+            acc_smem = warp_sum(acc_smem);
+            if (has_smem) {
+                float v = leaky(x[smem_row], acc_smem + drive_smem, leak, activation);
+                if (lane < (int)blocks) store_peer(peer + 4u * (unsigned int)(next + smem_row), v);
+                if (lane == 0) states[(long long)t * n + smem_row] = v;
+            }
+        }
+        cluster_arrive();
+        if (t + 1 < steps) {
+            if (has_reg) drive_reg = drive[(long long)(t + 1) * n + reg_row];
+            if (has_smem) drive_smem = drive[(long long)(t + 1) * n + smem_row];
+        }
+        cluster_wait();
+    }
+#endif
 }

@@ -8,6 +8,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use reservoir_core::ReservoirWeights;
 
+use crate::cluster::{ClusterPlan, ClusterRun, ClusterShape};
 use crate::csr::DeviceCsr;
 use crate::device::GpuDevice;
 use crate::error::{DriverContext, GpuError, Result};
@@ -33,6 +34,7 @@ pub struct BenchBuffers {
     drive: CudaSlice<f32>,
     x0: CudaSlice<f32>,
     states: CudaSlice<f32>,
+    cluster: Option<ClusterPlan>,
 }
 
 impl BenchBuffers {
@@ -66,6 +68,7 @@ impl BenchBuffers {
             drive: s.clone_htod(&drive).context("uploading the drive")?,
             x0: s.alloc_zeros(n).context("allocating x0")?,
             states: s.alloc_zeros(steps * n).context("allocating the states")?,
+            cluster: ClusterPlan::for_matrix(device, w)?,
         })
     }
 
@@ -90,6 +93,28 @@ impl BenchBuffers {
             micros_per_step,
             steps,
         })
+    }
+
+    /// The thread-block cluster kernel (W on chip across the cluster), with its shape; `None`
+    /// where the device or N does not allow it.
+    pub fn time_cluster(&mut self, repeats: usize) -> Result<Option<(StepTiming, ClusterShape)>> {
+        let Some(plan) = self.cluster.take() else {
+            return Ok(None);
+        };
+        let timing = self.time(repeats, |b| {
+            let run = ClusterRun {
+                drive: &b.drive,
+                x0: &b.x0,
+                n: b.n,
+                steps: b.steps,
+                leak: 0.3,
+                activation: 0,
+            };
+            plan.launch(&b.device, run, &mut b.states)
+        });
+        let shape = plan.describe();
+        self.cluster = Some(plan);
+        Ok(Some((timing?, shape?)))
     }
 
     /// The persistent cooperative kernel (W cached on chip when it fits).
@@ -136,7 +161,7 @@ impl BenchBuffers {
         let blocks = self.device.info().multiprocessors.max(1) as u32;
         let config = LaunchConfig {
             grid_dim: (blocks, 1, 1),
-            block_dim: (crate::persistent::PERSISTENT_THREADS, 1, 1),
+            block_dim: (1024, 1, 1),
             shared_mem_bytes: (self.n * 4) as u32,
         };
         // SAFETY: sets a launch attribute of a function loaded on this context.

@@ -19,6 +19,7 @@
 pub mod backend;
 pub mod batched;
 pub mod bench;
+pub mod cluster;
 mod csr;
 pub mod detection;
 pub mod device;

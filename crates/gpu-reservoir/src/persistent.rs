@@ -19,8 +19,12 @@ pub const PERSISTENT_MAX_N: usize = 4096;
 /// How a single sequence is stepped on the GPU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StepPath {
+    /// One launch per chunk of steps in a single thread-block cluster that holds W on chip and
+    /// exchanges x through distributed shared memory (sm_90+, N ≤ 1024; the default there).
+    Cluster,
     /// One cooperative launch per chunk of steps, W cached in shared memory when it fits, a
-    /// grid barrier between steps (the default where the device supports it).
+    /// grid barrier between steps (the default where the cluster path is unavailable and the
+    /// device supports cooperative launch).
     Persistent,
     /// Two launches per step (`matvec_reservoir_kernel`, `leaky_integration_kernel`): the
     /// shipped-PTX path, used where cooperative launch is unavailable.

@@ -224,10 +224,18 @@ fn a_rejected_ptx_falls_back_to_nvrtc_with_the_same_results() {
 }
 
 #[test]
-fn persistent_and_per_step_paths_agree_with_the_cpu() {
+fn cluster_persistent_and_per_step_paths_agree_with_the_cpu() {
     let Some(device) = gpu() else { return };
     let mut rng = ChaCha8Rng::seed_from_u64(fresh_seed("paths"));
-    for (size, density) in [(1000, 1.0), (2000, 0.05), (4096, 0.02), (37, 0.3)] {
+    let clusters = device.info().compute_capability.0 >= 9;
+    for (size, density) in [
+        (1000, 1.0),
+        (1024, 0.1),
+        (100, 0.5),
+        (2000, 0.05),
+        (4096, 0.02),
+        (37, 0.3),
+    ] {
         let config = ReservoirConfig {
             size,
             connection_prob: density,
@@ -241,13 +249,19 @@ fn persistent_and_per_step_paths_agree_with_the_cpu() {
             .run(inputs.view())
             .expect("cpu run");
         for path in [
+            gpu_reservoir::StepPath::Cluster,
             gpu_reservoir::StepPath::Persistent,
             gpu_reservoir::StepPath::PerStep,
         ] {
-            let mut gpu = GpuReservoirComputer::new_shared(&config, &device)
-                .expect("gpu")
-                .with_step_path(path)
-                .expect("path");
+            let gpu = GpuReservoirComputer::new_shared(&config, &device).expect("gpu");
+            if path == gpu_reservoir::StepPath::Cluster && !(clusters && size <= 1024) {
+                assert!(
+                    gpu.with_step_path(path).is_err(),
+                    "N {size}: no cluster plan expected"
+                );
+                continue;
+            }
+            let mut gpu = gpu.with_step_path(path).expect("path");
             let got = gpu.run(inputs.view()).expect("gpu run");
             let (relative, _) = relative_error(&got, &expected);
             eprintln!(
