@@ -11,7 +11,8 @@ use std::time::Instant;
 
 use gpu_reservoir::bench::{copy_bandwidth, BenchBuffers, StepTiming};
 use gpu_reservoir::{
-    probe, GemmMath, GpuBatchedReservoir, GpuDevice, GpuReservoirComputer, Result,
+    probe, GemmMath, GpuBatchedReservoir, GpuDevice, GpuReservoirComputer, PersistentWeights,
+    Result,
 };
 use ndarray::Array2;
 use reservoir_core::{EchoStateNetwork, Reservoir, ReservoirConfig, ReservoirWeights};
@@ -76,7 +77,9 @@ fn main() -> Result<()> {
                 format!("{:.0}% CSR", density * 100.0)
             }
         );
+        let t = Instant::now();
         let mut buffers = BenchBuffers::new(&device, &weights, steps, dense)?;
+        nvrtc_s.get_or_insert(t.elapsed().as_secs_f64());
         if let Some((timing, shape)) = buffers.time_cluster(5)? {
             cluster_shapes.push((case.clone(), shape));
             rows.push(Row {
@@ -86,30 +89,21 @@ fn main() -> Result<()> {
                 w_bytes: nnz * 4.0,
             });
         }
-        let t = Instant::now();
-        let (persistent, cached) = buffers.time_persistent(5)?;
-        nvrtc_s.get_or_insert(t.elapsed().as_secs_f64());
-        let csr_bytes = nnz * 8.0;
-        let label = if cached {
-            "persistent, W in smem"
-        } else {
-            "persistent, W from HBM/L2"
+        let (persistent, weights) = buffers.time_persistent(5)?;
+        let (label, w_bytes) = match weights {
+            PersistentWeights::CsrOnChip => ("persistent, CSR W in smem", nnz * 8.0),
+            PersistentWeights::DenseStreamed => {
+                ("persistent, dense W streamed (float4)", nnz * 4.0)
+            }
+            PersistentWeights::CsrStreamed => ("persistent, CSR W from L2/HBM", nnz * 8.0),
         };
         rows.push(Row {
             case: case.clone(),
             path: label,
             timing: persistent,
-            w_bytes: csr_bytes,
+            w_bytes,
         });
         if dense {
-            if n.is_multiple_of(4) && !cached {
-                rows.push(Row {
-                    case: case.clone(),
-                    path: "persistent dense float4",
-                    timing: buffers.time_persistent_dense(5)?,
-                    w_bytes: nnz * 4.0,
-                });
-            }
             rows.push(Row {
                 case: case.clone(),
                 path: "baseline cuBLAS SGEMV + elementwise",
@@ -121,7 +115,7 @@ fn main() -> Result<()> {
             case,
             path: "baseline fused kernel, 1 launch/step",
             timing: buffers.time_fused_per_step(3)?,
-            w_bytes: csr_bytes,
+            w_bytes: nnz * 8.0,
         });
     }
 
@@ -169,7 +163,7 @@ fn main() -> Result<()> {
         }
     }
 
-    println!("\nstart-up (excluded above): context + PTX {:.3} s, cuBLAS handle {:.3} s, first NVRTC compile + plan {:.3} s", context_s, blas_s, nvrtc_s.unwrap_or(0.0));
+    println!("\nstart-up (excluded above): context + PTX {:.3} s, cuBLAS handle {:.3} s, first NVRTC compile + plans + uploads {:.3} s", context_s, blas_s, nvrtc_s.unwrap_or(0.0));
     println!("GpuReservoirComputer::run ({:?} path), N=1000 dense, 100,000 steps incl. drive, transfers and copy-back: {:.3} s ({:.2} µs/step); relative error vs CPU over the first 1000 steps {:.1e}", gpu.step_path(), run_s, run_s * 1e6 / 1e5, diff);
     if let Some((timing, shape)) = headline {
         println!(

@@ -34,7 +34,8 @@ struct Geometry {
 impl Geometry {
     /// The fewest blocks (a power of two, ≤ `max_blocks`) that hold N rows: 32 rows per block
     /// in registers, 64 when a second row per warp fits in `max_shared` bytes of shared memory.
-    /// Fewer blocks make the per-step cluster barrier cheaper.
+    /// Rows per block are a multiple of 4, so every block's slice of x is 16-byte aligned for
+    /// the bulk copies. Fewer blocks mean fewer copies per step.
     fn choose(n: usize, max_blocks: u32, max_shared: usize) -> Option<Self> {
         if n == 0 || n > CLUSTER_MAX_N {
             return None;
@@ -44,7 +45,7 @@ impl Geometry {
             .map(|p| 1u32 << p)
             .filter(|&b| b <= max_blocks)
             .find_map(|blocks| {
-                let rows_per_block = n.div_ceil(blocks as usize);
+                let rows_per_block = n.div_ceil(blocks as usize).next_multiple_of(4);
                 if rows_per_block <= WARPS {
                     Some(Self {
                         blocks,
@@ -278,9 +279,11 @@ mod tests {
     fn geometry_uses_the_fewest_blocks_that_hold_every_row() {
         let big = 227 * 1024;
         let g = Geometry::choose(1000, 16, big).expect("fits");
-        assert_eq!((g.blocks, g.rows_per_block, g.shared_rows), (16, 63, true));
+        assert_eq!((g.blocks, g.rows_per_block, g.shared_rows), (16, 64, true));
         let g = Geometry::choose(100, 16, big).expect("fits");
-        assert_eq!((g.blocks, g.rows_per_block, g.shared_rows), (2, 50, true));
+        assert_eq!((g.blocks, g.rows_per_block, g.shared_rows), (2, 52, true));
+        let g = Geometry::choose(30, 16, big).expect("fits");
+        assert_eq!((g.blocks, g.rows_per_block, g.shared_rows), (1, 32, false));
         let g = Geometry::choose(32, 16, big).expect("fits");
         assert_eq!((g.blocks, g.shared_rows), (1, false));
         // Without room for the shared row, N = 1000 needs 32 blocks: no plan.

@@ -14,7 +14,7 @@ use crate::cluster::{ClusterPlan, ClusterRun};
 use crate::csr::DeviceCsr;
 use crate::device::GpuDevice;
 use crate::error::{DriverContext, GpuError, Result};
-use crate::persistent::{PersistentPlan, PersistentRun, StepPath};
+use crate::persistent::{PersistentPlan, PersistentRun, PersistentWeights, StepPath};
 
 /// Steps run per chunk: inputs, drive and states of a chunk live on the device together, and
 /// the states are copied back once per chunk (never per step).
@@ -78,7 +78,7 @@ impl GpuReservoirComputer {
         let state = stream
             .alloc_zeros::<f32>(config.size)
             .context("allocating the state")?;
-        let persistent = PersistentPlan::for_csr(device, w.row_ptr())?;
+        let persistent = PersistentPlan::for_matrix(device, w)?;
         let cluster = ClusterPlan::for_matrix(device, w)?;
         let path = match (&cluster, &persistent) {
             (Some(_), _) => StepPath::Cluster,
@@ -136,9 +136,9 @@ impl GpuReservoirComputer {
         Ok(self)
     }
 
-    /// Whether the persistent kernel keeps W in shared memory (`None` without a persistent plan).
-    pub fn caches_weights_on_chip(&self) -> Option<bool> {
-        self.persistent.as_ref().map(PersistentPlan::caches_weights)
+    /// Where the persistent kernel reads W from (`None` without a persistent plan).
+    pub fn persistent_weights(&self) -> Option<PersistentWeights> {
+        self.persistent.as_ref().map(PersistentPlan::weights)
     }
 
     /// Sets the bin width (ms) of the spike patterns given to

@@ -40,6 +40,6 @@ pub use encoding::{gpu_rate, gpu_rate_sequence};
 pub use error::{GpuError, Result};
 pub use esn::GpuReservoirComputer;
 pub use lif::GpuLifNetwork;
-pub use persistent::StepPath;
+pub use persistent::{PersistentWeights, StepPath};
 pub use probe::{probe, DeviceInfo, GpuSupport};
 pub use spectral::gpu_spectral_radius;
