@@ -190,6 +190,9 @@ extern "C" __global__ void esn_elementwise(const float* __restrict__ pre,
 // slice to the peer and counts its bytes on the peer's transaction barrier (mbarrier) for the
 // buffer. A block's warps wait until every peer's slice of x(t+1) has arrived. No cluster-wide
 // barrier and no memory fence per step, so the states written to global memory never stall.
+// A block that receives nothing (a cluster of one) skips the barriers: its __syncthreads
+// publishes x(t+1), and a phase expecting zero bytes would complete on arrival, before a slow
+// warp had seen the previous one.
 // Buffer reuse is safe without more synchronisation: a block sends into buffer (t+1) % 2 only
 // after all of x(t) arrived, and every block computed its part of x(t) after its last read of
 // that buffer. Summation: a lane sums its 32 columns in order, then the butterfly of warp_sum.
@@ -300,7 +303,7 @@ esn_cluster(const float* __restrict__ w, const float* __restrict__ drive,
     float drive_smem = has_smem ? drive[smem_row] : 0.0f;
     for (int t = 0; t < steps; ++t) {
         const int cur = (t & 1) * CLUSTER_X, next = CLUSTER_X - cur;
-        if (t > 0) {
+        if (t > 0 && incoming > 0) {
             const unsigned int bar = (t & 1) ? bar1 : bar0;
             wait_phase(bar, (unsigned int)((t - 1) >> 1) & 1u);
             if (threadIdx.x == 0) expect_bytes(bar, incoming);  // x(t + 2)
@@ -344,10 +347,11 @@ esn_cluster(const float* __restrict__ w, const float* __restrict__ drive,
                 : "memory");
         }
     }
-    // x(steps) is still arriving from the other blocks: keep this block's shared memory alive
-    // until it has all landed.
-    if (steps > 0 && blocks > 1) {
+    // x(steps) is still in flight between the blocks: no block leaves (and frees the shared
+    // memory a copy reads or writes) before every block has received all of it.
+    if (steps > 0 && incoming > 0) {
         wait_phase((steps & 1) ? bar1 : bar0, (unsigned int)((steps - 1) >> 1) & 1u);
     }
+    cluster_sync_all();
 #endif
 }
