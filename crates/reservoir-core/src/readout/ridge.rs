@@ -330,7 +330,14 @@ impl RidgeAccumulator {
         // XᵀX·W with the full symmetric matrix rebuilt from the stored lower triangle.
         let gram = Mat::from_fn(f, f, |i, j| self.gram[(i.max(j), i.min(j))]);
         let mut gram_w = Mat::<f64>::zeros(f, m);
-        matmul(gram_w.as_mut(), Accum::Replace, gram.as_ref(), w, 1.0, Par::Seq);
+        matmul(
+            gram_w.as_mut(),
+            Accum::Replace,
+            gram.as_ref(),
+            w,
+            1.0,
+            Par::Seq,
+        );
         let mut scores = SumScores {
             rows: self.rows,
             nrmse: Vec::with_capacity(m),
