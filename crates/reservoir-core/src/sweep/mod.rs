@@ -3,8 +3,9 @@
 //!
 //! A [`LaneRunner`] runs every lane over the same data and returns each lane's ridge sums over
 //! the training rows and the validation rows; readouts for any number of ridge values are then
-//! solved and scored from the sums alone. [`CpuLaneRunner`] runs the lanes one after the other
-//! on the CPU; the GPU backend runs them together, one batched product per step.
+//! solved and scored from the sums alone. [`CpuLaneRunner`] runs the lanes on the CPU, as many
+//! at a time as there are cores; the GPU backend runs them together, one batched product per
+//! step.
 //!
 //! [`run_sweep`] does it for a config's `[sweep]` table ([`SweepConfig`]) and ranks every
 //! (lane, ridge) by its validation score ([`SweepReport`]).
