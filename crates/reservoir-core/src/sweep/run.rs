@@ -144,6 +144,15 @@ pub fn run_sweep(
     config: &ExperimentConfig,
     factory: &mut dyn ReservoirFactory,
 ) -> Result<SweepReport> {
+    sweep_in_batches(config, factory, SWEEP_SUMS_BUDGET_BYTES)
+}
+
+/// [`run_sweep`] with lanes run in batches whose sums fit in `budget_bytes`.
+fn sweep_in_batches(
+    config: &ExperimentConfig,
+    factory: &mut dyn ReservoirFactory,
+    budget_bytes: usize,
+) -> Result<SweepReport> {
     let start = Instant::now();
     config.validate()?;
     let task = config.task.as_ref().ok_or_else(|| {
@@ -180,7 +189,7 @@ pub fn run_sweep(
     let data_seconds = start.elapsed().as_secs_f64();
 
     let mut runner = factory.lane_runner(&base)?;
-    let batch = lanes_per_batch(base.size, rows.data.targets.ncols());
+    let batch = lanes_per_batch(base.size, rows.data.targets.ncols(), budget_bytes);
     let (mut run_seconds, mut solve_seconds) = (0.0, 0.0);
     let (mut results, mut failures) = (Vec::new(), Vec::new());
     for (batch_index, batch_lanes) in lanes.chunks(batch).enumerate() {
@@ -254,10 +263,10 @@ pub fn run_sweep(
     })
 }
 
-/// Lanes whose sums fit in [`SWEEP_SUMS_BUDGET_BYTES`] (at least one).
-fn lanes_per_batch(features: usize, outputs: usize) -> usize {
+/// Lanes whose sums fit in `budget_bytes` (at least one).
+fn lanes_per_batch(features: usize, outputs: usize, budget_bytes: usize) -> usize {
     let per_accumulator = 8 * (features * features + features * outputs + features + 2 * outputs);
-    (SWEEP_SUMS_BUDGET_BYTES / (2 * per_accumulator)).max(1)
+    (budget_bytes / (2 * per_accumulator)).max(1)
 }
 
 /// The readout for `ridge` from the training sums: its training NRMSE and validation score.
@@ -269,4 +278,31 @@ fn solve_and_score(sums: &LaneSums, ridge: f64, score: SweepScore) -> Result<(f6
         SweepScore::MemoryCapacity => validation.total_squared_correlation(),
     };
     Ok((fit.train_nrmse, value))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::CpuFactory;
+
+    #[test]
+    fn lanes_in_batches_give_the_results_of_one_batch() {
+        let config = ExperimentConfig::from_toml(
+            "[task]\nkind = \"narma10\"\ntrain = 300\ntest = 100\nseed = 1\n\
+             [reservoir]\nsize = 20\nseed = 2\n[readout]\nwashout = 20\n\
+             [sweep]\nspectral_radius = [0.5, 0.9, 1.2]\nleak_rate = [0.4, 1.0]\n\
+             ridge = [1e-6, 1e-2]\n",
+            "<test>",
+        )
+        .unwrap();
+        // One lane's two accumulators of 20 features and 1 output take 7,072 bytes: six lanes
+        // run one at a time, or as a batch of four and a batch of two.
+        assert_eq!(lanes_per_batch(20, 1, 7_072 * 4), 4);
+        let whole = sweep_in_batches(&config, &mut CpuFactory, SWEEP_SUMS_BUDGET_BYTES).unwrap();
+        for budget in [1, 7_072 * 4] {
+            let batched = sweep_in_batches(&config, &mut CpuFactory, budget).unwrap();
+            assert_eq!(batched.results, whole.results, "budget {budget}");
+        }
+        assert_eq!(whole.results.len(), 12);
+    }
 }
