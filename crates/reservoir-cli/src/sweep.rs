@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use gpu_reservoir::BackendFactory;
 use reservoir_core::sweep::{run_sweep, SweepReport, SweepScore};
+use reservoir_core::Backend;
 
 use crate::backend;
 use crate::error::{CliError, Result};
@@ -44,6 +45,12 @@ pub fn run(args: &SweepArgs) -> Result<()> {
     let result = run_sweep(&config, &mut factory);
     backend::describe(&factory.chosen);
     let report = result.map_err(|e| CliError::config(&args.config, e))?;
+    if config.reservoir.backend == Backend::Cuda && report.backend != "cuda" {
+        eprintln!(
+            "note: the lanes ran on the {}: this build has no GPU lane runner",
+            report.backend
+        );
+    }
     let text = if args.json {
         json_line(&report)?
     } else {
