@@ -298,9 +298,9 @@ impl RidgeAccumulator {
     /// squares Σ(y − ŷ)² = ΣYₖ² − 2Σyŷ + Σŷ². That difference cancels, so the scores carry
     /// the rounding of the sums: against NRMSE from explicit predictions on the same CPU
     /// states, the validation NRMSE agreed to 4e-10 relative for NARMA-10 (N = 500, NRMSE
-    /// 0.16; `tests/readout_score.rs`, `tests/sweep.rs`) and to 1e-5 relative for Mackey–Glass
-    /// one-step (N = 500, f64, NRMSE 1.9e-5), where the residual is below 4e-10 of ΣY².
-    /// Summing the closed form in double-double arithmetic changed neither.
+    /// 0.16; `tests/readout_score.rs`, `tests/sweep.rs`) and to 1.4e-5 relative for
+    /// Mackey–Glass one-step (`configs/mackey_glass.toml`: N = 500, f64, NRMSE 1.9e-5), where
+    /// the residual is below 4e-10 of ΣY².
     ///
     /// # Errors
     /// A shape error when the readout's features or outputs differ from the accumulator's, an
