@@ -4,29 +4,7 @@
 
 mod common;
 
-use std::path::PathBuf;
-
 use common::*;
-use serde_json::Value;
-
-fn config(name: &str) -> String {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../configs");
-    root.join(name).display().to_string()
-}
-
-fn json(args: &[&str]) -> Value {
-    let mut args = args.to_vec();
-    args.push("--json");
-    let out = succeeds(&args);
-    assert_eq!(out.stdout.lines().count(), 1, "{}", out.stdout);
-    serde_json::from_str(&out.stdout).expect("stdout is JSON")
-}
-
-fn number(value: &Value, key: &str) -> f64 {
-    value[key]
-        .as_f64()
-        .unwrap_or_else(|| panic!("no number `{key}` in {value}"))
-}
 
 /// Writes `text` to `name` in `dir` and returns the path.
 fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> String {
