@@ -25,6 +25,22 @@ pub fn build(
     Ok((reservoir, chosen.name()))
 }
 
+/// Where each reservoir of a run went (`esn: cuda, lif: cpu`), saying first why `auto` fell
+/// back to the CPU when it did.
+pub fn describe(chosen: &[(&'static str, Chosen)]) -> String {
+    let mut names = Vec::with_capacity(chosen.len());
+    for (kind, chosen) in chosen {
+        if let Chosen::Cpu {
+            fallback: Some(reason),
+        } = chosen
+        {
+            note_cpu_fallback(reason);
+        }
+        names.push(format!("{kind}: {}", chosen.name()));
+    }
+    names.join(", ")
+}
+
 /// Says once per process, as a `note:` line on standard error, why `auto` ran on the CPU.
 pub fn note_cpu_fallback(reason: &str) {
     static SAID: Once = Once::new();

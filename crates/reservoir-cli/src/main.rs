@@ -1,5 +1,5 @@
-//! `reservoir`: run task configs, fit echo-state readouts on CSV data, predict with saved
-//! models, generate tasks.
+//! `reservoir`: run task configs, sweep their hyper-parameters, fit echo-state readouts on
+//! CSV data, predict with saved models, generate tasks.
 //!
 //! Every failure is one line `error: <message>` on standard error and exit code 1 (usage errors
 //! are clap's, exit code 2). Long loops show progress bars on standard error only when it is a
@@ -18,6 +18,7 @@ mod predict;
 mod progress;
 mod report;
 mod run;
+mod sweep;
 
 use std::io::Write;
 use std::panic::{self, AssertUnwindSafe, PanicHookInfo};
@@ -45,6 +46,10 @@ enum Command {
     /// Run a task config end to end (the embedded default when no config is given), optionally
     /// save the trained model and draw a plot.
     Run(run::RunArgs),
+    /// Run a config's hyper-parameter sweep (its `[sweep]` table: lanes of spectral radius,
+    /// leak rate and input scaling sharing one random W, each solved for several ridge
+    /// values) and report the best lanes.
+    Sweep(sweep::SweepArgs),
     /// Show what this machine has for the GPU backend: driver, NVRTC, cuBLAS, devices.
     Info(info::InfoArgs),
 }
@@ -55,6 +60,7 @@ fn dispatch(command: &Command) -> error::Result<()> {
         Command::Predict(args) => predict::run(args),
         Command::Generate(args) => generate::run(args),
         Command::Run(args) => run::run(args),
+        Command::Sweep(args) => sweep::run(args),
         Command::Info(args) => info::run(args),
     }
 }

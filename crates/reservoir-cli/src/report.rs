@@ -103,7 +103,8 @@ pub fn print_run(
     write_stdout(text.as_bytes())
 }
 
-fn json_line<T: Serialize>(value: &T) -> Result<String> {
+/// `value` as one line of JSON.
+pub fn json_line<T: Serialize>(value: &T) -> Result<String> {
     let mut line = serde_json::to_string(value).map_err(|e| CliError::Format {
         what: "the JSON report",
         message: e.to_string(),
@@ -155,7 +156,7 @@ fn table(r: &FitReport) -> String {
 }
 
 /// `key  value` lines with the values aligned.
-fn aligned(rows: &[(String, String)]) -> String {
+pub fn aligned(rows: &[(String, String)]) -> String {
     let width = rows
         .iter()
         .map(|(k, _)| k.chars().count())
@@ -167,7 +168,7 @@ fn aligned(rows: &[(String, String)]) -> String {
 }
 
 /// Six decimals, or scientific notation for values too small for that to show.
-fn number(v: f64) -> String {
+pub fn number(v: f64) -> String {
     if v != 0.0 && v.abs() < 1e-3 {
         format!("{v:.4e}")
     } else {

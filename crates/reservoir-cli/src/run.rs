@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use gpu_reservoir::{BackendFactory, Chosen};
+use gpu_reservoir::BackendFactory;
 use reservoir_core::detection::PatternDetector;
 use reservoir_core::{ExperimentConfig, RunHooks, RunOutcome, TaskConfig, TrainedModel};
 
@@ -46,6 +46,18 @@ pub struct RunArgs {
     pub plot: Option<PathBuf>,
 }
 
+/// Reads and checks the config file at `path`: a read error names the file, a rule broken
+/// names the file and the field.
+pub fn read_config(path: &Path) -> Result<ExperimentConfig> {
+    let text = std::fs::read_to_string(path).map_err(|source| CliError::Read {
+        what: "config file",
+        path: path.to_path_buf(),
+        source,
+    })?;
+    ExperimentConfig::from_toml(&text, &path.display().to_string())
+        .map_err(|e| CliError::config(path, e))
+}
+
 /// Runs `reservoir run`.
 pub fn run(args: &RunArgs) -> Result<()> {
     let model_path = model_path(args);
@@ -56,15 +68,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
         check_output_folder("--plot", path)?;
     }
     let config = match &args.config {
-        Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|source| CliError::Read {
-                what: "config file",
-                path: path.clone(),
-                source,
-            })?;
-            ExperimentConfig::from_toml(&text, &path.display().to_string())
-                .map_err(|e| CliError::config(path, e))?
-        }
+        Some(path) => read_config(path)?,
         None => ExperimentConfig::from_toml(DEFAULT_CONFIG, "<embedded default config>")
             .map_err(|e| CliError::core("the embedded default config", e))?,
     };
@@ -99,17 +103,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
         config.run_full(&mut factory, &mut hooks)
     };
     stages.clear();
-    let mut backends = Vec::new();
-    for (kind, chosen) in &factory.chosen {
-        if let Chosen::Cpu {
-            fallback: Some(reason),
-        } = chosen
-        {
-            backend::note_cpu_fallback(reason);
-        }
-        backends.push(format!("{kind}: {}", chosen.name()));
-    }
-    let backend_name = backends.join(", ");
+    let backend_name = backend::describe(&factory.chosen);
     let outcome = result.map_err(|e| match &args.config {
         Some(path) => CliError::config(path, e),
         None => CliError::core(format!("running {origin}"), e),

@@ -3,28 +3,15 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use common::*;
 use reservoir_core::persist::SpikeModel;
 use reservoir_core::tasks::spike_classification::generate;
 use reservoir_core::Model;
-use serde_json::Value;
 
 /// The size every plot has (see `reservoir run --help`).
 const PLOT_SIZE: (u32, u32) = (1200, 600);
-
-fn config(name: &str) -> String {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../configs");
-    root.join(name).display().to_string()
-}
-
-fn json(args: &[&str]) -> Value {
-    let mut args = args.to_vec();
-    args.push("--json");
-    let out = succeeds(&args);
-    serde_json::from_str(&out.stdout).expect("stdout is JSON")
-}
 
 /// Width and height from a PNG's IHDR chunk, after checking the signature and chunk header.
 fn png_size(path: &Path) -> (u32, u32) {

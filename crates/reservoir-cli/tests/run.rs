@@ -3,34 +3,12 @@
 
 mod common;
 
-use std::path::PathBuf;
-
 use common::*;
-use serde_json::Value;
-
-fn config(name: &str) -> String {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../configs");
-    root.join(name).display().to_string()
-}
-
-fn run_json(args: &[&str]) -> Value {
-    let mut args = args.to_vec();
-    args.push("--json");
-    let out = succeeds(&args);
-    assert_eq!(out.stdout.lines().count(), 1, "{}", out.stdout);
-    serde_json::from_str(&out.stdout).expect("stdout is JSON")
-}
-
-fn number(report: &Value, key: &str) -> f64 {
-    report[key]
-        .as_f64()
-        .unwrap_or_else(|| panic!("no number `{key}` in {report}"))
-}
 
 #[test]
 fn the_embedded_default_runs_and_matches_configs_default_toml() {
-    let embedded = run_json(&["run"]);
-    let file = run_json(&["run", &config("default.toml")]);
+    let embedded = json(&["run"]);
+    let file = json(&["run", &config("default.toml")]);
     assert_eq!(embedded["task"], "spike_classification");
     assert_eq!(embedded["esn_test_accuracy"], file["esn_test_accuracy"]);
     for key in [
@@ -56,12 +34,12 @@ fn the_embedded_default_runs_and_matches_configs_default_toml() {
 
 #[test]
 fn shipped_configs_reach_reservoirpy_parity() {
-    let narma = run_json(&["run", &config("narma10.toml")]);
+    let narma = json(&["run", &config("narma10.toml")]);
     assert!(number(&narma, "test_nrmse") <= 0.25, "{narma}");
-    let mg = run_json(&["run", &config("mackey_glass.toml")]);
+    let mg = json(&["run", &config("mackey_glass.toml")]);
     assert!(number(&mg, "test_nrmse") <= 1e-4, "{mg}");
     assert!(number(&mg, "closed_loop_nrmse84") < 0.05, "{mg}");
-    let mc = run_json(&["run", &config("memory_capacity.toml")]);
+    let mc = json(&["run", &config("memory_capacity.toml")]);
     assert!(
         (40.0..=100.0).contains(&number(&mc, "memory_capacity")),
         "{mc}"
@@ -87,7 +65,7 @@ fn fit_on_generated_csv_reproduces_the_run() {
         "--test-output",
         &test,
     ]);
-    let fit = run_json(&[
+    let fit = json(&[
         "fit",
         "--config",
         &config("narma10.toml"),
@@ -100,7 +78,7 @@ fn fit_on_generated_csv_reproduces_the_run() {
         "--targets",
         "y",
     ]);
-    let run = run_json(&["run", &config("narma10.toml")]);
+    let run = json(&["run", &config("narma10.toml")]);
     assert_eq!(fit["n_train"], 2000);
     assert_eq!(fit["n_test"], 1000);
     let (a, b) = (number(&fit, "test_nrmse"), number(&run, "test_nrmse"));
@@ -156,7 +134,7 @@ fn info_exits_zero_and_names_what_the_gpu_backend_needs() {
     for needle in ["CUDA driver", "NVRTC", "cuBLAS", "devices", "GPU backend"] {
         assert!(text.contains(needle), "{needle} missing from:\n{text}");
     }
-    let json = run_json(&["info"]);
+    let json = json(&["info"]);
     assert!(
         json["devices"].is_array() && json.get("problem").is_some(),
         "{json}"
@@ -194,7 +172,7 @@ fn backend_cuda_without_a_gpu_is_a_clear_error_and_auto_falls_back() {
     );
     if gpu_reservoir::probe().usable() {
         assert_eq!(
-            run_json(&["run", &cuda.display().to_string()])["backend"],
+            json(&["run", &cuda.display().to_string()])["backend"],
             "cuda"
         );
     } else {
@@ -214,7 +192,7 @@ fn backend_cuda_without_a_gpu_is_a_clear_error_and_auto_falls_back() {
 
 #[test]
 fn spike_classification_config_classifies_with_both_reservoirs_and_detects_templates() {
-    let report = run_json(&["run", &config("spike_classification.toml")]);
+    let report = json(&["run", &config("spike_classification.toml")]);
     for key in ["esn_test_accuracy", "lif_test_accuracy"] {
         assert!(number(&report, key) >= 0.95, "{key} in {report}");
     }

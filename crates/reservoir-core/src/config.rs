@@ -150,6 +150,31 @@ fn check_non_negative(field: &str, value: f64) -> Result<(), ConfigError> {
     )
 }
 
+/// The rule of [`ReservoirConfig::spectral_radius`] (finite and > 0), for the value of `field`.
+pub(crate) fn check_spectral_radius(field: &str, value: f64) -> Result<(), ConfigError> {
+    check(
+        value.is_finite() && value > 0.0,
+        field,
+        "must be finite and > 0",
+        value,
+    )
+}
+
+/// The rule of [`ReservoirConfig::leak_rate`] (in (0, 1]), for the value of `field`.
+pub(crate) fn check_leak_rate(field: &str, value: f64) -> Result<(), ConfigError> {
+    check_unit_interval(field, value)
+}
+
+/// The rule of [`ReservoirConfig::input_scaling`] (finite and >= 0), for the value of `field`.
+pub(crate) fn check_input_scaling(field: &str, value: f64) -> Result<(), ConfigError> {
+    check_non_negative(field, value)
+}
+
+/// The rule of [`ReadoutConfig::ridge`] (finite and >= 0), for the value of `field`.
+pub(crate) fn check_ridge(field: &str, value: f64) -> Result<(), ConfigError> {
+    check_non_negative(field, value)
+}
+
 /// `size` in 1..=[`MAX_SIZE`] and `input_size` ≥ 1: the dimensions every reservoir config has.
 pub(crate) fn check_dimensions(size: usize, input_size: usize) -> Result<(), ConfigError> {
     check(
@@ -165,16 +190,11 @@ impl ReservoirConfig {
     /// Checks every field; the error names the first field that breaks its rule.
     pub fn validate(&self) -> Result<(), ConfigError> {
         check_dimensions(self.size, self.input_size)?;
-        check(
-            self.spectral_radius.is_finite() && self.spectral_radius > 0.0,
-            "spectral_radius",
-            "must be finite and > 0",
-            self.spectral_radius,
-        )?;
+        check_spectral_radius("spectral_radius", self.spectral_radius)?;
         check_unit_interval("connection_prob", self.connection_prob)?;
         check_unit_interval("input_connectivity", self.input_connectivity)?;
-        check_unit_interval("leak_rate", self.leak_rate)?;
-        check_non_negative("input_scaling", self.input_scaling)?;
+        check_leak_rate("leak_rate", self.leak_rate)?;
+        check_input_scaling("input_scaling", self.input_scaling)?;
         check_non_negative("bias_scaling", self.bias_scaling)?;
         check_non_negative("noise_level", self.noise_level)?;
         Ok(())
@@ -205,7 +225,7 @@ impl Default for ReadoutConfig {
 impl ReadoutConfig {
     /// Checks every field.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        check_non_negative("ridge", self.ridge)
+        check_ridge("ridge", self.ridge)
     }
 }
 

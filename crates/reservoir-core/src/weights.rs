@@ -7,7 +7,9 @@ use rand_chacha::ChaCha8Rng;
 use rand_distr::StandardNormal;
 use serde::{Deserialize, Serialize};
 
-use crate::config::{ReservoirConfig, WeightDistribution};
+use crate::config::{
+    check_input_scaling, check_spectral_radius, ReservoirConfig, WeightDistribution,
+};
 use crate::error::{ReservoirError, Result};
 use crate::rng::{stream_rng, Stream};
 use crate::sparse::CsrMatrix;
@@ -60,25 +62,34 @@ fn sorted_sample(rng: &mut ChaCha8Rng, n: usize, count: usize) -> Vec<usize> {
     picked
 }
 
-impl ReservoirWeights {
-    /// Draws W, W_in and b for `config` and scales W to `config.spectral_radius`.
-    ///
-    /// W has exactly `round(connection_prob·N)` (≥ 1) non-zeros per row at uniformly chosen
-    /// columns; each input channel reaches exactly `round(input_connectivity·N)` (≥ 1) units.
-    /// Returns the weights and the spectral-radius estimate of the unscaled W.
+/// The random draws behind a config's weights, before W is scaled to a spectral radius and
+/// W_in by the input scaling: what every config that differs only in `spectral_radius` and
+/// `input_scaling` shares (the lanes of a sweep). Draw once, then [`WeightDraws::scaled`]
+/// gives each config's weights bit for bit as [`ReservoirWeights::generate`] would.
+#[derive(Debug, Clone)]
+pub struct WeightDraws {
+    recurrent: CsrMatrix<f64>,
+    estimate: SpectralEstimate,
+    input: Array2<f64>,
+    bias: Array1<f64>,
+}
+
+impl WeightDraws {
+    /// Draws W (unscaled), its spectral radius, W_in (unscaled) and b for `config`; the
+    /// config's `spectral_radius` and `input_scaling` are not used.
     ///
     /// # Errors
     /// An invalid config, or a W whose spectral radius is zero (too sparse to recur) or could
     /// not be estimated.
-    pub fn generate(config: &ReservoirConfig) -> Result<(Self, SpectralEstimate)> {
+    pub fn draw(config: &ReservoirConfig) -> Result<Self> {
         config.validate()?;
         let n = config.size;
-        let raw = Self::random_recurrent(config)?;
+        let recurrent = ReservoirWeights::random_recurrent(config)?;
         let options = SpectralOptions {
             seed: stream_rng(config.seed, Stream::Spectral).random(),
             ..SpectralOptions::default()
         };
-        let estimate = raw.spectral_radius(&options)?;
+        let estimate = recurrent.spectral_radius(&options)?;
         if !estimate.converged {
             return Err(ReservoirError::numerical(
                 "spectral radius",
@@ -98,21 +109,60 @@ impl ReservoirWeights {
                 ),
             ));
         }
-        let mut recurrent = raw;
-        recurrent.scale(config.spectral_radius / estimate.radius);
 
         let mut rng = stream_rng(config.seed, Stream::Input);
         let mut input = Array2::zeros((n, config.input_size));
         for channel in 0..config.input_size {
             for unit in sorted_sample(&mut rng, n, fan(config.input_connectivity, n)) {
-                input[(unit, channel)] =
-                    config.input_scaling * draw(&mut rng, config.weight_distribution);
+                input[(unit, channel)] = draw(&mut rng, config.weight_distribution);
             }
         }
 
         let mut rng = stream_rng(config.seed, Stream::Bias);
         let bias = Array1::from_shape_fn(n, |_| config.bias_scaling * rng.random_range(-1.0..1.0));
-        Ok((Self::from_parts(recurrent, input, bias)?, estimate))
+        Ok(Self {
+            recurrent,
+            estimate,
+            input,
+            bias,
+        })
+    }
+
+    /// The spectral-radius estimate of the unscaled W.
+    pub fn estimate(&self) -> &SpectralEstimate {
+        &self.estimate
+    }
+
+    /// The weights with W scaled to `spectral_radius` and W_in by `input_scaling`.
+    ///
+    /// # Errors
+    /// A config error naming `spectral_radius` or `input_scaling` when a value breaks the
+    /// rule of [`ReservoirConfig`]'s field.
+    pub fn scaled(&self, spectral_radius: f64, input_scaling: f64) -> Result<ReservoirWeights> {
+        check_spectral_radius("spectral_radius", spectral_radius)?;
+        check_input_scaling("input_scaling", input_scaling)?;
+        let mut recurrent = self.recurrent.clone();
+        recurrent.scale(spectral_radius / self.estimate.radius);
+        let input = self.input.mapv(|w| input_scaling * w);
+        ReservoirWeights::from_parts(recurrent, input, self.bias.clone())
+    }
+}
+
+impl ReservoirWeights {
+    /// Draws W, W_in and b for `config` and scales W to `config.spectral_radius`.
+    ///
+    /// W has exactly `round(connection_prob·N)` (≥ 1) non-zeros per row at uniformly chosen
+    /// columns; each input channel reaches exactly `round(input_connectivity·N)` (≥ 1) units.
+    /// Returns the weights and the spectral-radius estimate of the unscaled W
+    /// ([`WeightDraws::draw`], then [`WeightDraws::scaled`]).
+    ///
+    /// # Errors
+    /// An invalid config, or a W whose spectral radius is zero (too sparse to recur) or could
+    /// not be estimated.
+    pub fn generate(config: &ReservoirConfig) -> Result<(Self, SpectralEstimate)> {
+        let draws = WeightDraws::draw(config)?;
+        let weights = draws.scaled(config.spectral_radius, config.input_scaling)?;
+        Ok((weights, draws.estimate))
     }
 
     fn random_recurrent(config: &ReservoirConfig) -> Result<CsrMatrix<f64>> {

@@ -26,6 +26,7 @@ fn every_shipped_config_is_valid() {
         "memory_capacity.toml",
         "narma10.toml",
         "spike_classification.toml",
+        "sweep_narma10.toml",
     ] {
         assert!(
             names.iter().any(|n| n == expected),

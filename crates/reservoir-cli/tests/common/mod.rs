@@ -188,6 +188,28 @@ pub fn rmse(a: &[f64], b: &[f64]) -> f64 {
     (a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum::<f64>() / a.len() as f64).sqrt()
 }
 
+/// The path of a shipped config, `configs/<name>`.
+pub fn config(name: &str) -> String {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../configs");
+    root.join(name).display().to_string()
+}
+
+/// Runs `args` with `--json`, asserts success and one line of output, and parses it.
+pub fn json(args: &[&str]) -> Value {
+    let mut args = args.to_vec();
+    args.push("--json");
+    let out = succeeds(&args);
+    assert_eq!(out.stdout.lines().count(), 1, "{}", out.stdout);
+    serde_json::from_str(&out.stdout).expect("stdout is JSON")
+}
+
+/// The number at `key` of a JSON object.
+pub fn number(value: &Value, key: &str) -> f64 {
+    value[key]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no number `{key}` in {value}"))
+}
+
 /// Asserts that `predict` fails with one error line mentioning every needle.
 pub fn predict_fails(model: &str, input: &str, needles: &[&str]) -> String {
     fails_with(&["predict", "--model", model, "--input", input], needles)

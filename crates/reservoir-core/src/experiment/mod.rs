@@ -5,7 +5,7 @@
 //! reservoir can be refitted on exported CSV data unchanged.
 
 mod outcome;
-mod series;
+pub(crate) mod series;
 mod spikes;
 
 pub use outcome::{ProgressFn, RunHooks, RunOutcome, TestSeries, TrainedModel};
@@ -20,7 +20,7 @@ use crate::error::{ConfigError, Result};
 use crate::esn::cpu_reservoir;
 use crate::lif::{LifConfig, LifNetwork};
 use crate::reservoir::Reservoir;
-use crate::sweep::{CpuLaneRunner, LaneRunner};
+use crate::sweep::{CpuLaneRunner, LaneRunner, SweepConfig};
 use crate::tasks::spike_classification::SpikeClassificationOptions;
 
 /// What `reservoir run` does with the reservoir.
@@ -75,6 +75,10 @@ pub struct ExperimentConfig {
     pub lif: Option<LifConfig>,
     /// The `[detector]` table: the template detector of the spike task.
     pub detector: DetectorOptions,
+    /// The `[sweep]` table: the hyper-parameter grid of `reservoir sweep` (ignored by
+    /// [`ExperimentConfig::run`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<SweepConfig>,
 }
 
 /// One named figure of a report.
@@ -121,12 +125,15 @@ impl ExperimentConfig {
         Ok(config)
     }
 
-    /// Checks all three tables; field names carry their table (`task.train`).
+    /// Checks every table; field names carry their table (`task.train`, `sweep.ridge[1]`).
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.reservoir
             .validate()
             .map_err(|e| e.prefixed("reservoir"))?;
         self.readout.validate().map_err(|e| e.prefixed("readout"))?;
+        if let Some(sweep) = &self.sweep {
+            sweep.validate().map_err(|e| e.prefixed("sweep"))?;
+        }
         let Some(task) = &self.task else {
             return Ok(());
         };

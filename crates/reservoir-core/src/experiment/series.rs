@@ -16,7 +16,7 @@ use crate::persist::Model;
 use crate::readout::{fit_ridge_with_progress, LinearReadout};
 use crate::reservoir::Reservoir;
 use crate::tasks::mackey_glass::{mackey_glass, one_step_task, MackeyGlassOptions};
-use crate::tasks::memory::{memory_capacity, MemoryCapacityOptions};
+use crate::tasks::memory::{memory_capacity, memory_capacity_data, MemoryCapacityOptions};
 use crate::tasks::narma::narma10;
 use crate::tasks::TaskData;
 use crate::weights::ReservoirWeights;
@@ -30,6 +30,96 @@ struct Trained {
     test: TestSeries,
 }
 
+/// A time-series task's rows as `reservoir run` and `reservoir sweep` use them: one input
+/// sequence in time order, rows `washout..train_rows` train the readout, rows `train_rows..`
+/// are scored.
+pub(crate) struct SeriesTask {
+    /// `narma10`, `mackey_glass` or `memory_capacity`.
+    pub(crate) kind: &'static str,
+    /// Inputs (T × 1) and targets (T × M) of every row.
+    pub(crate) data: TaskData,
+    /// End of the training rows.
+    pub(crate) train_rows: usize,
+    /// Leading rows run but not fitted.
+    pub(crate) washout: usize,
+    /// Mackey–Glass: the series the rows come from (one row longer), for the forecast.
+    pub(crate) series: Option<Array1<f64>>,
+}
+
+/// The `[reservoir]` table as the time-series tasks run it: one input channel.
+pub(crate) fn series_reservoir(config: &ExperimentConfig) -> ReservoirConfig {
+    ReservoirConfig {
+        input_size: 1,
+        ..config.reservoir.clone()
+    }
+}
+
+/// The protocol of the memory-capacity task: its washout covers the largest delay.
+fn memory_capacity_options(
+    config: &ExperimentConfig,
+    max_delay: usize,
+    train: usize,
+    test: usize,
+) -> MemoryCapacityOptions {
+    MemoryCapacityOptions {
+        max_delay,
+        train_len: train,
+        test_len: test,
+        washout: config.readout.washout.max(max_delay),
+        ridge: config.readout.ridge,
+        ..Default::default()
+    }
+}
+
+/// The rows of a time-series task (NARMA-10, Mackey–Glass one-step, memory capacity).
+///
+/// # Errors
+/// A config error naming `task.kind` for the spike task; any error of the generators.
+pub(crate) fn series_task(config: &ExperimentConfig, task: &TaskConfig) -> Result<SeriesTask> {
+    let washout = config.readout.washout;
+    Ok(match task {
+        TaskConfig::SpikeClassification(_) => {
+            return Err(ConfigError::new(
+                "task.kind",
+                "is not a time-series task (narma10, mackey_glass, memory_capacity)",
+                "spike_classification",
+            )
+            .into())
+        }
+        TaskConfig::Narma10 { train, test, seed } => SeriesTask {
+            kind: "narma10",
+            data: narma10(train + test, *seed)?,
+            train_rows: *train,
+            washout,
+            series: None,
+        },
+        TaskConfig::MackeyGlass { train, test, .. } => {
+            let series = mackey_glass(train + test + 1, MackeyGlassOptions::default())?;
+            SeriesTask {
+                kind: "mackey_glass",
+                data: one_step_task(series.view()),
+                train_rows: *train,
+                washout,
+                series: Some(series),
+            }
+        }
+        TaskConfig::MemoryCapacity {
+            max_delay,
+            train,
+            test,
+        } => {
+            let options = memory_capacity_options(config, *max_delay, *train, *test);
+            SeriesTask {
+                kind: "memory_capacity",
+                data: memory_capacity_data(&options)?,
+                train_rows: options.washout + train,
+                washout: options.washout,
+                series: None,
+            }
+        }
+    })
+}
+
 /// Runs a time-series task (NARMA-10, Mackey–Glass, memory capacity) on an echo-state
 /// reservoir with one input channel.
 pub(super) fn run(
@@ -39,87 +129,57 @@ pub(super) fn run(
     hooks: &mut RunHooks<'_>,
 ) -> Result<RunOutcome> {
     let start = Instant::now();
-    let esn_config = ReservoirConfig {
-        input_size: 1,
-        ..config.reservoir.clone()
-    };
+    let esn_config = series_reservoir(config);
     let mut reservoir = factory.echo_state(&esn_config)?;
     let mut timings = vec![figure("setup_seconds", start.elapsed().as_secs_f64())];
     let mut metrics = Vec::new();
     let mut trained = None;
     let kind = match task {
-        TaskConfig::SpikeClassification(_) => {
-            return Err(ConfigError::new(
-                "task.kind",
-                "is not a time-series task",
-                "spike_classification",
-            )
-            .into())
-        }
-        TaskConfig::Narma10 { train, test, seed } => {
-            let data = narma10(train + test, *seed)?;
-            trained = Some(train_and_test(
-                config,
-                reservoir.as_mut(),
-                &data,
-                *train,
-                (&mut metrics, &mut timings),
-                hooks,
-            )?);
-            "narma10"
-        }
-        TaskConfig::MackeyGlass {
-            train,
-            test,
-            forecast,
-        } => {
-            let series = mackey_glass(train + test + 1, MackeyGlassOptions::default())?;
-            let data = one_step_task(series.view());
-            let fitted = train_and_test(
-                config,
-                reservoir.as_mut(),
-                &data,
-                *train,
-                (&mut metrics, &mut timings),
-                hooks,
-            )?;
-            if *forecast > 0 {
-                // Run free from the end of training.
-                let t = Instant::now();
-                reservoir.set_state(fitted.trained_state.view())?;
-                let steps = (*forecast).min(*test);
-                let generated = closed_loop(
-                    reservoir.as_mut(),
-                    &fitted.readout,
-                    series.slice(s![*train..*train + 1]),
-                    steps,
-                )?;
-                let error =
-                    (generated[(steps - 1, 0)] - series[*train + steps]).abs() / series.std(0.0);
-                metrics.push(figure(&format!("closed_loop_nrmse{steps}"), error));
-                timings.push(figure("forecast_seconds", t.elapsed().as_secs_f64()));
-            }
-            trained = Some(fitted);
-            "mackey_glass"
-        }
         TaskConfig::MemoryCapacity {
             max_delay,
             train,
             test,
         } => {
             let t = Instant::now();
-            let options = MemoryCapacityOptions {
-                max_delay: *max_delay,
-                train_len: *train,
-                test_len: *test,
-                washout: config.readout.washout.max(*max_delay),
-                ridge: config.readout.ridge,
-                ..Default::default()
-            };
+            let options = memory_capacity_options(config, *max_delay, *train, *test);
             let mc = memory_capacity(reservoir.as_mut(), &options)?;
             metrics.push(figure("memory_capacity", mc.total));
             timings.push(figure("run_and_fit_seconds", t.elapsed().as_secs_f64()));
             "memory_capacity"
+        }
+        task => {
+            let rows = series_task(config, task)?;
+            let fitted = train_and_test(
+                config,
+                reservoir.as_mut(),
+                &rows.data,
+                rows.train_rows,
+                (&mut metrics, &mut timings),
+                hooks,
+            )?;
+            if let (TaskConfig::MackeyGlass { forecast, test, .. }, Some(series)) =
+                (task, &rows.series)
+            {
+                if *forecast > 0 {
+                    // Run free from the end of training.
+                    let t = Instant::now();
+                    let train = rows.train_rows;
+                    reservoir.set_state(fitted.trained_state.view())?;
+                    let steps = (*forecast).min(*test);
+                    let generated = closed_loop(
+                        reservoir.as_mut(),
+                        &fitted.readout,
+                        series.slice(s![train..train + 1]),
+                        steps,
+                    )?;
+                    let error =
+                        (generated[(steps - 1, 0)] - series[train + steps]).abs() / series.std(0.0);
+                    metrics.push(figure(&format!("closed_loop_nrmse{steps}"), error));
+                    timings.push(figure("forecast_seconds", t.elapsed().as_secs_f64()));
+                }
+            }
+            trained = Some(fitted);
+            rows.kind
         }
     };
     let report = ExperimentReport {

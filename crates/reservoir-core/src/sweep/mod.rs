@@ -3,16 +3,31 @@
 //!
 //! A [`LaneRunner`] runs every lane over the same data and returns each lane's ridge sums over
 //! the training rows and the validation rows; readouts for any number of ridge values are then
-//! solved and scored from the sums alone. [`CpuLaneRunner`] runs the lanes one after the other
-//! on the CPU; the GPU backend runs them together, one batched product per step.
+//! solved and scored from the sums alone. [`CpuLaneRunner`] runs the lanes on the CPU, as many
+//! at a time as there are cores; the GPU backend runs them together, one batched product per
+//! step.
+//!
+//! [`run_sweep`] does it for a config's `[sweep]` table ([`SweepConfig`]) and ranks every
+//! (lane, ridge) by its validation score ([`SweepReport`]).
+
+mod config;
+mod parallel;
+mod run;
+
+pub use config::SweepConfig;
+pub use run::{
+    run_sweep, SweepFailure, SweepReport, SweepResult, SweepScore, SweepTimings,
+    SWEEP_SUMS_BUDGET_BYTES,
+};
 
 use ndarray::{s, ArrayView2};
 use serde::Serialize;
 
 use crate::config::ReservoirConfig;
 use crate::error::{ReservoirError, Result};
-use crate::esn::cpu_reservoir;
+use crate::esn::cpu_reservoir_from_weights;
 use crate::readout::{accumulate_run, RidgeAccumulator};
+use crate::weights::WeightDraws;
 
 /// The hyper-parameters of one lane; every other field comes from the sweep's base config.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -109,9 +124,15 @@ pub trait LaneRunner {
         lanes: &[Lane],
         data: &LaneData<'_>,
     ) -> Result<Vec<LaneSums>>;
+
+    /// Where the lanes run, for reports: `cpu` (the default) or `cuda`.
+    fn backend(&self) -> &'static str {
+        "cpu"
+    }
 }
 
-/// Runs each lane as its own CPU reservoir, one after the other.
+/// Runs each lane as its own CPU reservoir, as many lanes at a time as the machine has cores
+/// ([`run_lanes_on_cpu`] with `std::thread::available_parallelism`).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CpuLaneRunner;
 
@@ -122,30 +143,58 @@ impl LaneRunner for CpuLaneRunner {
         lanes: &[Lane],
         data: &LaneData<'_>,
     ) -> Result<Vec<LaneSums>> {
-        data.check(base)?;
-        let (split, outputs) = (data.train_rows, data.targets.ncols());
-        lanes
-            .iter()
-            .map(|lane| {
-                let mut reservoir = cpu_reservoir(&lane.config(base))?;
-                let mut train = RidgeAccumulator::new(base.size, outputs, 1);
-                accumulate_run(
-                    reservoir.as_mut(),
-                    data.inputs.slice(s![..split, ..]),
-                    data.targets.slice(s![..split, ..]),
-                    data.washout,
-                    &mut train,
-                )?;
-                let mut validation = RidgeAccumulator::new(base.size, outputs, 1);
-                accumulate_run(
-                    reservoir.as_mut(),
-                    data.inputs.slice(s![split.., ..]),
-                    data.targets.slice(s![split.., ..]),
-                    0,
-                    &mut validation,
-                )?;
-                Ok(LaneSums { train, validation })
-            })
-            .collect()
+        run_lanes_on_cpu(base, lanes, data, parallel::cpu_threads())
     }
+}
+
+/// Runs `lanes` on CPU reservoirs, up to `threads` lanes at a time (each lane also streams its
+/// states to a second thread that adds them to its sums, see [`accumulate_run`]).
+///
+/// The random weights are drawn once ([`WeightDraws`]) and scaled for each lane, so a lane's
+/// reservoir is bit for bit the one `cpu_reservoir(&lane.config(base))` builds. Each lane is
+/// computed the same way whatever `threads` is: the sums are bit-identical to a sequential
+/// run, and in the order of `lanes`.
+///
+/// # Errors
+/// The errors of [`LaneData::check`], an invalid lane config, and the first error of a lane
+/// in lane order.
+pub fn run_lanes_on_cpu(
+    base: &ReservoirConfig,
+    lanes: &[Lane],
+    data: &LaneData<'_>,
+    threads: usize,
+) -> Result<Vec<LaneSums>> {
+    data.check(base)?;
+    let draws = WeightDraws::draw(base)?;
+    parallel::try_map(lanes, threads, |lane| run_lane(base, &draws, lane, data))
+}
+
+/// One lane's training and validation sums.
+fn run_lane(
+    base: &ReservoirConfig,
+    draws: &WeightDraws,
+    lane: &Lane,
+    data: &LaneData<'_>,
+) -> Result<LaneSums> {
+    let config = lane.config(base);
+    let weights = draws.scaled(lane.spectral_radius, lane.input_scaling)?;
+    let mut reservoir = cpu_reservoir_from_weights(&config, weights)?;
+    let (split, outputs) = (data.train_rows, data.targets.ncols());
+    let mut train = RidgeAccumulator::new(base.size, outputs, 1);
+    accumulate_run(
+        reservoir.as_mut(),
+        data.inputs.slice(s![..split, ..]),
+        data.targets.slice(s![..split, ..]),
+        data.washout,
+        &mut train,
+    )?;
+    let mut validation = RidgeAccumulator::new(base.size, outputs, 1);
+    accumulate_run(
+        reservoir.as_mut(),
+        data.inputs.slice(s![split.., ..]),
+        data.targets.slice(s![split.., ..]),
+        0,
+        &mut validation,
+    )?;
+    Ok(LaneSums { train, validation })
 }

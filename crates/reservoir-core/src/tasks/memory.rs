@@ -1,6 +1,6 @@
 //! Memory capacity (Jaeger 2001).
 
-use ndarray::{s, Array2, ArrayView1};
+use ndarray::{s, Array2};
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
@@ -8,6 +8,7 @@ use crate::error::{ReservoirError, Result};
 use crate::readout::{accumulate_run, RidgeAccumulator};
 use crate::reservoir::Reservoir;
 use crate::rng::{stream_rng, Stream};
+use crate::tasks::TaskData;
 
 /// Protocol of [`memory_capacity`].
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -48,79 +49,85 @@ pub struct MemoryCapacity {
     pub per_delay: Vec<f64>,
 }
 
+/// The data of [`memory_capacity`]: `washout + train_len + test_len` rows of input
+/// u ~ U[−0.5, 0.5] i.i.d. (seeded) and `max_delay` target columns, column k − 1 holding
+/// u(t − k) (0 before the start). Rows `washout..washout + train_len` train the readouts,
+/// the last `test_len` rows score them.
+///
+/// # Errors
+/// An invalid-input error unless max_delay >= 1, washout >= max_delay, train_len >= 1 and
+/// test_len >= 2.
+pub fn memory_capacity_data(options: &MemoryCapacityOptions) -> Result<TaskData> {
+    let MemoryCapacityOptions {
+        max_delay,
+        train_len,
+        test_len,
+        washout,
+        seed,
+        ..
+    } = *options;
+    if max_delay == 0 || washout < max_delay || train_len == 0 || test_len < 2 {
+        return Err(ReservoirError::invalid(
+            "memory capacity",
+            "needs max_delay >= 1, washout >= max_delay, train_len >= 1, test_len >= 2",
+        ));
+    }
+    let total = washout + train_len + test_len;
+    let mut rng = stream_rng(seed, Stream::Input);
+    let u: Vec<f64> = (0..total).map(|_| rng.random_range(-0.5..0.5)).collect();
+    let delayed = Array2::from_shape_fn(
+        (total, max_delay),
+        |(t, k)| if t > k { u[t - k - 1] } else { 0.0 },
+    );
+    let inputs = Array2::from_shape_vec((total, 1), u)
+        .map_err(|e| ReservoirError::invalid("memory capacity", e))?;
+    TaskData::new(inputs, delayed)
+}
+
 /// Measures memory capacity: input u ~ U[−0.5, 0.5] i.i.d.; for each delay k a ridge readout
 /// is trained to output u(t−k) (all delays in one multi-output fit, which is the same as k
-/// separate fits); MC is the sum of squared correlations on held-out rows.
+/// separate fits); MC is the sum of squared correlations on held-out rows
+/// ([`memory_capacity_data`] makes the data). The held-out rows are streamed into ridge sums
+/// and scored from them ([`RidgeAccumulator::score`]), as a sweep scores its lanes.
 ///
 /// The reservoir must have one input channel; it is reset first.
 pub fn memory_capacity(
     reservoir: &mut dyn Reservoir,
     options: &MemoryCapacityOptions,
 ) -> Result<MemoryCapacity> {
-    let MemoryCapacityOptions {
-        max_delay,
-        train_len,
-        test_len,
-        washout,
-        ridge,
-        seed,
-    } = *options;
-    if reservoir.input_size() != 1
-        || max_delay == 0
-        || washout < max_delay
-        || train_len == 0
-        || test_len < 2
-    {
+    if reservoir.input_size() != 1 {
         return Err(ReservoirError::invalid(
             "memory capacity",
-            "needs a 1-input reservoir, max_delay >= 1, washout >= max_delay, train_len >= 1, test_len >= 2",
+            format!(
+                "needs a 1-input reservoir, got {} inputs",
+                reservoir.input_size()
+            ),
         ));
     }
-    let total = washout + train_len + test_len;
-    let mut rng = stream_rng(seed, Stream::Input);
-    let u: Vec<f64> = (0..total).map(|_| rng.random_range(-0.5..0.5)).collect();
-    let inputs = Array2::from_shape_vec((total, 1), u.clone())
-        .map_err(|e| ReservoirError::invalid("memory capacity", e))?;
-    let delayed = Array2::from_shape_fn(
-        (total, max_delay),
-        |(t, k)| if t > k { u[t - k - 1] } else { 0.0 },
-    );
-
+    let data = memory_capacity_data(options)?;
+    let train_end = options.washout + options.train_len;
+    let (inputs, delayed) = (&data.inputs, &data.targets);
     reservoir.reset();
-    let train_end = washout + train_len;
-    let mut acc = RidgeAccumulator::new(reservoir.size(), max_delay, 1);
+    let mut train = RidgeAccumulator::new(reservoir.size(), options.max_delay, 1);
     accumulate_run(
         reservoir,
         inputs.slice(s![..train_end, ..]),
         delayed.slice(s![..train_end, ..]),
-        washout,
-        &mut acc,
+        options.washout,
+        &mut train,
     )?;
-    let fit = acc.solve(ridge)?;
-    let test_states = reservoir.run(inputs.slice(s![train_end.., ..]))?;
-    let predictions = fit.readout.predict(test_states.view())?;
-    let targets = delayed.slice(s![train_end.., ..]);
-    let per_delay: Vec<f64> = (0..max_delay)
-        .map(|k| squared_correlation(predictions.column(k), targets.column(k)))
-        .collect();
+    let fit = train.solve(options.ridge)?;
+    let mut test = RidgeAccumulator::new(reservoir.size(), options.max_delay, 1);
+    accumulate_run(
+        reservoir,
+        inputs.slice(s![train_end.., ..]),
+        delayed.slice(s![train_end.., ..]),
+        0,
+        &mut test,
+    )?;
+    let per_delay = test.score(&fit.readout)?.squared_correlation;
     Ok(MemoryCapacity {
         total: per_delay.iter().sum(),
         per_delay,
     })
-}
-
-/// Squared Pearson correlation; 0 when either side is constant.
-fn squared_correlation(a: ArrayView1<f64>, b: ArrayView1<f64>) -> f64 {
-    let (ma, mb) = (a.mean().unwrap_or(0.0), b.mean().unwrap_or(0.0));
-    let (mut sab, mut saa, mut sbb) = (0.0, 0.0, 0.0);
-    for (x, y) in a.iter().zip(b) {
-        sab += (x - ma) * (y - mb);
-        saa += (x - ma) * (x - ma);
-        sbb += (y - mb) * (y - mb);
-    }
-    if saa == 0.0 || sbb == 0.0 {
-        0.0
-    } else {
-        sab * sab / (saa * sbb)
-    }
 }

@@ -1,0 +1,155 @@
+//! `reservoir sweep`: the shipped sweep ranks its 48 lanes × 3 ridges and holds the lane of
+//! `configs/narma10.toml` with `reservoir run`'s score; the table shows the best; bad requests
+//! are one `error:` line.
+
+mod common;
+
+use common::*;
+
+/// Writes `text` to `name` in `dir` and returns the path.
+fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> String {
+    let path = dir.path().join(name);
+    std::fs::write(&path, text).expect("write a config");
+    path.display().to_string()
+}
+
+/// A small NARMA-10 config with the given base values, followed by `sweep`.
+fn small(leak_rate: f64, input_scaling: f64, ridge: f64, sweep: &str) -> String {
+    format!(
+        "[task]\nkind = \"narma10\"\ntrain = 600\ntest = 300\nseed = 2\n\n\
+         [reservoir]\nsize = 40\nspectral_radius = 0.9\nleak_rate = {leak_rate:?}\n\
+         input_scaling = {input_scaling:?}\nseed = 3\n\n\
+         [readout]\nridge = {ridge:?}\nwashout = 50\n\n{sweep}"
+    )
+}
+
+const SWEEP: &str = "[sweep]
+leak_rate = [0.3, 0.6, 1.0]
+input_scaling = [0.5, 1.0]
+ridge = [1e-7, 1e-5]
+top = 4
+";
+
+#[test]
+fn the_shipped_sweep_ranks_every_lane_and_holds_the_run_of_narma10_toml() {
+    let report = json(&["sweep", &config("sweep_narma10.toml")]);
+    assert_eq!(report["task"], "narma10");
+    assert_eq!(report["score"], "validation_nrmse");
+    assert_eq!(
+        (number(&report, "lanes"), number(&report, "ridges")),
+        (48.0, 3.0)
+    );
+    assert_eq!(number(&report, "steps"), 3000.0);
+    let results = report["results"].as_array().expect("results");
+    assert_eq!(results.len(), 144);
+    let scores: Vec<f64> = results.iter().map(|r| number(r, "score")).collect();
+    assert!(scores.windows(2).all(|w| w[0] <= w[1]), "{scores:?}");
+    // The base lane (ρ 0.9, a 1, input scaling 1, ridge 1e-6) is configs/narma10.toml.
+    let base = results
+        .iter()
+        .find(|r| {
+            (number(r, "spectral_radius"), number(r, "leak_rate")) == (0.9, 1.0)
+                && (number(r, "input_scaling"), number(r, "ridge")) == (1.0, 1e-6)
+        })
+        .expect("the base lane");
+    let run = json(&["run", &config("narma10.toml"), "--no-save"]);
+    let test_nrmse = number(&run, "test_nrmse");
+    assert!(
+        (number(base, "score") - test_nrmse).abs() <= 1e-9 * test_nrmse,
+        "sweep {base} vs run {test_nrmse}"
+    );
+    assert!(scores[0] < test_nrmse, "the sweep finds no better lane");
+    let timings = &report["timings"];
+    assert!(number(timings, "total_seconds") >= number(timings, "run_seconds"));
+    assert!(number(&report, "lane_steps_per_second") > 0.0);
+}
+
+#[test]
+fn the_table_shows_the_best_results_and_top_overrides_the_config() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = write(&dir, "small.toml", &small(1.0, 1.0, 1e-5, SWEEP));
+    let table = succeeds(&["sweep", &path]).stdout;
+    let ranked: Vec<&str> = table
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("rank"))
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .collect();
+    assert_eq!(ranked.len(), 4, "{table}");
+    assert!(ranked[0].trim_start().starts_with("1 "), "{table}");
+    for needle in [
+        "lanes",
+        "6 × 2 ridge values = 12 readouts",
+        "val NRMSE",
+        "run time",
+    ] {
+        assert!(table.contains(needle), "`{needle}` not in {table}");
+    }
+    let two = json(&["sweep", &path, "--top", "2"]);
+    assert_eq!(number(&two, "top"), 2.0);
+    assert_eq!(two["results"].as_array().map(Vec::len), Some(12));
+    // The best lane, run on its own, scores what the sweep says.
+    let best = &two["results"][0];
+    let alone = small(
+        number(best, "leak_rate"),
+        number(best, "input_scaling"),
+        number(best, "ridge"),
+        "",
+    );
+    let alone = write(&dir, "alone.toml", &alone);
+    let run = json(&["run", &alone, "--no-save"]);
+    let test_nrmse = number(&run, "test_nrmse");
+    assert!(
+        (number(best, "score") - test_nrmse).abs() <= 1e-9 * test_nrmse,
+        "sweep {best} vs run {test_nrmse}"
+    );
+}
+
+#[test]
+fn bad_sweeps_are_one_error_line() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let leak = write(
+        &dir,
+        "leak.toml",
+        &small(1.0, 1.0, 1e-5, &SWEEP.replace("1.0]", "1.5]")),
+    );
+    fails_with(
+        &["sweep", &leak],
+        &[
+            "leak.toml",
+            "sweep.leak_rate[2]",
+            "must be in (0, 1]",
+            "1.5",
+        ],
+    );
+    let empty = write(
+        &dir,
+        "empty.toml",
+        &small(1.0, 1.0, 1e-5, &SWEEP.replace("[1e-7, 1e-5]", "[]")),
+    );
+    fails_with(
+        &["sweep", &empty],
+        &["empty.toml", "sweep.ridge", "must not be empty"],
+    );
+    let typo = write(
+        &dir,
+        "typo.toml",
+        &small(1.0, 1.0, 1e-5, &SWEEP.replace("top", "tops")),
+    );
+    fails_with(&["sweep", &typo], &["typo.toml", "tops"]);
+    fails_with(
+        &["sweep", &config("spike_classification.toml")],
+        &["spike_classification.toml", "task.kind", "cannot be swept"],
+    );
+    let no_task = write(&dir, "no_task.toml", "[reservoir]\nsize = 20\n");
+    fails_with(&["sweep", &no_task], &["no_task.toml", "`task`"]);
+    fails_with(
+        &[
+            "sweep",
+            &dir.path().join("absent.toml").display().to_string(),
+        ],
+        &["absent.toml", "config file"],
+    );
+    let path = write(&dir, "small.toml", &small(1.0, 1.0, 1e-5, SWEEP));
+    fails_with(&["sweep", &path, "--top", "0"], &["--top", "must be >= 1"]);
+}
