@@ -135,6 +135,34 @@ impl RidgeAccumulator {
         self.rows
     }
 
+    /// XᵀX (F × F, both triangles filled).
+    pub fn gram(&self) -> Array2<f64> {
+        let f = self.n_features();
+        Array2::from_shape_fn((f, f), |(i, j)| self.gram[(i.max(j), i.min(j))])
+    }
+
+    /// XᵀY (F × M).
+    pub fn cross(&self) -> Array2<f64> {
+        Array2::from_shape_fn((self.cross.nrows(), self.cross.ncols()), |(i, k)| {
+            self.cross[(i, k)]
+        })
+    }
+
+    /// ΣX (F).
+    pub fn feature_sums(&self) -> &[f64] {
+        &self.feature_sums
+    }
+
+    /// ΣY (M).
+    pub fn target_sums(&self) -> &[f64] {
+        &self.target_sums
+    }
+
+    /// ΣY² (M).
+    pub fn target_squares(&self) -> &[f64] {
+        &self.target_squares
+    }
+
     /// Adds rows of states (rows × F) and their targets (rows × M).
     ///
     /// # Errors
@@ -277,31 +305,55 @@ impl RidgeAccumulator {
                 format!("the normal equations are not positive definite with ridge = {ridge}; increase readout.ridge"),
             )
         })?;
-        let mut solution = b.clone();
+        let mut solution = b;
         llt.solve_in_place(solution.as_mut());
 
         let weights = Array2::from_shape_fn((f, m), |(i, k)| solution[(i, k)]);
         let intercept = Array1::from_shape_fn(m, |k| solution[(f, k)]);
-        let train_nrmse = self.in_sample_nrmse(&solution, &b)?;
+        let readout = LinearReadout::new(weights, intercept)?;
         Ok(RidgeFit {
-            readout: LinearReadout::new(weights, intercept)?,
-            train_nrmse,
+            train_nrmse: self.nrmse(&readout)?,
+            readout,
             rows: self.rows,
         })
     }
 
-    /// NRMSE of the fit on the accumulated rows: RSS = yᵀy − 2·wᵀZᵀy + wᵀZᵀZw per output,
-    /// with Z = [X, 1] (the augmented system without the ridge term).
-    fn in_sample_nrmse(&self, solution: &Mat<f64>, rhs: &Mat<f64>) -> Result<f64> {
-        let f = self.n_features();
+    /// NRMSE of `readout` on the accumulated rows (RMSE / population std, averaged over
+    /// outputs), from the sums alone: RSS = yᵀy − 2·wᵀZᵀy + wᵀZᵀZw per output, with Z = [X, 1]
+    /// and w = [weights; intercept]. Scores a readout on held-out rows whose states were never
+    /// kept (a sweep's validation sums).
+    ///
+    /// # Errors
+    /// A shape error when the readout does not fit the sums, an invalid-input error when no
+    /// rows were accumulated or a target column is constant over them.
+    pub fn nrmse(&self, readout: &LinearReadout) -> Result<f64> {
+        let (f, m) = (self.n_features(), self.n_outputs());
+        if readout.n_features() != f || readout.n_outputs() != m {
+            return Err(ReservoirError::shape(
+                "readout scored on ridge sums",
+                format!("{f} features x {m} outputs"),
+                format!(
+                    "{} features x {} outputs",
+                    readout.n_features(),
+                    readout.n_outputs()
+                ),
+            ));
+        }
+        if self.rows == 0 {
+            return Err(ReservoirError::invalid(
+                "readout scored on ridge sums",
+                "no rows were accumulated",
+            ));
+        }
         let n = self.rows as f64;
         let mut total = 0.0;
-        for k in 0..self.n_outputs() {
-            let w = solution.col(k);
+        for k in 0..m {
+            let w = readout.weights().column(k);
+            let c = readout.intercept()[k];
             let mut quad = 0.0;
             for j in 0..f {
                 // Z'Z w, using the lower triangle of the Gram matrix.
-                let mut zw = self.feature_sums[j] * w[f];
+                let mut zw = self.feature_sums[j] * c;
                 for i in 0..f {
                     let g = if i >= j {
                         self.gram[(i, j)]
@@ -312,24 +364,27 @@ impl RidgeAccumulator {
                 }
                 quad += w[j] * zw;
             }
-            let mut last = n * w[f];
+            let mut last = n * c;
             for i in 0..f {
                 last += self.feature_sums[i] * w[i];
             }
-            quad += w[f] * last;
-            let cross: f64 = (0..=f).map(|i| w[i] * rhs[(i, k)]).sum();
+            quad += c * last;
+            let cross: f64 = (0..f)
+                .map(|i| w[i] * self.cross[(i, k)])
+                .chain([c * self.target_sums[k]])
+                .sum();
             let rss = (self.target_squares[k] - 2.0 * cross + quad).max(0.0);
             let mean = self.target_sums[k] / n;
             let variance = self.target_squares[k] / n - mean * mean;
             if variance <= 0.0 {
                 return Err(ReservoirError::invalid(
-                    "ridge solve",
-                    format!("target column {k} is constant over the training rows"),
+                    "ridge sums",
+                    format!("target column {k} is constant over the accumulated rows"),
                 ));
             }
             total += (rss / n).sqrt() / variance.sqrt();
         }
-        Ok(total / self.n_outputs() as f64)
+        Ok(total / m as f64)
     }
 }
 
