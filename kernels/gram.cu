@@ -1,5 +1,5 @@
 // Ridge sums on the device (NVRTC, --fmad=false): the f32 states are widened to f64 here, then
-// cuBLAS adds XᵀX (DSYRK) and Xᵀ[Y, 1] (DGEMM) in f64, as reservoir-core's RidgeAccumulator
+// cuBLAS adds XᵀX and Xᵀ[Y, 1] (DGEMMs) in f64, as reservoir-core's RidgeAccumulator
 // does on the CPU with the same f32 states widened to f64.
 
 // dst[i] = (double)src[i] for i < count (exact); a grid-stride loop, so any grid covers it.

@@ -9,7 +9,7 @@ use reservoir_core::{Activation, ReservoirConfig, ReservoirError, ReservoirWeigh
 use crate::bench::median_micros_per_step;
 use crate::blas::{blas_error, product_row_major};
 use crate::device::GpuDevice;
-use crate::error::{DriverContext, GpuError, Result};
+use crate::error::{DriverContext, Result};
 use crate::kernels;
 
 /// Sets the shared handle's math mode for `math` and puts the default back when dropped, so
@@ -241,7 +241,6 @@ impl GpuBatchedReservoir {
     /// for the benchmark. With `graph`, the steps are captured once into a CUDA graph and the
     /// graph is replayed, which removes the host's launch overhead between steps.
     pub fn time_steps(&mut self, steps: usize, repeats: usize, graph: bool) -> Result<f64> {
-        use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
         let (n, b) = (self.config.size, self.batch);
         let s = self.device.stream().clone();
         let host_drive: Vec<f32> = (0..n * b)
@@ -271,18 +270,7 @@ impl GpuBatchedReservoir {
             Ok(())
         };
         let captured = if graph {
-            s.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
-                .context("starting a graph capture")?;
-            let enqueued = enqueue(self);
-            let graph = s
-                .end_capture(CUgraphInstantiate_flags(0))
-                .context("ending the graph capture")?;
-            enqueued?;
-            let graph = graph.ok_or_else(|| {
-                GpuError::Unavailable("the graph capture recorded nothing".into())
-            })?;
-            graph.upload().context("uploading the graph")?;
-            Some(graph)
+            Some(self.device.capture(|| enqueue(self))?)
         } else {
             None
         };

@@ -2,9 +2,9 @@
 //! sweep steps, and the f64 products of the ridge sums. Dimensions are checked against the
 //! buffers here, so a wrong length is an error rather than an out-of-bounds read on the device.
 
-use cudarc::cublas::sys::{cublasDsyrk_v2, cublasFillMode_t, cublasOperation_t};
-use cudarc::cublas::{CudaBlas, Gemm, GemmConfig};
-use cudarc::driver::{CudaView, CudaViewMut, DevicePtr, DevicePtrMut, DeviceSlice};
+use cudarc::cublas::sys::cublasOperation_t;
+use cudarc::cublas::{CudaBlas, Gemm, GemmConfig, StridedBatchedConfig};
+use cudarc::driver::{CudaView, CudaViewMut};
 use reservoir_core::ReservoirError;
 
 use crate::error::{GpuError, Result};
@@ -99,46 +99,52 @@ pub(crate) fn add_product_f64(
     unsafe { blas.gemm(cfg, a, b, c) }.map_err(|e| blas_error(context, e))
 }
 
-/// `c += A·Aᵀ` in f64 (DSYRK), writing the upper triangle of the n × n column-major C only,
-/// which read row-major is the lower triangle [`reservoir_core::readout::RidgeAccumulator`]
-/// keeps. A is n × k column-major with leading dimension `lda` (≥ n): k rows of n states,
-/// each row `lda` values after the previous.
-pub(crate) fn add_gram_f64(
+/// `C_b += A_b·A_bᵀ` in f64 for `blocks` blocks, one strided-batched DGEMM (tensor cores on
+/// recent GPUs; many blocks in one launch). A_b is n × k column-major with leading dimension
+/// `lda`, block b starting b·n values into `a` (the blocks side by side in each column: k rows
+/// of `blocks` reservoirs' states); C_b is the n × n block at b·n² of `c`, both triangles.
+pub(crate) fn add_grams_f64(
     blas: &CudaBlas,
     a: &CudaView<'_, f64>,
     lda: usize,
     c: &mut CudaViewMut<'_, f64>,
-    (n, k): (usize, usize),
+    (n, k, blocks): (usize, usize, usize),
     context: &'static str,
 ) -> Result<()> {
-    if lda < n {
+    if lda < n * blocks {
         return Err(ReservoirError::invalid(context, "leading dimension below the rows").into());
     }
-    fits(a.len(), if k == 0 { 0 } else { lda * (k - 1) + n }, context)?;
-    fits(c.len(), n * n, context)?;
-    let (n_i, k_i, lda_i) = (dim(n, context)?, dim(k, context)?, dim(lda, context)?);
-    let stream = c.stream().clone();
-    let (alpha, beta) = (1.0f64, 1.0f64);
-    let (a_ptr, _read) = a.device_ptr(&stream);
-    let (c_ptr, _write) = c.device_ptr_mut(&stream);
-    // SAFETY: the handle is the device's, on the stream that owns a and c; the k columns of A
-    // (stride lda) end within a and C holds n·n values (checked above); alpha and beta are host
-    // scalars, as the handle's default pointer mode expects, and outlive the call.
-    unsafe {
-        cublasDsyrk_v2(
-            *blas.handle(),
-            cublasFillMode_t::CUBLAS_FILL_MODE_UPPER,
-            cublasOperation_t::CUBLAS_OP_N,
-            n_i,
-            k_i,
-            &alpha,
-            a_ptr as *const f64,
-            lda_i,
-            &beta,
-            c_ptr as *mut f64,
-            n_i.max(1),
-        )
-    }
-    .result()
-    .map_err(|e| blas_error(context, e))
+    fits(
+        a.len(),
+        if k == 0 {
+            0
+        } else {
+            lda * (k - 1) + n * blocks
+        },
+        context,
+    )?;
+    fits(c.len(), n * n * blocks, context)?;
+    let (n_i, lda_i) = (dim(n, context)?, dim(lda, context)?);
+    let cfg = StridedBatchedConfig {
+        gemm: GemmConfig {
+            transa: cublasOperation_t::CUBLAS_OP_N,
+            transb: cublasOperation_t::CUBLAS_OP_T,
+            m: n_i,
+            n: n_i,
+            k: dim(k, context)?,
+            alpha: 1.0f64,
+            lda: lda_i,
+            ldb: lda_i,
+            beta: 1.0f64,
+            ldc: n_i,
+        },
+        batch_size: dim(blocks, context)?,
+        stride_a: n as i64,
+        stride_b: n as i64,
+        stride_c: (n * n) as i64,
+    };
+    // SAFETY: block b of A spans [b·n, b·n + lda·(k − 1) + n), within a for every b < blocks,
+    // and C_b spans [b·n², (b + 1)·n²), within c (both checked above); A is read twice (as A
+    // and as B), C written only.
+    unsafe { blas.gemm_strided_batched(cfg, a, a, c) }.map_err(|e| blas_error(context, e))
 }

@@ -2,7 +2,9 @@
 //! differ in spectral radius, leak rate and input scaling, stepped together with one SGEMM per
 //! step, their ridge sums kept on the device.
 
-use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
+use std::time::Instant;
+
+use cudarc::driver::{CudaFunction, CudaGraph, CudaSlice, LaunchConfig, PushKernelArg};
 use ndarray::{s, Array2, ArrayView2};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -62,6 +64,7 @@ struct LaneRun {
     n: usize,
     k: usize,
     lanes: usize,
+    chunk_steps: usize,
     activation: i32,
     radius: CudaSlice<f32>,
     scaling: CudaSlice<f32>,
@@ -77,18 +80,27 @@ struct LaneRun {
     noise: Option<(CudaSlice<f32>, f64, ChaCha8Rng)>,
     /// A chunk's states: row t is X after step t (B·N values, lane b at [b·N, (b + 1)·N)).
     states: CudaSlice<f32>,
+    /// The steps of a full chunk captured as a CUDA graph (the buffers above are the same for
+    /// every chunk of a run, so one capture serves them all).
+    graph: Option<CudaGraph>,
 }
 
 /// Median timings of one set of lanes ([`GpuLaneRunner::time_lanes`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct LaneTiming {
-    /// µs per step of the recurrence of all lanes (one SGEMM and one elementwise launch per
-    /// step; the inputs already projected).
+    /// µs per step of the recurrence of all lanes replayed from a CUDA graph, as `run_lanes`
+    /// runs full chunks (the inputs already projected).
     pub micros_per_step: f64,
-    /// µs per step of the ridge sums of all lanes over those states (widening, a DSYRK per
-    /// lane, one DGEMM for XᵀY and ΣX, the targets' upload).
+    /// The same steps as plain launches, one SGEMM and one elementwise launch per step (the
+    /// first chunk of a run, and runs of fewer than two full chunks).
+    pub launch_micros_per_step: f64,
+    /// µs per step of the ridge sums of all lanes over those states (widening, one batched
+    /// DGEMM for XᵀX, one DGEMM for XᵀY and ΣX, the targets' upload).
     pub sums_micros_per_step: f64,
-    /// Steps per chunk (the timed run has at most this many).
+    /// Seconds to copy one set of the lanes' sums back and assemble their accumulators (a run
+    /// does it twice: training and validation).
+    pub download_seconds: f64,
+    /// Steps per chunk (the timed runs have at most this many).
     pub chunk_steps: usize,
 }
 
@@ -154,6 +166,7 @@ impl GpuLaneRunner {
             n,
             k,
             lanes: b,
+            chunk_steps,
             activation: match base.activation {
                 Activation::Tanh => 0,
                 Activation::Identity => 1,
@@ -173,6 +186,7 @@ impl GpuLaneRunner {
             states: s
                 .alloc_zeros(chunk_steps * n * b)
                 .context("allocating a chunk's states")?,
+            graph: None,
         })
     }
 
@@ -197,8 +211,10 @@ impl GpuLaneRunner {
     }
 
     /// Runs the rows of `inputs` (≤ the run's chunk steps) from the lanes' current states:
-    /// their states land in `run.states` (first rows) and the lanes keep the last.
-    fn run_chunk(&self, run: &mut LaneRun, inputs: ArrayView2<f64>) -> Result<()> {
+    /// their states land in `run.states` (first rows) and the lanes keep the last. With
+    /// `replay` (a full chunk of a run that has several), the steps are the run's CUDA graph,
+    /// captured on first use: one launch instead of two per step.
+    fn run_chunk(&self, run: &mut LaneRun, inputs: ArrayView2<f64>, replay: bool) -> Result<()> {
         let steps = inputs.nrows();
         let s = self.device.stream().clone();
         let host: Vec<f32> = inputs.iter().map(|&v| v as f32).collect();
@@ -220,7 +236,17 @@ impl GpuLaneRunner {
             (run.n, run.k, steps),
             "projecting a sweep's inputs",
         )?;
-        self.enqueue_steps(run, steps)?;
+        if replay && steps == run.chunk_steps {
+            if run.graph.is_none() {
+                let graph = self.device.capture(|| self.enqueue_steps(run, steps))?;
+                run.graph = Some(graph);
+            }
+            if let Some(graph) = &run.graph {
+                graph.launch().context("replaying the sweep's steps")?;
+            }
+        } else {
+            self.enqueue_steps(run, steps)?;
+        }
         let width = run.n * run.lanes;
         s.memcpy_dtod(
             &run.states.slice((steps - 1) * width..steps * width),
@@ -314,13 +340,15 @@ impl GpuLaneRunner {
         let (total, n, b) = (data.inputs.nrows(), base.size, lanes.len());
         let chunk = Self::chunk_steps(n, b).min(total);
         let mut run = self.prepare(base, lanes, chunk)?;
+        // A graph pays for its capture when it replaces the launches of several chunks.
+        let replay = total / chunk >= 2;
         let outputs = data.targets.ncols();
         let mut train = DeviceRidgeSums::new(&self.device, n, outputs, b)?;
         let mut validation = DeviceRidgeSums::new(&self.device, n, outputs, b)?;
         let width = n * b;
         for start in (0..total).step_by(chunk) {
             let end = (start + chunk).min(total);
-            self.run_chunk(&mut run, data.inputs.slice(s![start..end, ..]))?;
+            self.run_chunk(&mut run, data.inputs.slice(s![start..end, ..]), replay)?;
             let parts = [
                 (&mut train, data.washout, data.train_rows),
                 (&mut validation, data.train_rows, total),
@@ -369,19 +397,27 @@ impl GpuLaneRunner {
             Array2::from_shape_fn((steps, base.input_size), |_| rng.random_range(-0.5..0.5));
         let targets = Array2::from_shape_fn((steps, 1), |_| rng.random_range(-1.0..1.0));
         // Projects the inputs, draws the noise and runs once; the timed runs repeat the steps.
-        self.run_chunk(&mut run, inputs.view())?;
+        self.run_chunk(&mut run, inputs.view(), false)?;
         let device = self.device.clone();
-        let micros_per_step = median_micros_per_step(&device, steps, repeats, || {
+        let launch_micros_per_step = median_micros_per_step(&device, steps, repeats, || {
             self.enqueue_steps(&mut run, steps)
+        })?;
+        let graph = device.capture(|| self.enqueue_steps(&mut run, steps))?;
+        let micros_per_step = median_micros_per_step(&device, steps, repeats, || {
+            graph.launch().context("replaying the sweep's steps")
         })?;
         let mut sums = DeviceRidgeSums::new(&device, base.size, 1, lanes.len())?;
         let states = run.states.slice(..);
         let sums_micros_per_step = median_micros_per_step(&device, steps, repeats, || {
             sums.add(&states, targets.view())
         })?;
+        let started = Instant::now();
+        sums.download()?;
         Ok(LaneTiming {
             micros_per_step,
+            launch_micros_per_step,
             sums_micros_per_step,
+            download_seconds: started.elapsed().as_secs_f64(),
             chunk_steps,
         })
     }
