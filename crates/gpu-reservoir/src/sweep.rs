@@ -134,8 +134,10 @@ impl GpuLaneRunner {
             )
             .into());
         }
-        for lane in lanes {
-            lane.config(base).validate().map_err(ReservoirError::from)?;
+        for (index, lane) in lanes.iter().enumerate() {
+            lane.config(base)
+                .validate()
+                .map_err(|e| ReservoirError::invalid(&format!("sweep lane {index}"), e))?;
         }
         let unit = ReservoirConfig {
             spectral_radius: 1.0,
