@@ -11,7 +11,8 @@ use std::time::Instant;
 
 use gpu_reservoir::bench::{copy_bandwidth, BenchBuffers, StepTiming};
 use gpu_reservoir::{
-    probe, GemmMath, GpuBatchedReservoir, GpuDevice, GpuReservoirComputer, Result,
+    probe, GemmMath, GpuBatchedReservoir, GpuDevice, GpuReservoirComputer, PersistentWeights,
+    Result,
 };
 use ndarray::Array2;
 use reservoir_core::{EchoStateNetwork, Reservoir, ReservoirConfig, ReservoirWeights};
@@ -44,6 +45,7 @@ fn main() -> Result<()> {
     );
 
     let mut rows = Vec::new();
+    let mut cluster_shapes = Vec::new();
     let mut nvrtc_s = None;
     // `--batched-only` skips the single-sequence table (a shorter run on the device).
     let single_cases: &[(usize, f64, usize, bool)] =
@@ -75,31 +77,33 @@ fn main() -> Result<()> {
                 format!("{:.0}% CSR", density * 100.0)
             }
         );
-        let mut buffers = BenchBuffers::new(&device, &weights, steps, dense)?;
         let t = Instant::now();
-        let (persistent, cached) = buffers.time_persistent(5)?;
+        let mut buffers = BenchBuffers::new(&device, &weights, steps, dense)?;
         nvrtc_s.get_or_insert(t.elapsed().as_secs_f64());
-        let csr_bytes = nnz * 8.0;
-        let label = if cached {
-            "persistent, W in smem"
-        } else {
-            "persistent, W from HBM/L2"
+        if let Some((timing, shape)) = buffers.time_cluster(5)? {
+            cluster_shapes.push((case.clone(), shape));
+            rows.push(Row {
+                case: case.clone(),
+                path: "cluster, W in registers + smem",
+                timing,
+                w_bytes: nnz * 4.0,
+            });
+        }
+        let (persistent, weights) = buffers.time_persistent(5)?;
+        let (label, w_bytes) = match weights {
+            PersistentWeights::CsrOnChip => ("persistent, CSR W in smem", nnz * 8.0),
+            PersistentWeights::DenseStreamed => {
+                ("persistent, dense W streamed (float4)", nnz * 4.0)
+            }
+            PersistentWeights::CsrStreamed => ("persistent, CSR W from L2/HBM", nnz * 8.0),
         };
         rows.push(Row {
             case: case.clone(),
             path: label,
             timing: persistent,
-            w_bytes: csr_bytes,
+            w_bytes,
         });
         if dense {
-            if n.is_multiple_of(4) && !cached {
-                rows.push(Row {
-                    case: case.clone(),
-                    path: "persistent dense float4",
-                    timing: buffers.time_persistent_dense(5)?,
-                    w_bytes: nnz * 4.0,
-                });
-            }
             rows.push(Row {
                 case: case.clone(),
                 path: "baseline cuBLAS SGEMV + elementwise",
@@ -111,11 +115,12 @@ fn main() -> Result<()> {
             case,
             path: "baseline fused kernel, 1 launch/step",
             timing: buffers.time_fused_per_step(3)?,
-            w_bytes: csr_bytes,
+            w_bytes: nnz * 8.0,
         });
     }
 
-    // The headline: 100,000 steps at N = 1000 dense through the public reservoir, with parity.
+    // The headline: 100,000 steps at N = 1000 dense, the kernel alone (one launch) and through
+    // the public reservoir (drive, chunks, copy-back), with parity against the CPU.
     let config = ReservoirConfig {
         size: 1000,
         connection_prob: 1.0,
@@ -123,6 +128,11 @@ fn main() -> Result<()> {
         ..Default::default()
     };
     let (weights, _) = ReservoirWeights::generate(&config)?;
+    let headline = if single_cases.is_empty() {
+        None
+    } else {
+        BenchBuffers::new(&device, &weights, 100_000, false)?.time_cluster(3)?
+    };
     let mut gpu = GpuReservoirComputer::from_weights(&config, weights.clone(), &device)?;
     let inputs = Array2::from_shape_fn((100_000, 1), |(t, _)| ((t as f64) * 0.01).sin());
     let t = Instant::now();
@@ -153,8 +163,20 @@ fn main() -> Result<()> {
         }
     }
 
-    println!("\nstart-up (excluded above): context + PTX {:.3} s, cuBLAS handle {:.3} s, first NVRTC compile + plan {:.3} s", context_s, blas_s, nvrtc_s.unwrap_or(0.0));
-    println!("GpuReservoirComputer::run, N=1000 dense, 100,000 steps incl. drive, transfers and copy-back: {:.3} s ({:.2} µs/step); relative error vs CPU over the first 1000 steps {:.1e}", run_s, run_s * 1e6 / 1e5, diff);
+    println!("\nstart-up (excluded above): context + PTX {:.3} s, cuBLAS handle {:.3} s, first NVRTC compile + plans + uploads {:.3} s", context_s, blas_s, nvrtc_s.unwrap_or(0.0));
+    println!("GpuReservoirComputer::run ({:?} path), N=1000 dense, 100,000 steps incl. drive, transfers and copy-back: {:.3} s ({:.2} µs/step); relative error vs CPU over the first 1000 steps {:.1e}", gpu.step_path(), run_s, run_s * 1e6 / 1e5, diff);
+    if let Some((timing, shape)) = headline {
+        println!(
+            "cluster kernel alone, N=1000 dense, one launch of 100,000 steps: {:.3} µs/step ({} blocks)",
+            timing.micros_per_step, shape.blocks
+        );
+    }
+    for (case, shape) in cluster_shapes {
+        println!(
+            "cluster plan {case}: {} blocks, {} registers/thread, {} bytes spilled/thread",
+            shape.blocks, shape.registers, shape.spilled_bytes
+        );
+    }
     println!("\n| case | path | µs/step | GB/s of W | floor µs (W bytes / copy BW) |");
     println!("|---|---|---|---|---|");
     for r in rows {

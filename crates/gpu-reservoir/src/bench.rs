@@ -8,11 +8,12 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use reservoir_core::ReservoirWeights;
 
+use crate::cluster::{ClusterPlan, ClusterRun, ClusterShape};
 use crate::csr::DeviceCsr;
 use crate::device::GpuDevice;
 use crate::error::{DriverContext, GpuError, Result};
 use crate::kernels;
-use crate::persistent::{PersistentPlan, PersistentRun};
+use crate::persistent::{PersistentPlan, PersistentRun, PersistentWeights};
 
 /// A timed run: median microseconds per step over `repeats` timed runs.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -33,6 +34,8 @@ pub struct BenchBuffers {
     drive: CudaSlice<f32>,
     x0: CudaSlice<f32>,
     states: CudaSlice<f32>,
+    cluster: Option<ClusterPlan>,
+    persistent: Option<PersistentPlan>,
 }
 
 impl BenchBuffers {
@@ -66,6 +69,8 @@ impl BenchBuffers {
             drive: s.clone_htod(&drive).context("uploading the drive")?,
             x0: s.alloc_zeros(n).context("allocating x0")?,
             states: s.alloc_zeros(steps * n).context("allocating the states")?,
+            cluster: ClusterPlan::for_matrix(device, w)?,
+            persistent: PersistentPlan::for_matrix(device, w)?,
         })
     }
 
@@ -92,19 +97,35 @@ impl BenchBuffers {
         })
     }
 
-    /// The persistent cooperative kernel (W cached on chip when it fits).
-    pub fn time_persistent(&mut self, repeats: usize) -> Result<(StepTiming, bool)> {
-        let host_row_ptr: Vec<u32> = self
-            .device
-            .stream()
-            .clone_dtoh(&self.csr.row_ptr)
-            .context("reading W")?
-            .iter()
-            .map(|&v| v as u32)
-            .collect();
-        let mut plan = PersistentPlan::for_csr_unbounded(&self.device, &host_row_ptr)?
+    /// The thread-block cluster kernel (W on chip across the cluster), with its shape; `None`
+    /// where the device or N does not allow it.
+    pub fn time_cluster(&mut self, repeats: usize) -> Result<Option<(StepTiming, ClusterShape)>> {
+        let Some(plan) = self.cluster.take() else {
+            return Ok(None);
+        };
+        let timing = self.time(repeats, |b| {
+            let run = ClusterRun {
+                drive: &b.drive,
+                x0: &b.x0,
+                n: b.n,
+                steps: b.steps,
+                leak: 0.3,
+                activation: 0,
+            };
+            plan.launch(&b.device, run, &mut b.states)
+        });
+        let shape = plan.describe();
+        self.cluster = Some(plan);
+        Ok(Some((timing?, shape?)))
+    }
+
+    /// The persistent cooperative kernel, reading W from where its plan puts it (see
+    /// [`PersistentWeights`]).
+    pub fn time_persistent(&mut self, repeats: usize) -> Result<(StepTiming, PersistentWeights)> {
+        let mut plan = self
+            .persistent
+            .take()
             .ok_or_else(|| GpuError::Unavailable("no persistent plan on this device".into()))?;
-        let cached = plan.caches_weights();
         let timing = self.time(repeats, |b| {
             let run = PersistentRun {
                 row_ptr: &b.csr.row_ptr,
@@ -118,66 +139,10 @@ impl BenchBuffers {
                 activation: 0,
             };
             plan.launch(&b.device, run, &mut b.states)
-        })?;
-        Ok((timing, cached))
-    }
-
-    /// The persistent cooperative kernel over the dense W streamed from global memory
-    /// (float4 loads; for W too large for shared memory). Needs N a multiple of 4.
-    pub fn time_persistent_dense(&mut self, repeats: usize) -> Result<StepTiming> {
-        let f = self
-            .device
-            .nvrtc_function(&kernels::PERSISTENT, kernels::persistent::DENSE)?;
-        if !self.n.is_multiple_of(4) {
-            return Err(GpuError::Unavailable(
-                "the dense persistent kernel needs N % 4 == 0".into(),
-            ));
-        }
-        let blocks = self.device.info().multiprocessors.max(1) as u32;
-        let config = LaunchConfig {
-            grid_dim: (blocks, 1, 1),
-            block_dim: (crate::persistent::PERSISTENT_THREADS, 1, 1),
-            shared_mem_bytes: (self.n * 4) as u32,
-        };
-        // SAFETY: sets a launch attribute of a function loaded on this context.
-        unsafe {
-            cudarc::driver::result::function::set_function_attribute(
-                f.cu_function(),
-                cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                (self.n * 4) as i32,
-            )
-        }
-        .context("raising the dynamic shared-memory limit")?;
-        let mut barrier = self
-            .device
-            .stream()
-            .alloc_zeros::<u32>(2)
-            .context("allocating the barrier")?;
-        let (n_i, steps_i) = (self.n as i32, self.steps as i32);
-        self.time(repeats, |b| {
-            let Some(dense) = b.dense.as_ref() else {
-                return Err(GpuError::Unavailable(
-                    "the dense persistent kernel needs the dense W".into(),
-                ));
-            };
-            let s = b.device.stream().clone();
-            let mut launch = s.launch_builder(&f);
-            launch
-                .arg(dense)
-                .arg(&b.drive)
-                .arg(&b.x0)
-                .arg(&mut b.states)
-                .arg(&n_i)
-                .arg(&steps_i)
-                .arg(&0.3f32)
-                .arg(&0i32)
-                .arg(&mut barrier);
-            // SAFETY: W is n×n (n % 4 == 0, 16-byte aligned rows), drive and states steps×n, x0 n;
-            // shared memory holds x; cooperative launch makes every block resident.
-            unsafe { launch.launch_cooperative(config) }
-                .context("launching esn_persistent_dense")?;
-            Ok(())
-        })
+        });
+        let weights = plan.weights();
+        self.persistent = Some(plan);
+        Ok((timing?, weights))
     }
 
     /// Baseline: one launch per step of a fused CSR kernel (a warp per row).

@@ -10,10 +10,11 @@ use reservoir_core::rng::{stream_rng, Stream};
 use reservoir_core::spikes::SpikePattern;
 use reservoir_core::{Activation, Reservoir, ReservoirConfig, ReservoirError, ReservoirWeights};
 
+use crate::cluster::{ClusterPlan, ClusterRun};
 use crate::csr::DeviceCsr;
 use crate::device::GpuDevice;
 use crate::error::{DriverContext, GpuError, Result};
-use crate::persistent::{PersistentPlan, PersistentRun, StepPath};
+use crate::persistent::{PersistentPlan, PersistentRun, PersistentWeights, StepPath};
 
 /// Steps run per chunk: inputs, drive and states of a chunk live on the device together, and
 /// the states are copied back once per chunk (never per step).
@@ -41,6 +42,7 @@ pub struct GpuReservoirComputer {
     /// Bin width of spike patterns given to [`GpuReservoirComputer::process_gpu`].
     dt_ms: f64,
     persistent: Option<PersistentPlan>,
+    cluster: Option<ClusterPlan>,
     path: StepPath,
 }
 
@@ -76,7 +78,13 @@ impl GpuReservoirComputer {
         let state = stream
             .alloc_zeros::<f32>(config.size)
             .context("allocating the state")?;
-        let persistent = PersistentPlan::for_csr(device, w.row_ptr())?;
+        let persistent = PersistentPlan::for_matrix(device, w)?;
+        let cluster = ClusterPlan::for_matrix(device, w)?;
+        let path = match (&cluster, &persistent) {
+            (Some(_), _) => StepPath::Cluster,
+            (None, Some(_)) => StepPath::Persistent,
+            (None, None) => StepPath::PerStep,
+        };
         Ok(Self {
             device: device.clone(),
             noise: stream_rng(config.seed, Stream::Noise),
@@ -87,12 +95,9 @@ impl GpuReservoirComputer {
             bias,
             state,
             dt_ms: 1.0,
-            path: if persistent.is_some() {
-                StepPath::Persistent
-            } else {
-                StepPath::PerStep
-            },
+            path,
             persistent,
+            cluster,
         })
     }
 
@@ -106,8 +111,9 @@ impl GpuReservoirComputer {
         &self.weights
     }
 
-    /// How steps are launched: [`StepPath::Persistent`] by default where the device supports
-    /// cooperative launch, [`StepPath::PerStep`] otherwise.
+    /// How steps are launched: by default [`StepPath::Cluster`] where the device and N allow
+    /// it, else [`StepPath::Persistent`] where the device supports cooperative launch, else
+    /// [`StepPath::PerStep`].
     pub fn step_path(&self) -> StepPath {
         self.path
     }
@@ -120,13 +126,19 @@ impl GpuReservoirComputer {
         if path == StepPath::Persistent && self.persistent.is_none() {
             return Err(GpuError::Unavailable("this device cannot run the persistent kernel (no cooperative launch, or x does not fit in shared memory)".into()));
         }
+        if path == StepPath::Cluster && self.cluster.is_none() {
+            return Err(GpuError::Unavailable(format!(
+                "this device cannot run the cluster kernel (it needs compute capability 9.0+ and N <= {})",
+                crate::cluster::CLUSTER_MAX_N
+            )));
+        }
         self.path = path;
         Ok(self)
     }
 
-    /// Whether the persistent kernel keeps W in shared memory (`None` without a persistent plan).
-    pub fn caches_weights_on_chip(&self) -> Option<bool> {
-        self.persistent.as_ref().map(PersistentPlan::caches_weights)
+    /// Where the persistent kernel reads W from (`None` without a persistent plan).
+    pub fn persistent_weights(&self) -> Option<PersistentWeights> {
+        self.persistent.as_ref().map(PersistentPlan::weights)
     }
 
     /// Sets the bin width (ms) of the spike patterns given to
@@ -215,8 +227,19 @@ impl GpuReservoirComputer {
             Activation::Tanh => 0,
             Activation::Identity => 1,
         };
-        match (self.path, self.persistent.as_mut()) {
-            (StepPath::Persistent, Some(plan)) => {
+        match (self.path, self.persistent.as_mut(), self.cluster.as_ref()) {
+            (StepPath::Cluster, _, Some(plan)) => {
+                let run = ClusterRun {
+                    drive: &drive,
+                    x0: &self.state,
+                    n,
+                    steps,
+                    leak,
+                    activation,
+                };
+                plan.launch(&self.device, run, &mut states)?;
+            }
+            (StepPath::Persistent, Some(plan), _) => {
                 let run = PersistentRun {
                     row_ptr: &self.recurrent.row_ptr,
                     col_idx: &self.recurrent.col_idx,

@@ -85,6 +85,8 @@ pub mod persistent {
     pub const CSR: &str = "esn_persistent_csr";
     /// Cooperative multi-step run over a dense W streamed from global memory.
     pub const DENSE: &str = "esn_persistent_dense";
+    /// A whole run in one thread-block cluster with W on chip (sm_90+, N ≤ 1024).
+    pub const CLUSTER: &str = "esn_cluster";
     /// One launch per step (CSR, a warp per row): baseline and fallback.
     pub const STEP_FUSED: &str = "esn_step_fused";
     /// `x' = (1 − a)·x + a·f(pre + drive)` after an external mat-vec (cuBLAS baseline).

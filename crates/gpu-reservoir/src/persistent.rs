@@ -3,37 +3,54 @@
 use cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute};
 use cudarc::driver::{result, CudaFunction, CudaSlice, CudaView, LaunchConfig, PushKernelArg};
 
+use reservoir_core::esn::DENSE_DENSITY;
+use reservoir_core::CsrMatrix;
+
 use crate::device::GpuDevice;
 use crate::error::{DriverContext, Result};
 use crate::kernels;
 
-/// Threads per block of the persistent kernels (8 warps, a warp per row).
-pub const PERSISTENT_THREADS: u32 = 256;
-
-/// Largest N the persistent kernel is used for. Every block copies all of x into shared memory
-/// each step, so the copy grows with N: measured on an H200 (`gpu_bench`), the persistent
-/// kernel beats one launch per step at N = 1000 (4.7 vs 6.6 µs/step dense, 3.8 vs 4.3 µs at
-/// 10 %) and loses at N = 10,000, 1 % (17.4 vs 8.2 µs/step).
-pub const PERSISTENT_MAX_N: usize = 4096;
+/// Threads per block of the persistent kernel (32 warps, a warp per row): one block per SM,
+/// as many warps as an SM runs, so the per-step copy of x and the rows have the most loads in
+/// flight.
+pub const PERSISTENT_THREADS: u32 = 1024;
 
 /// How a single sequence is stepped on the GPU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StepPath {
+    /// One launch per chunk of steps in a single thread-block cluster that holds W on chip and
+    /// exchanges x through distributed shared memory (sm_90+, N ≤ 1024; the default there).
+    Cluster,
     /// One cooperative launch per chunk of steps, W cached in shared memory when it fits, a
-    /// grid barrier between steps (the default where the device supports it).
+    /// grid barrier between steps (the default where the cluster path is unavailable and the
+    /// device supports cooperative launch).
     Persistent,
     /// Two launches per step (`matvec_reservoir_kernel`, `leaky_integration_kernel`): the
     /// shipped-PTX path, used where cooperative launch is unavailable.
     PerStep,
 }
 
+/// Where the persistent kernel reads W from each step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PersistentWeights {
+    /// Each block's CSR slice of W lives in its shared memory (`esn_persistent_csr`).
+    CsrOnChip,
+    /// A dense W (density ≥ `reservoir_core::esn::DENSE_DENSITY`, N % 4 == 0) too large for
+    /// the chips, streamed from HBM with 16-byte loads (`esn_persistent_dense`).
+    DenseStreamed,
+    /// The CSR W read from L2 / HBM (`esn_persistent_csr` without caching).
+    CsrStreamed,
+}
+
 /// The geometry of one persistent launch, fixed per reservoir.
 #[derive(Debug)]
 pub(crate) struct PersistentPlan {
     function: CudaFunction,
+    weights: PersistentWeights,
+    /// The dense copy of W for [`PersistentWeights::DenseStreamed`].
+    dense: Option<CudaSlice<f32>>,
     blocks: u32,
     rows_per_block: i32,
-    cache_w: i32,
     shared_bytes: u32,
     barrier: CudaSlice<u32>,
 }
@@ -52,20 +69,14 @@ pub(crate) struct PersistentRun<'a> {
 }
 
 impl PersistentPlan {
-    /// A plan for a CSR matrix with row pointers `row_ptr` (n + 1 entries), or `None` when the
-    /// device cannot launch cooperatively, N exceeds [`PERSISTENT_MAX_N`] or x alone does not
-    /// fit in shared memory.
-    pub(crate) fn for_csr(device: &GpuDevice, row_ptr: &[u32]) -> Result<Option<Self>> {
-        if row_ptr.len().saturating_sub(1) > PERSISTENT_MAX_N {
-            return Ok(None);
-        }
-        Self::for_csr_unbounded(device, row_ptr)
-    }
-
-    /// [`PersistentPlan::for_csr`] without the [`PERSISTENT_MAX_N`] policy: the benchmark
-    /// measures the persistent kernel at every size.
-    pub(crate) fn for_csr_unbounded(device: &GpuDevice, row_ptr: &[u32]) -> Result<Option<Self>> {
-        let n = row_ptr.len().saturating_sub(1);
+    /// A plan for W, or `None` when the device cannot launch cooperatively or x alone does not
+    /// fit in a block's shared memory. W's slices are cached on chip when they fit; otherwise
+    /// a dense W streams from HBM and a sparse one is read through L2. Measured on an H200
+    /// (`gpu_bench`), each beats one launch per step: N = 10,000 at 1 % 6.3 vs 8.3 µs/step,
+    /// N = 4096 dense 18.2 vs 35.9, N = 8192 dense 62.6 vs 128.
+    pub(crate) fn for_matrix(device: &GpuDevice, w: &CsrMatrix<f64>) -> Result<Option<Self>> {
+        let n = w.nrows();
+        let row_ptr = w.row_ptr();
         let ctx = device.context();
         let cooperative = ctx
             .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH)
@@ -77,7 +88,6 @@ impl PersistentPlan {
         if cooperative == 0 || n == 0 || x_bytes > max_shared {
             return Ok(None);
         }
-        let function = device.nvrtc_function(&kernels::PERSISTENT, kernels::persistent::CSR)?;
         let blocks = device.info().multiprocessors.max(1) as usize;
         let rows_per_block = n.div_ceil(blocks);
         let largest_slice = (0..blocks)
@@ -90,12 +100,20 @@ impl PersistentPlan {
             })
             .max()
             .unwrap_or(0);
+        let density = w.nnz() as f64 / (n as f64 * n as f64);
         let cached = x_bytes + largest_slice * 8;
-        let (cache_w, shared) = if cached <= max_shared {
-            (1, cached)
+        let (weights, shared) = if cached <= max_shared {
+            (PersistentWeights::CsrOnChip, cached)
+        } else if density >= DENSE_DENSITY && n.is_multiple_of(4) {
+            (PersistentWeights::DenseStreamed, x_bytes)
         } else {
-            (0, x_bytes)
+            (PersistentWeights::CsrStreamed, x_bytes)
         };
+        let name = match weights {
+            PersistentWeights::DenseStreamed => kernels::persistent::DENSE,
+            _ => kernels::persistent::CSR,
+        };
+        let function = device.nvrtc_function(&kernels::PERSISTENT, name)?;
         // SAFETY: sets a launch attribute of a function loaded on this context.
         unsafe {
             result::function::set_function_attribute(
@@ -111,22 +129,30 @@ impl PersistentPlan {
         if resident < 1 {
             return Ok(None);
         }
+        let stream = device.stream();
+        let dense = match weights {
+            PersistentWeights::DenseStreamed => {
+                let host: Vec<f32> = w.to_dense().iter().map(|&v| v as f32).collect();
+                Some(stream.clone_htod(&host).context("uploading the dense W")?)
+            }
+            _ => None,
+        };
         Ok(Some(Self {
             function,
+            weights,
+            dense,
             blocks: blocks as u32,
             rows_per_block: rows_per_block as i32,
-            cache_w,
             shared_bytes: shared as u32,
-            barrier: device
-                .stream()
+            barrier: stream
                 .alloc_zeros(2)
                 .context("allocating the grid barrier")?,
         }))
     }
 
-    /// Whether W's slices live in shared memory (otherwise they are read from global memory).
-    pub(crate) fn caches_weights(&self) -> bool {
-        self.cache_w != 0
+    /// Where the kernel reads W from.
+    pub(crate) fn weights(&self) -> PersistentWeights {
+        self.weights
     }
 
     /// Runs `run.steps` steps into `states` (steps × n) in one cooperative launch.
@@ -139,31 +165,36 @@ impl PersistentPlan {
         let (n, steps) = (run.n as i32, run.steps as i32);
         let stream = device.stream();
         let mut launch = stream.launch_builder(&self.function);
+        let cache_w = i32::from(self.weights == PersistentWeights::CsrOnChip);
+        match &self.dense {
+            Some(dense) => launch.arg(dense),
+            None => launch.arg(run.row_ptr).arg(run.col_idx).arg(run.values),
+        };
         launch
-            .arg(run.row_ptr)
-            .arg(run.col_idx)
-            .arg(run.values)
             .arg(run.drive)
             .arg(&run.x0)
             .arg(states)
             .arg(&n)
             .arg(&steps)
             .arg(&run.leak)
-            .arg(&run.activation)
-            .arg(&self.rows_per_block)
-            .arg(&self.cache_w)
-            .arg(&mut self.barrier);
+            .arg(&run.activation);
+        if self.dense.is_none() {
+            launch.arg(&self.rows_per_block).arg(&cache_w);
+        }
+        launch.arg(&mut self.barrier);
         let config = LaunchConfig {
             grid_dim: (self.blocks, 1, 1),
             block_dim: (PERSISTENT_THREADS, 1, 1),
             shared_mem_bytes: self.shared_bytes,
         };
-        // SAFETY: row_ptr has n+1 entries ending at len(col_idx) = len(values) with columns < n;
-        // drive and states hold steps·n values, x0 n; blocks·rows_per_block >= n; the shared
-        // memory holds x (n floats) plus, when cached, the largest block's slice of W; the
-        // barrier is two zeroed counters that every launch leaves at (0, k); the cooperative
-        // launch guarantees that all blocks are resident, which the grid barrier needs.
-        unsafe { launch.launch_cooperative(config) }.context("launching esn_persistent_csr")?;
+        // SAFETY: the arguments follow esn_persistent_dense's signature when the plan holds the
+        // dense W (n×n, n % 4 == 0) and esn_persistent_csr's otherwise (row_ptr has n+1
+        // entries ending at len(col_idx) = len(values), columns < n); drive and states hold
+        // steps·n values, x0 n; blocks·rows_per_block >= n; the shared memory holds x (n
+        // floats) plus, when cached, the largest block's slice of W; the barrier is two zeroed
+        // counters that every launch leaves at (0, k); the cooperative launch guarantees that
+        // all blocks are resident, which the grid barrier needs.
+        unsafe { launch.launch_cooperative(config) }.context("launching the persistent kernel")?;
         Ok(())
     }
 }

@@ -4,7 +4,7 @@
 mod common;
 
 use common::{fresh_seed, gpu, relative_error};
-use gpu_reservoir::{GpuDevice, GpuReservoirComputer, KernelSource};
+use gpu_reservoir::{GpuDevice, GpuReservoirComputer, KernelSource, PersistentWeights};
 use ndarray::{Array1, Array2};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -224,10 +224,22 @@ fn a_rejected_ptx_falls_back_to_nvrtc_with_the_same_results() {
 }
 
 #[test]
-fn persistent_and_per_step_paths_agree_with_the_cpu() {
+fn cluster_persistent_and_per_step_paths_agree_with_the_cpu() {
     let Some(device) = gpu() else { return };
     let mut rng = ChaCha8Rng::seed_from_u64(fresh_seed("paths"));
-    for (size, density) in [(1000, 1.0), (2000, 0.05), (4096, 0.02), (37, 0.3)] {
+    let clusters = device.info().compute_capability.0 >= 9;
+    // (N, density, steps): W in registers / on chip for the small ones, a dense W streamed
+    // from HBM at N = 4096, a CSR W streamed through L2 at N = 20,000, 5 %.
+    for (size, density, steps) in [
+        (1000, 1.0, 1000),
+        (1024, 0.1, 1000),
+        (100, 0.5, 1000),
+        (2000, 0.05, 1000),
+        (4096, 0.02, 1000),
+        (37, 0.3, 1000),
+        (4096, 1.0, 200),
+        (20_000, 0.05, 200),
+    ] {
         let config = ReservoirConfig {
             size,
             connection_prob: density,
@@ -235,24 +247,42 @@ fn persistent_and_per_step_paths_agree_with_the_cpu() {
             seed: rng.random(),
             ..Default::default()
         };
-        let inputs = random_inputs(&mut rng, 1000, 1);
-        let expected = EchoStateNetwork::<f32>::new(&config)
+        let inputs = random_inputs(&mut rng, steps, 1);
+        let (weights, _) = ReservoirWeights::generate(&config).expect("weights");
+        let expected = EchoStateNetwork::<f32>::from_weights(&config, weights.clone())
             .expect("cpu")
             .run(inputs.view())
             .expect("cpu run");
         for path in [
+            gpu_reservoir::StepPath::Cluster,
             gpu_reservoir::StepPath::Persistent,
             gpu_reservoir::StepPath::PerStep,
         ] {
-            let mut gpu = GpuReservoirComputer::new_shared(&config, &device)
-                .expect("gpu")
-                .with_step_path(path)
-                .expect("path");
+            let gpu =
+                GpuReservoirComputer::from_weights(&config, weights.clone(), &device).expect("gpu");
+            let expected_weights = match (size, density) {
+                (4096, 1.0) => Some(PersistentWeights::DenseStreamed),
+                (20_000, _) => Some(PersistentWeights::CsrStreamed),
+                _ => Some(PersistentWeights::CsrOnChip),
+            };
+            assert_eq!(
+                gpu.persistent_weights(),
+                expected_weights,
+                "N {size} p {density}"
+            );
+            if path == gpu_reservoir::StepPath::Cluster && !(clusters && size <= 1024) {
+                assert!(
+                    gpu.with_step_path(path).is_err(),
+                    "N {size}: no cluster plan expected"
+                );
+                continue;
+            }
+            let mut gpu = gpu.with_step_path(path).expect("path");
             let got = gpu.run(inputs.view()).expect("gpu run");
             let (relative, _) = relative_error(&got, &expected);
             eprintln!(
-                "N {size} p {density} {path:?} (W on chip: {:?}): relative {relative:.2e}",
-                gpu.caches_weights_on_chip()
+                "N {size} p {density} {path:?} (persistent W: {:?}): relative {relative:.2e}",
+                gpu.persistent_weights()
             );
             assert!(relative < 1e-4, "N {size} {path:?}: {relative:.2e}");
         }
