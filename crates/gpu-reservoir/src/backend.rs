@@ -2,6 +2,7 @@
 
 use reservoir_core::experiment::ReservoirFactory;
 use reservoir_core::lif::{LifConfig, LifNetwork};
+use reservoir_core::sweep::{CpuLaneRunner, LaneRunner};
 use reservoir_core::{
     cpu_reservoir_from_weights, Backend, Precision, Reservoir, ReservoirConfig, ReservoirWeights,
 };
@@ -11,6 +12,7 @@ use crate::error::{GpuError, Result};
 use crate::esn::GpuReservoirComputer;
 use crate::lif::GpuLifNetwork;
 use crate::probe::DeviceInfo;
+use crate::sweep::GpuLaneRunner;
 
 /// Which backend a reservoir was built on.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,6 +39,50 @@ impl Chosen {
     }
 }
 
+/// Builds with `on_gpu` or `on_cpu` as `backend` asks: `cpu`; `cuda` (`gpu`'s error, naming
+/// what is missing, when no GPU is usable); `auto` = the GPU when `gpu` gives one, otherwise
+/// the CPU with the reason in [`Chosen::Cpu`]. `parts` go to whichever builds.
+fn on_backend<T, P>(
+    backend: Backend,
+    gpu: impl FnOnce() -> Result<GpuDevice>,
+    parts: P,
+    on_gpu: impl FnOnce(&GpuDevice, P) -> Result<T>,
+    on_cpu: impl FnOnce(P) -> Result<T>,
+) -> Result<(T, Chosen)> {
+    let cuda = |device: GpuDevice, parts| -> Result<(T, Chosen)> {
+        Ok((
+            on_gpu(&device, parts)?,
+            Chosen::Cuda {
+                device: device.info().clone(),
+            },
+        ))
+    };
+    match backend {
+        Backend::Cpu => Ok((on_cpu(parts)?, Chosen::Cpu { fallback: None })),
+        Backend::Cuda => cuda(gpu()?, parts),
+        Backend::Auto => match gpu() {
+            Ok(device) => cuda(device, parts),
+            Err(why) => Ok((
+                on_cpu(parts)?,
+                Chosen::Cpu {
+                    fallback: Some(why.to_string()),
+                },
+            )),
+        },
+    }
+}
+
+/// GPU 0 for an echo-state `config`: an error when the config asks for `f64`, which the GPU
+/// does not compute in.
+fn gpu_for(config: &ReservoirConfig) -> Result<GpuDevice> {
+    if config.precision == Precision::F64 {
+        return Err(GpuError::Unavailable(
+            "precision = \"f64\" runs on the CPU only; the GPU computes in f32".into(),
+        ));
+    }
+    GpuDevice::shared(0)
+}
+
 /// Builds the echo-state reservoir for `weights` on the backend `config.backend` asks for:
 /// `cpu`; `cuda` (an error naming what is missing when no GPU is usable, or when the config
 /// asks for `f64`, which the GPU does not compute in); `auto` = the GPU when usable and the
@@ -45,37 +91,17 @@ pub fn build_reservoir(
     config: &ReservoirConfig,
     weights: ReservoirWeights,
 ) -> Result<(Box<dyn Reservoir + Send>, Chosen)> {
-    let gpu_ready = || -> Result<GpuDevice> {
-        if config.precision == Precision::F64 {
-            return Err(GpuError::Unavailable(
-                "precision = \"f64\" runs on the CPU only; the GPU computes in f32".into(),
-            ));
-        }
-        GpuDevice::shared(0)
-    };
-    let on_gpu = |device: GpuDevice, weights| -> Result<(Box<dyn Reservoir + Send>, Chosen)> {
-        let reservoir = GpuReservoirComputer::from_weights(config, weights, &device)?;
-        Ok((
-            Box::new(reservoir),
-            Chosen::Cuda {
-                device: device.info().clone(),
-            },
-        ))
-    };
-    let on_cpu = |weights, fallback| -> Result<(Box<dyn Reservoir + Send>, Chosen)> {
-        Ok((
-            cpu_reservoir_from_weights(config, weights)?,
-            Chosen::Cpu { fallback },
-        ))
-    };
-    match config.backend {
-        Backend::Cpu => on_cpu(weights, None),
-        Backend::Cuda => on_gpu(gpu_ready()?, weights),
-        Backend::Auto => match gpu_ready() {
-            Ok(device) => on_gpu(device, weights),
-            Err(why) => on_cpu(weights, Some(why.to_string())),
+    on_backend(
+        config.backend,
+        || gpu_for(config),
+        weights,
+        |device, weights| -> Result<Box<dyn Reservoir + Send>> {
+            Ok(Box::new(GpuReservoirComputer::from_weights(
+                config, weights, device,
+            )?))
         },
-    }
+        |weights| Ok(cpu_reservoir_from_weights(config, weights)?),
+    )
 }
 
 /// [`build_reservoir`] with freshly generated weights.
@@ -89,26 +115,27 @@ pub fn lif_for(
     config: &LifConfig,
     backend: Backend,
 ) -> Result<(Box<dyn Reservoir + Send>, Chosen)> {
-    let on_gpu = |device: GpuDevice| -> Result<(Box<dyn Reservoir + Send>, Chosen)> {
-        let network = GpuLifNetwork::new_shared(config, &device)?;
-        Ok((
-            Box::new(network),
-            Chosen::Cuda {
-                device: device.info().clone(),
-            },
-        ))
-    };
-    let on_cpu = |fallback| -> Result<(Box<dyn Reservoir + Send>, Chosen)> {
-        Ok((Box::new(LifNetwork::new(config)?), Chosen::Cpu { fallback }))
-    };
-    match backend {
-        Backend::Cpu => on_cpu(None),
-        Backend::Cuda => on_gpu(GpuDevice::shared(0)?),
-        Backend::Auto => match GpuDevice::shared(0) {
-            Ok(device) => on_gpu(device),
-            Err(why) => on_cpu(Some(why.to_string())),
+    on_backend(
+        backend,
+        || GpuDevice::shared(0),
+        (),
+        |device, ()| -> Result<Box<dyn Reservoir + Send>> {
+            Ok(Box::new(GpuLifNetwork::new_shared(config, device)?))
         },
-    }
+        |()| -> Result<Box<dyn Reservoir + Send>> { Ok(Box::new(LifNetwork::new(config)?)) },
+    )
+}
+
+/// The runner of a sweep's lanes around `base` on `base.backend`, as for its reservoirs:
+/// [`GpuLaneRunner`] on the GPU, [`CpuLaneRunner`] on the CPU (and for `precision = "f64"`).
+pub fn lane_runner_for(base: &ReservoirConfig) -> Result<(Box<dyn LaneRunner>, Chosen)> {
+    on_backend(
+        base.backend,
+        || gpu_for(base),
+        (),
+        |device, ()| -> Result<Box<dyn LaneRunner>> { Ok(Box::new(GpuLaneRunner::new(device)?)) },
+        |()| -> Result<Box<dyn LaneRunner>> { Ok(Box::new(CpuLaneRunner)) },
+    )
 }
 
 /// A [`ReservoirFactory`] that honours `backend` (the `[reservoir]` table's, for the LIF too)
@@ -147,5 +174,17 @@ impl ReservoirFactory for BackendFactory {
         let (network, chosen) = lif_for(config, self.backend)?;
         self.chosen.push(("lif", chosen));
         Ok(network)
+    }
+
+    fn lane_runner(
+        &mut self,
+        base: &ReservoirConfig,
+    ) -> reservoir_core::Result<Box<dyn LaneRunner>> {
+        let (runner, chosen) = lane_runner_for(&ReservoirConfig {
+            backend: self.backend,
+            ..base.clone()
+        })?;
+        self.chosen.push(("sweep", chosen));
+        Ok(runner)
     }
 }

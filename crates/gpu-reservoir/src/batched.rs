@@ -1,22 +1,16 @@
 //! B independent sequences through one echo-state reservoir: one GEMM per step.
 
-use cudarc::cublas::sys::{cublasMath_t, cublasOperation_t, cublasSetMathMode};
-use cudarc::cublas::{CudaBlas, Gemm, GemmConfig};
+use cudarc::cublas::sys::{cublasMath_t, cublasSetMathMode};
+use cudarc::cublas::CudaBlas;
 use cudarc::driver::{CudaFunction, CudaSlice, CudaView, LaunchConfig, PushKernelArg};
 use ndarray::{Array2, ArrayView2};
 use reservoir_core::{Activation, ReservoirConfig, ReservoirError, ReservoirWeights};
 
 use crate::bench::median_micros_per_step;
+use crate::blas::{blas_error, product_row_major};
 use crate::device::GpuDevice;
-use crate::error::{DriverContext, GpuError, Result};
+use crate::error::{DriverContext, Result};
 use crate::kernels;
-
-fn blas_error(message: String) -> GpuError {
-    GpuError::Blas {
-        context: "the batched step GEMM",
-        message,
-    }
-}
 
 /// Sets the shared handle's math mode for `math` and puts the default back when dropped, so
 /// other users of the device's cuBLAS handle never see TF32 by surprise.
@@ -33,7 +27,7 @@ impl<'a> MathModeGuard<'a> {
         // SAFETY: the handle is the device's; the mode applies to the calls that follow.
         unsafe { cublasSetMathMode(*blas.handle(), mode) }
             .result()
-            .map_err(|e| blas_error(e.to_string()))?;
+            .map_err(|e| blas_error("setting the GEMM math mode", e))?;
         Ok(Self { blas })
     }
 }
@@ -214,27 +208,20 @@ impl GpuBatchedReservoir {
         pre: &mut CudaSlice<f32>,
         next: &mut cudarc::driver::CudaViewMut<'_, f32>,
     ) -> Result<()> {
-        let (n, b) = (self.config.size as i32, self.batch as i32);
-        // Row-major W is column-major Wᵀ, so W·X is op(A)·B with op = transpose.
-        let cfg = GemmConfig {
-            transa: cublasOperation_t::CUBLAS_OP_T,
-            transb: cublasOperation_t::CUBLAS_OP_N,
-            m: n,
-            n: b,
-            k: n,
-            alpha: 1.0f32,
-            lda: n,
-            ldb: n,
-            beta: 0.0f32,
-            ldc: n,
-        };
-        // SAFETY: W is n×n, x and pre are n×b (column-major, ld n).
-        unsafe { blas.gemm(cfg, &self.w, x, pre) }.map_err(|e| blas_error(e.to_string()))?;
+        let (n, b) = (self.config.size, self.batch);
+        product_row_major(
+            blas,
+            &self.w.slice(..),
+            x,
+            &mut pre.slice_mut(..),
+            (n, n, b),
+            "the batched step GEMM",
+        )?;
         let activation: i32 = match self.config.activation {
             Activation::Tanh => 0,
             Activation::Identity => 1,
         };
-        let (total, leak) = (n * b, self.config.leak_rate as f32);
+        let (total, leak) = ((n * b) as i32, self.config.leak_rate as f32);
         let mut launch = self.device.stream().launch_builder(&self.elementwise);
         launch
             .arg(&*pre)
@@ -254,7 +241,6 @@ impl GpuBatchedReservoir {
     /// for the benchmark. With `graph`, the steps are captured once into a CUDA graph and the
     /// graph is replayed, which removes the host's launch overhead between steps.
     pub fn time_steps(&mut self, steps: usize, repeats: usize, graph: bool) -> Result<f64> {
-        use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
         let (n, b) = (self.config.size, self.batch);
         let s = self.device.stream().clone();
         let host_drive: Vec<f32> = (0..n * b)
@@ -284,18 +270,7 @@ impl GpuBatchedReservoir {
             Ok(())
         };
         let captured = if graph {
-            s.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
-                .context("starting a graph capture")?;
-            let enqueued = enqueue(self);
-            let graph = s
-                .end_capture(CUgraphInstantiate_flags(0))
-                .context("ending the graph capture")?;
-            enqueued?;
-            let graph = graph.ok_or_else(|| {
-                GpuError::Unavailable("the graph capture recorded nothing".into())
-            })?;
-            graph.upload().context("uploading the graph")?;
-            Some(graph)
+            Some(self.device.capture(|| enqueue(self))?)
         } else {
             None
         };

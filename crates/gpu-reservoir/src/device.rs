@@ -4,7 +4,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use cudarc::cublas::CudaBlas;
-use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
+use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
+use cudarc::driver::{CudaContext, CudaFunction, CudaGraph, CudaModule, CudaStream};
 use cudarc::nvrtc::{compile_ptx_with_opts, CompileError, CompileOptions, Ptx};
 
 use crate::error::{DriverContext, GpuError, Result};
@@ -171,6 +172,26 @@ impl GpuDevice {
             message: e.to_string(),
         })?;
         Ok(self.inner.blas.get_or_init(|| blas))
+    }
+
+    /// Captures the launches `enqueue` puts on the device's stream into a CUDA graph
+    /// (instantiated and uploaded) instead of running them: replaying the graph runs the same
+    /// work without the host's cost per launch. `enqueue` must only launch (no copies from
+    /// the host, no synchronisation).
+    pub(crate) fn capture(&self, enqueue: impl FnOnce() -> Result<()>) -> Result<CudaGraph> {
+        let stream = self.stream();
+        stream
+            .begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+            .context("starting a graph capture")?;
+        let enqueued = enqueue();
+        let graph = stream
+            .end_capture(CUgraphInstantiate_flags(0))
+            .context("ending the graph capture")?;
+        enqueued?;
+        let graph = graph
+            .ok_or_else(|| GpuError::Unavailable("the graph capture recorded nothing".into()))?;
+        graph.upload().context("uploading the graph")?;
+        Ok(graph)
     }
 
     pub(crate) fn gemv(&self) -> &GemvKernels {

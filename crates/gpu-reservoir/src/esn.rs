@@ -5,7 +5,7 @@ use ndarray::{Array1, Array2, ArrayView1, ArrayView2, ArrayViewMut2};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::StandardNormal;
-use reservoir_core::reservoir::{check_run_shapes, check_state};
+use reservoir_core::reservoir::{check_run_shapes, check_state, AccumulateRun};
 use reservoir_core::rng::{stream_rng, Stream};
 use reservoir_core::spikes::SpikePattern;
 use reservoir_core::{Activation, Reservoir, ReservoirConfig, ReservoirError, ReservoirWeights};
@@ -327,13 +327,11 @@ impl GpuReservoirComputer {
         if self.config.noise_level <= 0.0 {
             return Ok(None);
         }
-        let level = self.config.noise_level;
-        let host: Vec<f32> = (0..steps * self.config.size)
-            .map(|_| {
-                let xi: f64 = self.noise.sample(StandardNormal);
-                (level * xi) as f32
-            })
-            .collect();
+        let host = noise_values(
+            &mut self.noise,
+            self.config.noise_level,
+            steps * self.config.size,
+        );
         Ok(Some(
             self.device
                 .stream()
@@ -341,6 +339,17 @@ impl GpuReservoirComputer {
                 .context("uploading the noise")?,
         ))
     }
+}
+
+/// `count` noise values `level·ξ` (ξ standard normal from `rng`, the config's noise stream)
+/// rounded to f32: the CPU reservoir's draws in its order (step by step, unit by unit).
+pub(crate) fn noise_values(rng: &mut ChaCha8Rng, level: f64, count: usize) -> Vec<f32> {
+    (0..count)
+        .map(|_| {
+            let xi: f64 = rng.sample(StandardNormal);
+            (level * xi) as f32
+        })
+        .collect()
 }
 
 impl Reservoir for GpuReservoirComputer {
@@ -389,5 +398,11 @@ impl Reservoir for GpuReservoirComputer {
             .map_err(ReservoirError::from)?;
         }
         Ok(())
+    }
+
+    /// The device's own ridge sums (`crate::gram`): `fit_ridge` on this reservoir adds XᵀX
+    /// on the GPU and never copies the states to the host.
+    fn as_accumulator(&mut self) -> Option<&mut dyn AccumulateRun> {
+        Some(self)
     }
 }

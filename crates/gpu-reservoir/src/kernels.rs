@@ -93,6 +93,35 @@ pub mod persistent {
     pub const ELEMENTWISE: &str = "esn_elementwise";
 }
 
+/// `kernels/gram.cu`: the f32 → f64 widening of states before the device's ridge sums.
+pub const GRAM: NvrtcSource = NvrtcSource {
+    name: "kernels/gram.cu",
+    text: include_str!("../../../kernels/gram.cu"),
+};
+
+/// Entry points of [`GRAM`].
+pub mod gram {
+    /// `dst[i] = (double)src[i]`.
+    pub const WIDEN: &str = "widen_f32_to_f64";
+}
+
+/// `kernels/sweep.cu`: one step of a sweep's lanes after the shared GEMM.
+pub const SWEEP: NvrtcSource = NvrtcSource {
+    name: "kernels/sweep.cu",
+    // After neuromorphic_gemv.cu, whose tanh_rational it uses.
+    text: concat!(
+        include_str!("../../../kernels/neuromorphic_gemv.cu"),
+        "\n",
+        include_str!("../../../kernels/sweep.cu")
+    ),
+};
+
+/// Entry points of [`SWEEP`].
+pub mod sweep {
+    /// `x_b ← (1 − a_b)·x_b + a_b·f(ρ_b·(W₁X)_b + b + s_b·W_in₁u + noise)` for every lane b.
+    pub const LANE_STEP: &str = "sweep_lane_step";
+}
+
 /// A kernel source compiled with NVRTC on first use and cached per device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct NvrtcSource {

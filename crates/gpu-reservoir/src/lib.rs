@@ -19,6 +19,7 @@
 pub mod backend;
 pub mod batched;
 pub mod bench;
+mod blas;
 pub mod cluster;
 mod csr;
 pub mod detection;
@@ -26,20 +27,26 @@ pub mod device;
 pub mod encoding;
 pub mod error;
 pub mod esn;
+pub mod gram;
 pub mod kernels;
 pub mod lif;
 pub mod persistent;
 pub mod probe;
 pub mod spectral;
+pub mod sweep;
 
-pub use backend::{build_reservoir, lif_for, reservoir_for, BackendFactory, Chosen};
+pub use backend::{
+    build_reservoir, lane_runner_for, lif_for, reservoir_for, BackendFactory, Chosen,
+};
 pub use batched::{GemmMath, GpuBatchedReservoir};
 pub use detection::{gpu_detect, gpu_scores};
 pub use device::{GpuDevice, KernelSource};
 pub use encoding::{gpu_rate, gpu_rate_sequence};
 pub use error::{GpuError, Result};
 pub use esn::GpuReservoirComputer;
+pub use gram::DeviceRidgeSums;
 pub use lif::GpuLifNetwork;
 pub use persistent::{PersistentWeights, StepPath};
 pub use probe::{probe, DeviceInfo, GpuSupport};
 pub use spectral::gpu_spectral_radius;
+pub use sweep::GpuLaneRunner;

@@ -105,18 +105,25 @@ pub fn check_run_shapes(
     inputs: &ArrayView2<f64>,
     states: &ArrayViewMut2<f64>,
 ) -> Result<()> {
-    if inputs.ncols() != input_size {
-        return Err(ReservoirError::shape(
-            "reservoir inputs",
-            format!("{input_size} columns"),
-            format!("{} columns", inputs.ncols()),
-        ));
-    }
+    check_inputs(input_size, inputs)?;
     if states.dim() != (inputs.nrows(), size) {
         return Err(ReservoirError::shape(
             "reservoir states",
             format!("{} x {size}", inputs.nrows()),
             format!("{} x {}", states.nrows(), states.ncols()),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks that `inputs` has `input_size` columns and that every input is finite (the input
+/// half of [`check_run_shapes`], for runs that keep no states on the host).
+pub fn check_inputs(input_size: usize, inputs: &ArrayView2<f64>) -> Result<()> {
+    if inputs.ncols() != input_size {
+        return Err(ReservoirError::shape(
+            "reservoir inputs",
+            format!("{input_size} columns"),
+            format!("{} columns", inputs.ncols()),
         ));
     }
     if let Some(((row, col), _)) = inputs.indexed_iter().find(|(_, v)| !v.is_finite()) {

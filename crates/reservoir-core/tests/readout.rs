@@ -117,6 +117,49 @@ fn chunked_and_merged_accumulation_equal_one_batch_and_train_nrmse_is_exact() {
 }
 
 #[test]
+fn held_out_nrmse_from_sums_equals_scoring_the_predictions_and_sums_round_trip() {
+    let x = random(900, 15, 7);
+    let y = x.dot(&random(15, 2, 8)).mapv(f64::tanh) + random(900, 2, 9) * 0.05;
+    let mut train = RidgeAccumulator::new(15, 2, 1);
+    train
+        .add(x.slice(s![..600, ..]), y.slice(s![..600, ..]))
+        .unwrap();
+    let mut held_out = RidgeAccumulator::new(15, 2, 1);
+    held_out
+        .add(x.slice(s![600.., ..]), y.slice(s![600.., ..]))
+        .unwrap();
+    let fit = train.solve(1e-3).unwrap();
+    let pred = fit.readout.predict(x.slice(s![600.., ..])).unwrap();
+    let direct = reservoir_core::metrics::nrmse(pred.view(), y.slice(s![600.., ..])).unwrap();
+    let from_sums = held_out.score(&fit.readout).unwrap().mean_nrmse();
+    assert!(
+        (from_sums - direct).abs() < 1e-9 * direct,
+        "{from_sums} vs {direct}"
+    );
+    assert_eq!(
+        train.score(&fit.readout).unwrap().mean_nrmse(),
+        fit.train_nrmse
+    );
+
+    let gram = held_out.gram();
+    assert_eq!(gram, gram.t(), "both triangles are filled");
+    let expected = x.slice(s![600.., ..]).t().dot(&x.slice(s![600.., ..]));
+    assert!((&gram - &expected).iter().all(|d| d.abs() < 1e-9));
+    let copy = RidgeAccumulator::from_sums(
+        gram.view(),
+        held_out.cross().view(),
+        held_out.feature_sums(),
+        held_out.target_sums(),
+        held_out.target_squares(),
+        held_out.rows(),
+    )
+    .unwrap();
+    assert_eq!(copy.score(&fit.readout).unwrap().mean_nrmse(), from_sums);
+    assert!(RidgeAccumulator::new(15, 2, 1).score(&fit.readout).is_err());
+    assert!(RidgeAccumulator::new(14, 2, 1).score(&fit.readout).is_err());
+}
+
+#[test]
 fn streamed_fit_equals_fit_on_materialised_states() {
     let config = ReservoirConfig {
         size: 80,

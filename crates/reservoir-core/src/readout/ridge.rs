@@ -135,6 +135,34 @@ impl RidgeAccumulator {
         self.rows
     }
 
+    /// XᵀX (F × F, both triangles filled).
+    pub fn gram(&self) -> Array2<f64> {
+        let f = self.n_features();
+        Array2::from_shape_fn((f, f), |(i, j)| self.gram[(i.max(j), i.min(j))])
+    }
+
+    /// XᵀY (F × M).
+    pub fn cross(&self) -> Array2<f64> {
+        Array2::from_shape_fn((self.cross.nrows(), self.cross.ncols()), |(i, k)| {
+            self.cross[(i, k)]
+        })
+    }
+
+    /// ΣX (F).
+    pub fn feature_sums(&self) -> &[f64] {
+        &self.feature_sums
+    }
+
+    /// ΣY (M).
+    pub fn target_sums(&self) -> &[f64] {
+        &self.target_sums
+    }
+
+    /// ΣY² (M).
+    pub fn target_squares(&self) -> &[f64] {
+        &self.target_squares
+    }
+
     /// Adds rows of states (rows × F) and their targets (rows × M).
     ///
     /// # Errors

@@ -1,0 +1,171 @@
+//! GPU benchmark of a sweep's lanes (`GpuLaneRunner`): B echo-state lanes sharing one random
+//! W, one SGEMM and one elementwise launch per step, per-lane ridge sums on the device.
+//!
+//! For N = 500 and 1000 and B = 16, 64, 256 lanes it prints µs per step of the recurrence
+//! (replayed from a CUDA graph, as `run_lanes` runs full chunks, and as plain launches) and of
+//! the sums (CUDA events after a warm-up, median of 5), lane-steps/s, the seconds to copy one
+//! set of sums back, and the wall time of a whole `run_lanes` over a 10,000-step NARMA-10
+//! series (inputs, transfers, sums, download of training and validation sums; weights already
+//! on the device, median of 3), next to `CpuLaneRunner` on a few lanes of the same series
+//! measured in the same process. It checks itself: the GPU lanes' validation NRMSE must match the CPU
+//! lanes' within 1e-3 relative, or it exits with status 1. Start-up is reported separately.
+//!
+//! Build here with `../shared/tools/gpu-bundle bins -p reservoir-benches`; run on the GPU
+//! machine: `.gpu/bin/gpu_sweep_bench`. Exits 0 with a message when there is no GPU.
+
+use std::time::Instant;
+
+use gpu_reservoir::sweep::LaneTiming;
+use gpu_reservoir::{probe, DeviceRidgeSums, GpuDevice, GpuLaneRunner, Result};
+use reservoir_core::sweep::{CpuLaneRunner, Lane, LaneData, LaneRunner, LaneSums};
+use reservoir_core::tasks::narma::narma10;
+use reservoir_core::ReservoirConfig;
+
+/// Rows of the end-to-end runs: washout 100, training to row 8000, validation after.
+const STEPS: usize = 10_000;
+/// Lanes the CPU baseline runs (one after the other).
+const CPU_LANES: usize = 4;
+/// Timed runs per figure (median).
+const REPEATS: usize = 5;
+
+/// `count` lanes spread over ρ ∈ [0.5, 0.95], a ∈ [0.1, 1] and s ∈ [0.2, 1.4].
+fn lanes(count: usize) -> Vec<Lane> {
+    (0..count)
+        .map(|i| Lane {
+            spectral_radius: 0.5 + 0.45 * (i % 8) as f64 / 7.0,
+            leak_rate: 0.1 + 0.9 * ((i / 8) % 8) as f64 / 7.0,
+            input_scaling: 0.2 + 0.3 * (i % 5) as f64,
+        })
+        .collect()
+}
+
+/// Validation NRMSE of each lane's readout (ridge 1e-6) trained on its training sums.
+fn scores(sums: &[LaneSums]) -> Result<Vec<f64>> {
+    sums.iter()
+        .map(|lane| {
+            let fit = lane.train.solve(1e-6)?;
+            Ok(lane.validation.score(&fit.readout)?.mean_nrmse())
+        })
+        .collect()
+}
+
+/// Median wall seconds of `repeats` calls of `run`.
+fn median_seconds(repeats: usize, mut run: impl FnMut() -> Result<()>) -> Result<f64> {
+    let mut samples = Vec::with_capacity(repeats);
+    for _ in 0..repeats.max(1) {
+        let t = Instant::now();
+        run()?;
+        samples.push(t.elapsed().as_secs_f64());
+    }
+    samples.sort_by(f64::total_cmp);
+    Ok(samples[samples.len() / 2])
+}
+
+struct Row {
+    n: usize,
+    lanes: usize,
+    timing: LaneTiming,
+    run_s: f64,
+    cpu_lane_steps: f64,
+}
+
+fn main() -> Result<()> {
+    let support = probe();
+    if let Some(problem) = support.problem {
+        println!("no usable GPU ({problem}); nothing to measure");
+        return Ok(());
+    }
+    let t = Instant::now();
+    let device = GpuDevice::shared(0)?;
+    let context_s = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    device.blas()?;
+    let blas_s = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let mut runner = GpuLaneRunner::new(&device)?;
+    DeviceRidgeSums::new(&device, 1, 1, 1)?;
+    let nvrtc_s = t.elapsed().as_secs_f64();
+    println!(
+        "device: {} ({} SMs); start-up (excluded below): context + PTX {context_s:.3} s, cuBLAS handle {blas_s:.3} s, NVRTC sweep.cu + gram.cu {nvrtc_s:.3} s",
+        device.info().name,
+        device.info().multiprocessors
+    );
+
+    let series = narma10(STEPS, 1)?;
+    let data = LaneData {
+        inputs: series.inputs.view(),
+        targets: series.targets.view(),
+        washout: 100,
+        train_rows: 8000,
+    };
+    let mut rows = Vec::new();
+    let mut worst_check: f64 = 0.0;
+    for n in [500, 1000] {
+        let base = ReservoirConfig {
+            size: n,
+            connection_prob: 0.1,
+            bias_scaling: 0.1,
+            seed: 3,
+            ..Default::default()
+        };
+        // The CPU baseline, and the check of the GPU lanes against it.
+        let few = lanes(CPU_LANES);
+        let mut cpu_sums = Vec::new();
+        let cpu_s = median_seconds(3, || {
+            cpu_sums = CpuLaneRunner.run_lanes(&base, &few, &data)?;
+            Ok(())
+        })?;
+        let gpu_sums = runner.run_lanes(&base, &few, &data)?;
+        for (g, c) in scores(&gpu_sums)?.iter().zip(scores(&cpu_sums)?) {
+            worst_check = worst_check.max((g - c).abs() / c);
+        }
+        let cpu_lane_steps = (CPU_LANES * STEPS) as f64 / cpu_s;
+        for count in [16, 64, 256] {
+            let all = lanes(count);
+            let timing = runner.time_lanes(&base, &all, 1000, REPEATS)?;
+            let run_s = median_seconds(3, || {
+                runner.run_lanes(&base, &all, &data)?;
+                Ok(())
+            })?;
+            rows.push(Row {
+                n,
+                lanes: count,
+                timing,
+                run_s,
+                cpu_lane_steps,
+            });
+        }
+    }
+
+    println!(
+        "\n| N | B | steps/chunk | recurrence µs/step (graph) | (plain launches) | lane-steps/s (graph) | sums µs/step | copy-back of one set of sums (s) | run_lanes, {STEPS} steps (s) | lane-steps/s end to end | CPU lane-steps/s ({CPU_LANES} lanes, same run) | end-to-end speed-up |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    for r in &rows {
+        let t = &r.timing;
+        let end_to_end = (r.lanes * STEPS) as f64 / r.run_s;
+        println!(
+            "| {} | {} | {} | {:.2} | {:.2} | {:.3e} | {:.2} | {:.3} | {:.3} | {:.3e} | {:.3e} | {:.1}× |",
+            r.n,
+            r.lanes,
+            t.chunk_steps,
+            t.micros_per_step,
+            t.launch_micros_per_step,
+            r.lanes as f64 * 1e6 / t.micros_per_step,
+            t.sums_micros_per_step,
+            t.download_seconds,
+            r.run_s,
+            end_to_end,
+            r.cpu_lane_steps,
+            end_to_end / r.cpu_lane_steps
+        );
+    }
+    println!(
+        "\ncheck: validation NRMSE (ridge 1e-6) of {CPU_LANES} GPU lanes vs the CPU lanes, worst relative difference {worst_check:.2e} (bound 1e-3)"
+    );
+    if worst_check.is_nan() || worst_check >= 1e-3 {
+        println!("FAILED: the GPU lanes do not match the CPU lanes");
+        std::process::exit(1);
+    }
+    Ok(())
+}

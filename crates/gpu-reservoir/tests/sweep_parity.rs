@@ -1,0 +1,258 @@
+//! The GPU sweep lanes (one GEMM per step for all lanes, sums on the device) against the CPU
+//! lanes (one reservoir per lane), and the factory's choice of lane runner.
+
+mod common;
+
+use common::{fresh_seed, gpu, relative_error};
+use gpu_reservoir::{BackendFactory, Chosen, GpuLaneRunner};
+use ndarray::Array2;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use reservoir_core::experiment::ReservoirFactory;
+use reservoir_core::readout::RidgeAccumulator;
+use reservoir_core::sweep::{CpuLaneRunner, Lane, LaneData, LaneRunner, LaneSums};
+use reservoir_core::{Activation, Backend, Precision, ReservoirConfig};
+
+/// Inputs u ~ U[0, 0.5] and two targets with memory: u(t−1)·u(t−2) and sin(6·u(t−4)).
+fn task(rng: &mut ChaCha8Rng, steps: usize) -> (Array2<f64>, Array2<f64>) {
+    let u: Array2<f64> = Array2::from_shape_fn((steps, 1), |_| rng.random_range(0.0..0.5));
+    let y = Array2::from_shape_fn((steps, 2), |(t, m)| match m {
+        0 => u[(t.saturating_sub(1), 0)] * u[(t.saturating_sub(2), 0)],
+        _ => (6.0 * u[(t.saturating_sub(4), 0)]).sin(),
+    });
+    (u, y)
+}
+
+fn random_lanes(rng: &mut ChaCha8Rng, count: usize) -> Vec<Lane> {
+    (0..count)
+        .map(|i| Lane {
+            spectral_radius: rng.random_range(0.5..0.95),
+            // One lane without leak (a = 1), the others anywhere in (0.1, 1).
+            leak_rate: if i == 0 {
+                1.0
+            } else {
+                rng.random_range(0.1..1.0)
+            },
+            input_scaling: rng.random_range(0.1..1.5),
+        })
+        .collect()
+}
+
+/// Worst relative difference of XᵀX, XᵀY and ΣX of two accumulators over the same rows.
+fn sums_difference(got: &RidgeAccumulator, expected: &RidgeAccumulator) -> f64 {
+    assert_eq!(got.rows(), expected.rows());
+    let vector = |v: &[f64]| Array2::from_shape_vec((1, v.len()), v.to_vec()).expect("row");
+    relative_error(&got.gram(), &expected.gram())
+        .0
+        .max(relative_error(&got.cross(), &expected.cross()).0)
+        .max(
+            relative_error(
+                &vector(got.feature_sums()),
+                &vector(expected.feature_sums()),
+            )
+            .0,
+        )
+}
+
+/// Compares every lane's sums, and the validation NRMSE of the readout trained on each lane's
+/// training sums for each ridge value; returns the worst (sums, NRMSE) relative differences.
+fn compare(gpu: &[LaneSums], cpu: &[LaneSums], ridges: &[f64]) -> (f64, f64) {
+    assert_eq!(gpu.len(), cpu.len());
+    let (mut sums, mut scores): (f64, f64) = (0.0, 0.0);
+    for (lane, (g, c)) in gpu.iter().zip(cpu).enumerate() {
+        sums = sums
+            .max(sums_difference(&g.train, &c.train))
+            .max(sums_difference(&g.validation, &c.validation));
+        for &ridge in ridges {
+            let score = |s: &LaneSums| {
+                let fit = s.train.solve(ridge).expect("solve");
+                s.validation
+                    .score(&fit.readout)
+                    .expect("score")
+                    .mean_nrmse()
+            };
+            let (a, b) = (score(g), score(c));
+            let difference = (a - b).abs() / b;
+            eprintln!("lane {lane}, ridge {ridge:e}: validation NRMSE GPU {a:.6}, CPU {b:.6}");
+            scores = scores.max(difference);
+        }
+    }
+    (sums, scores)
+}
+
+#[test]
+fn gpu_lanes_match_the_cpu_lanes() {
+    let Some(device) = gpu() else { return };
+    let mut rng = ChaCha8Rng::seed_from_u64(fresh_seed("sweep_lanes"));
+    let base = ReservoirConfig {
+        size: 300,
+        connection_prob: 0.1,
+        bias_scaling: 0.1,
+        seed: rng.random(),
+        ..Default::default()
+    };
+    let lanes = random_lanes(&mut rng, 6);
+    // Two full chunks (replayed from the run's CUDA graph) and a partial one (plain launches);
+    // the split between training and validation rows inside the second.
+    let chunk = GpuLaneRunner::chunk_steps(300, 6);
+    let steps = 2 * chunk + 1000;
+    let (u, y) = task(&mut rng, steps);
+    let data = LaneData {
+        inputs: u.view(),
+        targets: y.view(),
+        washout: 100,
+        train_rows: chunk + 500,
+    };
+    let expected = CpuLaneRunner.run_lanes(&base, &lanes, &data).expect("cpu");
+    let mut runner = GpuLaneRunner::new(&device).expect("runner");
+    let got = runner.run_lanes(&base, &lanes, &data).expect("gpu");
+    let (sums, scores) = compare(&got, &expected, &[1e-6, 1e-4, 1e-2]);
+    eprintln!("{lanes:?}: sums {sums:.2e}, validation NRMSE {scores:.2e} (worst relative)");
+    assert!(sums < 1e-4, "lane sums differ by {sums:.2e}");
+    assert!(scores < 1e-3, "validation NRMSE differs by {scores:.2e}");
+    assert!(got
+        .iter()
+        .all(|l| l.train.rows() == chunk + 400 && l.validation.rows() == steps - chunk - 500));
+
+    // The same runner again (weights reused) gives the same sums.
+    let again = runner.run_lanes(&base, &lanes, &data).expect("gpu");
+    assert_eq!(again[3].train.gram(), got[3].train.gram());
+}
+
+#[test]
+fn gpu_lanes_match_with_noise_and_a_linear_reservoir() {
+    let Some(device) = gpu() else { return };
+    let mut rng = ChaCha8Rng::seed_from_u64(fresh_seed("sweep_noise_identity"));
+    let (u, y) = task(&mut rng, 3000);
+    let data = LaneData {
+        inputs: u.view(),
+        targets: y.view(),
+        washout: 50,
+        train_rows: 2000,
+    };
+    let mut runner = GpuLaneRunner::new(&device).expect("runner");
+    for (noise_level, activation) in [(0.01, Activation::Tanh), (0.0, Activation::Identity)] {
+        let base = ReservoirConfig {
+            size: 200,
+            connection_prob: 0.2,
+            noise_level,
+            activation,
+            seed: rng.random(),
+            ..Default::default()
+        };
+        let lanes = random_lanes(&mut rng, 3);
+        let expected = CpuLaneRunner.run_lanes(&base, &lanes, &data).expect("cpu");
+        let got = runner.run_lanes(&base, &lanes, &data).expect("gpu");
+        let (sums, scores) = compare(&got, &expected, &[1e-4]);
+        eprintln!(
+            "noise {noise_level}, {activation:?}: sums {sums:.2e}, validation NRMSE {scores:.2e}"
+        );
+        assert!(sums < 1e-4, "lane sums differ by {sums:.2e}");
+        assert!(scores < 1e-3, "validation NRMSE differs by {scores:.2e}");
+    }
+}
+
+#[test]
+fn gpu_lanes_reject_what_the_cpu_rejects_and_f64() {
+    let Some(device) = gpu() else { return };
+    let (u, y) = task(&mut ChaCha8Rng::seed_from_u64(1), 300);
+    let data = LaneData {
+        inputs: u.view(),
+        targets: y.view(),
+        washout: 10,
+        train_rows: 200,
+    };
+    let base = ReservoirConfig {
+        size: 50,
+        ..Default::default()
+    };
+    let lane = Lane {
+        spectral_radius: 0.9,
+        leak_rate: 0.5,
+        input_scaling: 1.0,
+    };
+    let mut runner = GpuLaneRunner::new(&device).expect("runner");
+    assert!(runner
+        .run_lanes(&base, &[], &data)
+        .expect("no lanes")
+        .is_empty());
+    let bad_lane = Lane {
+        leak_rate: 0.0,
+        ..lane
+    };
+    let err = runner
+        .run_lanes(&base, &[lane, bad_lane], &data)
+        .expect_err("leak 0");
+    assert!(err.to_string().contains("leak_rate"), "{err}");
+    let f64_base = ReservoirConfig {
+        precision: Precision::F64,
+        ..base.clone()
+    };
+    let err = runner
+        .run_lanes(&f64_base, &[lane], &data)
+        .expect_err("f64");
+    assert!(err.to_string().contains("precision"), "{err}");
+    let short = LaneData {
+        train_rows: 300,
+        ..data
+    };
+    assert!(
+        runner.run_lanes(&base, &[lane], &short).is_err(),
+        "no validation rows"
+    );
+    let timing = runner
+        .time_lanes(&base, &[lane, lane], 20, 3)
+        .expect("timing");
+    assert!(
+        [
+            timing.micros_per_step,
+            timing.launch_micros_per_step,
+            timing.sums_micros_per_step,
+            timing.download_seconds
+        ]
+        .iter()
+        .all(|&t| t > 0.0 && t.is_finite()),
+        "{timing:?}"
+    );
+}
+
+#[test]
+fn the_factory_runs_lanes_where_the_backend_says() {
+    let base = ReservoirConfig {
+        size: 50,
+        ..Default::default()
+    };
+    let mut cpu = BackendFactory::new(Backend::Cpu);
+    cpu.lane_runner(&base).expect("cpu runner");
+    assert_eq!(cpu.chosen, [("sweep", Chosen::Cpu { fallback: None })]);
+
+    let mut auto = BackendFactory::new(Backend::Auto);
+    let f64_base = ReservoirConfig {
+        precision: Precision::F64,
+        ..base.clone()
+    };
+    auto.lane_runner(&f64_base).expect("f64 runs on the CPU");
+    assert!(
+        matches!(&auto.chosen[0], ("sweep", Chosen::Cpu { fallback: Some(why) }) if why.contains("f64")),
+        "{:?}",
+        auto.chosen
+    );
+
+    let mut cuda = BackendFactory::new(Backend::Cuda);
+    let on_cuda = cuda.lane_runner(&base);
+    auto.lane_runner(&base).expect("auto always builds");
+    match gpu() {
+        Some(_) => {
+            assert!(on_cuda.is_ok());
+            assert!(matches!(cuda.chosen[0], ("sweep", Chosen::Cuda { .. })));
+            assert!(matches!(auto.chosen[1], ("sweep", Chosen::Cuda { .. })));
+        }
+        None => {
+            assert!(on_cuda.is_err(), "cuda without a GPU is an error");
+            assert!(matches!(
+                auto.chosen[1],
+                ("sweep", Chosen::Cpu { fallback: Some(_) })
+            ));
+        }
+    }
+}
