@@ -38,7 +38,7 @@ pub use device::{GpuDevice, KernelSource};
 pub use encoding::{gpu_rate, gpu_rate_sequence};
 pub use error::{GpuError, Result};
 pub use esn::GpuReservoirComputer;
-pub use lif::GpuLifNetwork;
+pub use lif::{GpuLifNetwork, LifStepPath};
 pub use persistent::StepPath;
 pub use probe::{probe, DeviceInfo, GpuSupport};
 pub use spectral::gpu_spectral_radius;
