@@ -15,7 +15,7 @@
 //!   instead, with the same result. Two launches per step; the work follows N plus the
 //!   synaptic events, not the synapse count.
 //!
-//! [`LifStepPath::auto`] picks the path from the synapse count (measured; see there).
+//! [`LifStepPath::auto`] picks the path from the synapse count (see there).
 //!
 //! [`LifNetwork`]: reservoir_core::lif::LifNetwork
 
@@ -48,6 +48,12 @@ pub const LIF_CHUNK_BYTES: usize = 256 << 20;
 pub const LIF_INBOX_CAPACITY: usize = 32;
 
 /// Synapse count from which [`LifStepPath::auto`] picks the event-driven path.
+///
+/// Set from the cost of the two paths, not yet from a GPU measurement: the gather reads every
+/// synapse each step (a thread per neuron walks its row), the event-driven step costs one more
+/// launch plus N and the synaptic events; below ~10^6 synapses the gather's row walk is short
+/// enough that the extra launch (a few µs) should dominate. `gpu_lif_bench` times both paths
+/// at 10^5 to 4·10^6 synapses and prints which is faster next to what this rule picks.
 pub const LIF_EVENT_MIN_SYNAPSES: usize = 1 << 20;
 
 const THREADS: u32 = 256;
@@ -276,6 +282,11 @@ impl GpuLifNetwork {
     pub fn with_step_path(mut self, path: LifStepPath) -> Self {
         self.path = path;
         self
+    }
+
+    /// Number of recurrent synapses (non-zeros of W).
+    pub fn synapses(&self) -> usize {
+        self.recurrent.values.len()
     }
 
     /// Spikes emitted since construction or the last reset.
