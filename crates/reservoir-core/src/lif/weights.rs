@@ -159,8 +159,8 @@ impl LifWeights {
     ///   g = N_E / N_I, so the expected input to every neuron is zero (balanced network).
     /// * W is then scaled so that ρ(W) = `spectral_radius` (restarted Arnoldi, start vector
     ///   from stream [`STREAM_SPECTRAL`], at most [`spectral_products`] products: exact to
-    ///   10^-6 up to ~10^7 synapses, within ~1.5 % beyond). With `spectral_radius` 0 or
-    ///   N = 1, W is empty.
+    ///   10^-6 where it converges within them, ρ(W) up to ~1.5 % above where it does not).
+    ///   With `spectral_radius` 0 or N = 1, W is empty.
     /// * Each input channel reaches `round(input_connectivity·N)` (≥ 1) neurons with weights
     ///   uniform on (−s, s), s = `input_scaling` (stream [`STREAM_INPUT`]).
     ///
