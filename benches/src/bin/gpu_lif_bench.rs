@@ -147,8 +147,9 @@ fn main() -> Result<()> {
         let weights = LifWeights::generate(&config)?;
         let generate_s = t.elapsed().as_secs_f64();
         let synapses = weights.recurrent().nnz();
+        let cpu_weights = weights.clone();
         let t = Instant::now();
-        let mut cpu = LifNetwork::from_weights(&config, weights.clone())?;
+        let mut cpu = LifNetwork::from_weights(&config, cpu_weights)?;
         let cpu_build_s = t.elapsed().as_secs_f64();
         let inputs = held_input(steps, 100);
         let mut timings = Vec::new();

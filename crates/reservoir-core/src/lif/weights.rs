@@ -365,7 +365,7 @@ const TRANSPOSE_BLOCK: usize = 4096;
 /// thread, each filling its own part of the output; the result does not depend on the split.
 /// At 10^8 synapses (N = 10^5) on the development machine: 2.8 s on one thread (`f64`
 /// values; one scatter over all columns, without blocks, took 6.2 s), 2.75 s on two, and
-/// 1.8 s on two for `f32` values (the memory system, not the cores, is the limit there).
+/// 1.4–1.8 s on two for `f32` values (the memory system, not the cores, is the limit there).
 pub(crate) fn transposed<T: crate::real::Real + Send>(
     w: &CsrMatrix<f64>,
     convert: impl Fn(f64) -> T + Sync,
