@@ -1,31 +1,43 @@
-// One step of the current-based LIF reservoir (NVRTC, --fmad=false), a thread per neuron.
+// The current-based LIF reservoir (NVRTC, --fmad=false), a thread per neuron.
 // The CPU reference is reservoir-core's lif::LifNetwork::step (see the module docs of
 // reservoir_core::lif for the exact order); every operation below is the same f32 operation
 // in the same order, so spike trains and features are bit-identical to the CPU's.
 //
-// The recurrent input is a gather over W's rows (row i = postsynaptic neuron i, columns =
-// presynaptic neurons ascending): adding W[i, j] for the neurons j that spiked last step in
-// ascending j is exactly the CPU's event-driven scatter, term for term.
+// Two ways to the recurrent input, both adding W[i, j] for the neurons j that spiked last step
+// in ascending j onto I_syn[i]·α_syn, which is exactly the CPU's event-driven scatter, term for
+// term:
+// - gather (lif_step_kernel): neuron i scans its row of W (row i = postsynaptic neuron i,
+//   columns = presynaptic neurons ascending) against last step's spike flags. Cost: every
+//   synapse, every step.
+// - event-driven (lif_event_step_kernel + lif_deliver_kernel): the step appends the neurons
+//   that spiked to a list; the delivery walks only their outgoing synapses (Wᵀ, one row per
+//   source, targets ascending) and drops the synapse's index e into its target's inbox. As Wᵀ
+//   is laid out source by source, ascending e at a target is ascending j, so the next step
+//   adds the inbox in ascending e, whatever order the atomics filled it in. A target that got
+//   more events than its inbox holds falls back to the gather. Cost: N plus the synaptic
+//   events.
 
-extern "C" __global__ void lif_step_kernel(
-    const int* __restrict__ row_ptr, const int* __restrict__ col_idx,
-    const float* __restrict__ weights,
-    const unsigned char* __restrict__ spiked_before, unsigned char* __restrict__ spiked_now,
-    const float* __restrict__ input_by_channel,  // K x N, channel-major
-    const float* __restrict__ u, int k,           // this step's input, K values (f32)
-    float* __restrict__ v, float* __restrict__ i_syn, unsigned int* __restrict__ refractory,
-    float* __restrict__ trace, unsigned int* __restrict__ counts,
-    unsigned char* __restrict__ window, int head,  // ring of the last steps' spikes, W x N
-    float alpha_m, float alpha_syn, float alpha_trace, float drive_gain, float v_rest,
-    float v_reset, float threshold, float bias, unsigned int refractory_steps,
-    int synaptic_input, int feature, float* __restrict__ features, int n) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    // 1. Synaptic decay, then last step's spikes in ascending presynaptic order.
-    float syn = i_syn[i] * alpha_syn;
+// 1. Recurrent input by gather: syn plus W[i, j] for every j that spiked, ascending j.
+__device__ __forceinline__ float gather_recurrent(
+    int i, float syn, const int* __restrict__ row_ptr, const int* __restrict__ col_idx,
+    const float* __restrict__ weights, const unsigned char* __restrict__ spiked_before) {
     for (int e = row_ptr[i]; e < row_ptr[i + 1]; ++e) {
         if (spiked_before[col_idx[e]]) syn = syn + weights[e];
     }
+    return syn;
+}
+
+// 2–4 of the step for neuron i, after the recurrent input `syn` (= I_syn·α_syn + W·s):
+// input, membrane, threshold, refractory period, trace, window counts and the feature.
+// Returns whether the neuron spiked.
+__device__ __forceinline__ unsigned char lif_update(
+    int i, float syn, const float* __restrict__ input_by_channel, const float* __restrict__ u,
+    int k, float* __restrict__ v, float* __restrict__ i_syn,
+    unsigned int* __restrict__ refractory, float* __restrict__ trace,
+    unsigned int* __restrict__ counts, unsigned char* __restrict__ window, int head,
+    float alpha_m, float alpha_trace, float drive_gain, float v_rest, float v_reset,
+    float threshold, float bias, unsigned int refractory_steps, int synaptic_input,
+    int feature, float* __restrict__ features, int n) {
     // 2. Input, channel by channel, into this step's current or into the synapse.
     float ext = bias;
     for (int c = 0; c < k; ++c) {
@@ -53,10 +65,118 @@ extern "C" __global__ void lif_step_kernel(
         }
     }
     trace[i] = trace[i] * alpha_trace + (spiked ? 1.0f : 0.0f);
-    spiked_now[i] = spiked;
     // 4. Spike counts over the window: the ring slot `head` holds the oldest step.
     long long slot = (long long)head * n + i;
     counts[i] = counts[i] - window[slot] + spiked;
     window[slot] = spiked;
     features[i] = feature == 0 ? trace[i] : (feature == 1 ? v[i] : (float)counts[i]);
+    return spiked;
+}
+
+// One step by gather: the reference path, and the faster one for small W.
+extern "C" __global__ void lif_step_kernel(
+    const int* __restrict__ row_ptr, const int* __restrict__ col_idx,
+    const float* __restrict__ weights,
+    const unsigned char* __restrict__ spiked_before, unsigned char* __restrict__ spiked_now,
+    const float* __restrict__ input_by_channel,  // K x N, channel-major
+    const float* __restrict__ u, int k,           // this step's input, K values (f32)
+    float* __restrict__ v, float* __restrict__ i_syn, unsigned int* __restrict__ refractory,
+    float* __restrict__ trace, unsigned int* __restrict__ counts,
+    unsigned char* __restrict__ window, int head,  // ring of the last steps' spikes, W x N
+    float alpha_m, float alpha_syn, float alpha_trace, float drive_gain, float v_rest,
+    float v_reset, float threshold, float bias, unsigned int refractory_steps,
+    int synaptic_input, int feature, float* __restrict__ features, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float syn = gather_recurrent(i, i_syn[i] * alpha_syn, row_ptr, col_idx, weights,
+                                 spiked_before);
+    spiked_now[i] = lif_update(i, syn, input_by_channel, u, k, v, i_syn, refractory, trace,
+                               counts, window, head, alpha_m, alpha_trace, drive_gain, v_rest,
+                               v_reset, threshold, bias, refractory_steps, synaptic_input,
+                               feature, features, n);
+}
+
+// One event-driven step. The recurrent input comes from the inbox (the synapse indices e the
+// last delivery dropped there, added in ascending e), or from the gather when the inbox
+// overflowed or does not hold last step's spikes (inbox_valid = 0: the first step after
+// gather steps). Every inbox is emptied. Neurons that spike are appended to spike_list, whose
+// length *spike_total must be 0 on entry (one atomic per warp; the list's order varies from
+// run to run, which the delivery makes irrelevant). blockDim.x must be a multiple of 32.
+extern "C" __global__ void lif_event_step_kernel(
+    const int* __restrict__ row_ptr, const int* __restrict__ col_idx,
+    const float* __restrict__ weights,            // W (CSR), for the gather
+    const float* __restrict__ out_weights,        // Wᵀ's values, indexed by synapse e
+    unsigned int* __restrict__ inbox_count, const unsigned int* __restrict__ inbox,
+    int capacity, int inbox_valid,
+    unsigned int* __restrict__ spike_list, unsigned int* __restrict__ spike_total,
+    const unsigned char* __restrict__ spiked_before, unsigned char* __restrict__ spiked_now,
+    const float* __restrict__ input_by_channel, const float* __restrict__ u, int k,
+    float* __restrict__ v, float* __restrict__ i_syn, unsigned int* __restrict__ refractory,
+    float* __restrict__ trace, unsigned int* __restrict__ counts,
+    unsigned char* __restrict__ window, int head,
+    float alpha_m, float alpha_syn, float alpha_trace, float drive_gain, float v_rest,
+    float v_reset, float threshold, float bias, unsigned int refractory_steps,
+    int synaptic_input, int feature, float* __restrict__ features, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    unsigned char spiked = 0;
+    if (i < n) {
+        float syn = i_syn[i] * alpha_syn;
+        unsigned int received = inbox_count[i];
+        if (received != 0u) inbox_count[i] = 0u;
+        if (!inbox_valid || received > (unsigned int)capacity) {
+            syn = gather_recurrent(i, syn, row_ptr, col_idx, weights, spiked_before);
+        } else {
+            // Selection in ascending e: inboxes hold a few entries (their mean is the
+            // in-degree times the fraction of neurons spiking per step).
+            const unsigned int* mine = inbox + (long long)i * capacity;
+            long long last = -1;
+            for (unsigned int r = 0; r < received; ++r) {
+                unsigned int best = 0xffffffffu;
+                for (unsigned int q = 0; q < received; ++q) {
+                    unsigned int e = mine[q];
+                    if ((long long)e > last && e < best) best = e;
+                }
+                syn = syn + out_weights[best];
+                last = best;
+            }
+        }
+        spiked = lif_update(i, syn, input_by_channel, u, k, v, i_syn, refractory, trace,
+                            counts, window, head, alpha_m, alpha_trace, drive_gain, v_rest,
+                            v_reset, threshold, bias, refractory_steps, synaptic_input,
+                            feature, features, n);
+        spiked_now[i] = spiked;
+    }
+    // Compaction: one atomic per warp reserves the warp's slots, lanes fill them in order.
+    unsigned int mask = __ballot_sync(0xffffffffu, spiked);
+    if (mask != 0u) {
+        int lane = threadIdx.x & 31;
+        unsigned int base = 0u;
+        if (lane == 0) base = atomicAdd(spike_total, (unsigned int)__popc(mask));
+        base = __shfl_sync(0xffffffffu, base, 0);
+        if (spiked) spike_list[base + __popc(mask & ((1u << lane) - 1u))] = (unsigned int)i;
+    }
+}
+
+// Delivers the spikes of spike_list (length *spike_total): a block per spike (grid-stride),
+// its threads over the neuron's outgoing synapses e (Wᵀ row j), each dropping e into its
+// target's inbox (an inbox that is full only counts, and its neuron gathers instead). Also
+// zeroes *next_total, the length of the list the next step appends to.
+extern "C" __global__ void lif_deliver_kernel(
+    const int* __restrict__ out_ptr, const int* __restrict__ out_targets,
+    const unsigned int* __restrict__ spike_list, const unsigned int* __restrict__ spike_total,
+    unsigned int* __restrict__ inbox_count, unsigned int* __restrict__ inbox, int capacity,
+    unsigned int* __restrict__ next_total) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) *next_total = 0u;
+    unsigned int spikes = *spike_total;
+    for (unsigned int s = blockIdx.x; s < spikes; s += gridDim.x) {
+        int j = (int)spike_list[s];
+        int end = out_ptr[j + 1];
+        for (int e = out_ptr[j] + (int)threadIdx.x; e < end; e += (int)blockDim.x) {
+            int target = out_targets[e];
+            unsigned int slot = atomicAdd(&inbox_count[target], 1u);
+            if (slot < (unsigned int)capacity) {
+                inbox[(long long)target * capacity + slot] = (unsigned int)e;
+            }
+        }
+    }
 }

@@ -56,7 +56,7 @@ pub mod detection {
     pub const SCORES: &str = "detection_scores_kernel";
 }
 
-/// `kernels/lif.cu`: one step of the LIF reservoir (NVRTC).
+/// `kernels/lif.cu`: the steps of the LIF reservoir, by gather and event-driven (NVRTC).
 pub const LIF: NvrtcSource = NvrtcSource {
     name: "kernels/lif.cu",
     text: include_str!("../../../kernels/lif.cu"),
@@ -64,8 +64,14 @@ pub const LIF: NvrtcSource = NvrtcSource {
 
 /// Entry points of [`LIF`].
 pub mod lif {
-    /// One step of every neuron, identical to `reservoir_core::lif::LifNetwork::step`.
+    /// One step of every neuron, identical to `reservoir_core::lif::LifNetwork::step`, the
+    /// recurrent input gathered over W's rows.
     pub const STEP: &str = "lif_step_kernel";
+    /// The same step with the recurrent input from the inboxes the last delivery filled;
+    /// appends the neurons that spiked to a list.
+    pub const EVENT_STEP: &str = "lif_event_step_kernel";
+    /// Drops the outgoing synapses of the listed neurons into their targets' inboxes.
+    pub const DELIVER: &str = "lif_deliver_kernel";
 }
 
 /// `kernels/persistent.cu`: many echo-state steps per launch, and the per-step baselines.

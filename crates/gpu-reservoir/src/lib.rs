@@ -45,7 +45,7 @@ pub use encoding::{gpu_rate, gpu_rate_sequence};
 pub use error::{GpuError, Result};
 pub use esn::GpuReservoirComputer;
 pub use gram::DeviceRidgeSums;
-pub use lif::GpuLifNetwork;
+pub use lif::{GpuLifNetwork, LifStepPath};
 pub use persistent::{PersistentWeights, StepPath};
 pub use probe::{probe, DeviceInfo, GpuSupport};
 pub use spectral::gpu_spectral_radius;

@@ -1,20 +1,90 @@
 //! The LIF reservoir on the GPU, spike for spike the same as `reservoir_core::lif`.
+//!
+//! Two step paths ([`LifStepPath`]), both bit-identical to the CPU [`LifNetwork`]
+//! (`reservoir_core::lif::LifNetwork`) in spike trains, features and state:
+//!
+//! * **gather**: one launch per step, a thread per neuron scanning its row of W against last
+//!   step's spike flags. Reads every synapse every step.
+//! * **event-driven**: the step kernel appends the neurons that spike to a list on the device
+//!   (no host round trip), and a delivery kernel walks only their outgoing synapses (Wᵀ,
+//!   uploaded once), dropping each synapse's index into its target's inbox with an atomic.
+//!   The next step adds a neuron's inbox in ascending synapse index, which is ascending
+//!   presynaptic neuron, the CPU's order; so the sum is the CPU's whatever order the atomics
+//!   ran in, and runs repeat bit for bit. An inbox holds [`LIF_INBOX_CAPACITY`] events; a
+//!   neuron that received more in one step (a synchronous burst) gathers over its row
+//!   instead, with the same result. Two launches per step; the work follows N plus the
+//!   synaptic events, not the synapse count.
+//!
+//! [`LifStepPath::auto`] picks the path from the synapse count (see there).
+//!
+//! [`LifNetwork`]: reservoir_core::lif::LifNetwork
 
-use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
+use cudarc::driver::{
+    CudaFunction, CudaSlice, CudaView, CudaViewMut, LaunchArgs, LaunchConfig, PushKernelArg,
+};
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2, ArrayViewMut2};
 use reservoir_core::lif::{LifConfig, LifConstants, LifFeatures, LifInputMode, LifWeights};
 use reservoir_core::reservoir::check_run_shapes;
 use reservoir_core::spikes::{Spike, SpikePattern};
 use reservoir_core::{Reservoir, ReservoirError};
 
+use crate::bench::median_micros_per_step;
 use crate::csr::DeviceCsr;
 use crate::device::GpuDevice;
 use crate::error::{DriverContext, Result};
 use crate::kernels;
 
-/// Steps per chunk: the inputs, features and spike flags of a chunk live on the device
+/// Most steps per chunk: the inputs, features and spike flags of a chunk live on the device
 /// together and are copied back once per chunk.
 pub const LIF_CHUNK_STEPS: usize = 4096;
+
+/// Most bytes of features and spike flags (5 bytes per neuron and step) per chunk, which caps
+/// the chunk below [`LIF_CHUNK_STEPS`] for large N (536 steps at N = 10^5).
+pub const LIF_CHUNK_BYTES: usize = 256 << 20;
+
+/// Synapse events one neuron's inbox holds per step on the event-driven path. Its mean load
+/// is the in-degree times the fraction of neurons spiking per step (0.5 at 1000 synapses per
+/// neuron and 5 Hz with dt = 0.1 ms); beyond the capacity the neuron gathers.
+pub const LIF_INBOX_CAPACITY: usize = 32;
+
+/// Synapse count from which [`LifStepPath::auto`] picks the event-driven path.
+///
+/// Set from the cost of the two paths, not yet from a GPU measurement: the gather reads every
+/// synapse each step (a thread per neuron walks its row), the event-driven step costs one more
+/// launch plus N and the synaptic events; below ~10^6 synapses the gather's row walk is short
+/// enough that the extra launch (a few µs) should dominate. `gpu_lif_bench` times both paths
+/// at 10^5 to 4·10^6 synapses and prints which is faster next to what this rule picks.
+pub const LIF_EVENT_MIN_SYNAPSES: usize = 1 << 20;
+
+/// Threads per block of the step kernels (a thread per neuron).
+const THREADS: u32 = 256;
+
+/// Threads per block of the delivery: a block per spike walks the neuron's outgoing synapses,
+/// two passes at 1000 synapses per neuron (N = 10^5 at 1 %).
+const DELIVER_THREADS: u32 = 512;
+
+/// How a [`GpuLifNetwork`] steps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LifStepPath {
+    /// One launch per step; each neuron scans its row of W against last step's spike flags.
+    /// The reference path, cheapest when W is small.
+    Gather,
+    /// Two launches per step; only the outgoing synapses of the neurons that spiked are
+    /// touched (see the module docs).
+    EventDriven,
+}
+
+impl LifStepPath {
+    /// The path for a W with `synapses` non-zeros: event-driven from
+    /// [`LIF_EVENT_MIN_SYNAPSES`] on, gather below.
+    pub fn auto(synapses: usize) -> Self {
+        if synapses >= LIF_EVENT_MIN_SYNAPSES {
+            Self::EventDriven
+        } else {
+            Self::Gather
+        }
+    }
+}
 
 /// The neuron state that persists between runs.
 #[derive(Debug)]
@@ -30,23 +100,113 @@ struct NeuronState {
     last_spikes: CudaSlice<u8>,
 }
 
-/// A current-based LIF reservoir on the GPU: one launch per step, a thread per neuron, state
-/// on the device for the whole run; features and spike flags are copied back once per chunk.
-///
-/// The recurrent input is gathered over W's rows (each neuron adds the weights of the
-/// presynaptic neurons that spiked, in ascending order), which is term for term the CPU's
-/// event-driven sum, so spike trains match the CPU exactly. Its cost follows the synapse count,
-/// not the spike count (the event-driven GPU path is the performance issue's).
+/// The event-driven path's buffers: Wᵀ, the inboxes and two spike lists (one being filled by
+/// a step while the other's length is reset).
+#[derive(Debug)]
+struct EventBuffers {
+    outgoing: DeviceCsr<f32>,
+    inbox_count: CudaSlice<u32>,
+    inbox: CudaSlice<u32>,
+    lists: [CudaSlice<u32>; 2],
+    totals: [CudaSlice<u32>; 2],
+    /// The list the next event step appends to.
+    parity: usize,
+    /// Whether the inboxes hold the last step's spikes (false after a gather step).
+    inbox_valid: bool,
+    deliver_blocks: u32,
+}
+
+/// The three kernels of `kernels/lif.cu`.
+#[derive(Debug)]
+struct LifKernels {
+    step: CudaFunction,
+    event_step: CudaFunction,
+    deliver: CudaFunction,
+}
+
+/// Timing of the device steps alone ([`GpuLifNetwork::time_steps`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LifStepTiming {
+    /// Median µs per step over the timed runs (CUDA events, after one warm-up run).
+    pub micros_per_step: f64,
+    /// Steps per run.
+    pub steps: usize,
+    /// Spikes in the last timed run.
+    pub spikes: u64,
+    /// Synaptic events (spikes × out-degree) in the last timed run.
+    pub synaptic_events: u64,
+}
+
+/// A current-based LIF reservoir on the GPU: state on the device for the whole run, features
+/// and spike flags copied back once per chunk; stepped by gather or event-driven (module docs).
 #[derive(Debug)]
 pub struct GpuLifNetwork {
     device: GpuDevice,
     config: LifConfig,
     constants: LifConstants,
-    step: CudaFunction,
+    kernels: LifKernels,
+    path: LifStepPath,
     recurrent: DeviceCsr<f32>,
+    events: EventBuffers,
+    /// Out-degree of every neuron, to count synaptic events from the spike flags.
+    out_degree: Vec<u32>,
     input_by_channel: CudaSlice<f32>,
     state: NeuronState,
     spike_count: u64,
+    synaptic_events: u64,
+}
+
+/// The arguments both step kernels end with: spike flags, input, state, constants, features.
+struct UpdateArgs<'v> {
+    before: CudaView<'v, u8>,
+    now: CudaViewMut<'v, u8>,
+    input_by_channel: &'v CudaSlice<f32>,
+    u_t: CudaView<'v, f32>,
+    k: i32,
+    v: &'v mut CudaSlice<f32>,
+    i_syn: &'v mut CudaSlice<f32>,
+    refractory: &'v mut CudaSlice<u32>,
+    trace: &'v mut CudaSlice<f32>,
+    counts: &'v mut CudaSlice<u32>,
+    window: &'v mut CudaSlice<u8>,
+    head: i32,
+    constants: LifConstants,
+    synaptic: i32,
+    feature: i32,
+    features_t: CudaViewMut<'v, f32>,
+    n: i32,
+}
+
+impl UpdateArgs<'_> {
+    fn push<'a>(&'a mut self, launch: &mut LaunchArgs<'a>) {
+        let c = &self.constants;
+        launch
+            .arg(&self.before)
+            .arg(&mut self.now)
+            .arg(self.input_by_channel)
+            .arg(&self.u_t)
+            .arg(&self.k)
+            .arg(&mut *self.v)
+            .arg(&mut *self.i_syn)
+            .arg(&mut *self.refractory)
+            .arg(&mut *self.trace)
+            .arg(&mut *self.counts)
+            .arg(&mut *self.window)
+            .arg(&self.head)
+            .arg(&c.alpha_m)
+            .arg(&c.alpha_syn)
+            .arg(&c.alpha_trace)
+            .arg(&c.drive_gain)
+            .arg(&c.v_rest)
+            .arg(&c.v_reset)
+            .arg(&c.threshold)
+            .arg(&c.bias)
+            .arg(&c.refractory_steps)
+            .arg(&self.synaptic)
+            .arg(&self.feature)
+            .arg(&mut self.features_t)
+            .arg(&self.n);
+    }
 }
 
 impl GpuLifNetwork {
@@ -55,7 +215,8 @@ impl GpuLifNetwork {
         Self::from_weights(config, LifWeights::generate(config)?, device)
     }
 
-    /// Uploads existing weights to `device`.
+    /// Uploads existing weights to `device`: W (for the gather) and Wᵀ (for the events), on
+    /// the path [`LifStepPath::auto`] picks for them.
     pub fn from_weights(
         config: &LifConfig,
         weights: LifWeights,
@@ -63,14 +224,36 @@ impl GpuLifNetwork {
     ) -> Result<Self> {
         weights.check_fits(config)?;
         let s = device.stream();
-        let w = weights.recurrent();
-        let f32s =
-            |values: &mut dyn Iterator<Item = f64>| values.map(|x| x as f32).collect::<Vec<f32>>();
-        let input_t: Vec<f32> = f32s(&mut weights.input().t().iter().copied());
         let n = config.size;
+        let input_t: Vec<f32> = weights.input().t().iter().map(|&x| x as f32).collect();
+        let outgoing = weights.outgoing()?;
+        let out_degree = outgoing.row_ptr().windows(2).map(|w| w[1] - w[0]).collect();
+        let function = |name| device.nvrtc_function(&kernels::LIF, name);
+        let alloc = |len| {
+            s.alloc_zeros::<u32>(len)
+                .context("allocating the spike lists")
+        };
         Ok(Self {
-            step: device.nvrtc_function(&kernels::LIF, kernels::lif::STEP)?,
-            recurrent: DeviceCsr::upload(device, w, |v| v as f32)?,
+            kernels: LifKernels {
+                step: function(kernels::lif::STEP)?,
+                event_step: function(kernels::lif::EVENT_STEP)?,
+                deliver: function(kernels::lif::DELIVER)?,
+            },
+            path: LifStepPath::auto(weights.recurrent().nnz()),
+            recurrent: DeviceCsr::upload(device, weights.recurrent(), |v| v as f32)?,
+            events: EventBuffers {
+                outgoing: DeviceCsr::upload(device, &outgoing, |v| v as f32)?,
+                inbox_count: s.alloc_zeros(n).context("allocating the inboxes")?,
+                inbox: s
+                    .alloc_zeros(n * LIF_INBOX_CAPACITY)
+                    .context("allocating the inboxes")?,
+                lists: [alloc(n.max(1))?, alloc(n.max(1))?],
+                totals: [alloc(1)?, alloc(1)?],
+                parity: 0,
+                inbox_valid: true,
+                deliver_blocks: (2 * device.info().multiprocessors.max(1)) as u32,
+            },
+            out_degree,
             input_by_channel: s.clone_htod(&input_t).context("uploading W_in")?,
             state: NeuronState {
                 v: s.clone_htod(&vec![config.v_rest as f32; n])
@@ -89,12 +272,62 @@ impl GpuLifNetwork {
             config: config.clone(),
             device: device.clone(),
             spike_count: 0,
+            synaptic_events: 0,
         })
+    }
+
+    /// How the network steps: [`LifStepPath::auto`] of its synapse count unless forced.
+    pub fn step_path(&self) -> LifStepPath {
+        self.path
+    }
+
+    /// Forces a step path (tests and benchmarks compare them). Both give the same results, and
+    /// a network may switch between runs: the first event-driven step after gather steps
+    /// gathers.
+    pub fn with_step_path(mut self, path: LifStepPath) -> Self {
+        self.path = path;
+        self
+    }
+
+    /// Number of recurrent synapses (non-zeros of W).
+    pub fn synapses(&self) -> usize {
+        self.recurrent.values.len()
     }
 
     /// Spikes emitted since construction or the last reset.
     pub fn spike_count(&self) -> u64 {
         self.spike_count
+    }
+
+    /// Synaptic events (each spike times its neuron's out-degree) since construction or the
+    /// last reset; the CPU network's `synaptic_events` for the same run.
+    pub fn synaptic_events(&self) -> u64 {
+        self.synaptic_events
+    }
+
+    /// Bytes this network holds on the device between runs: W and Wᵀ (8 bytes per synapse
+    /// each, plus row pointers), W_in, the neuron state with its count window, the inboxes
+    /// (4·(1 + [`LIF_INBOX_CAPACITY`]) bytes per neuron) and the spike lists. A run adds its
+    /// chunk: at most [`LIF_CHUNK_BYTES`] of features and flags, plus the inputs.
+    pub fn device_bytes(&self) -> usize {
+        fn bytes<T>(slice: &CudaSlice<T>) -> usize {
+            slice.len() * std::mem::size_of::<T>()
+        }
+        let csr = |m: &DeviceCsr<f32>| bytes(&m.row_ptr) + bytes(&m.col_idx) + bytes(&m.values);
+        let (st, ev) = (&self.state, &self.events);
+        csr(&self.recurrent)
+            + csr(&ev.outgoing)
+            + bytes(&ev.inbox_count)
+            + bytes(&ev.inbox)
+            + ev.lists.iter().chain(&ev.totals).map(bytes).sum::<usize>()
+            + bytes(&self.input_by_channel)
+            + bytes(&st.v)
+            + bytes(&st.i_syn)
+            + bytes(&st.refractory)
+            + bytes(&st.trace)
+            + bytes(&st.counts)
+            + bytes(&st.window)
+            + bytes(&st.last_spikes)
     }
 
     /// Runs `inputs` (T × K) and returns the features (T × N) and the network's own spikes.
@@ -120,32 +353,6 @@ impl GpuLifNetwork {
         Ok((features, pattern))
     }
 
-    /// Checks the call, then runs chunk by chunk, handing each chunk's spike flags
-    /// (steps × N, row-major) and its first step to `on_flags`.
-    fn run_chunks(
-        &mut self,
-        inputs: ArrayView2<f64>,
-        mut states: ArrayViewMut2<f64>,
-        mut on_flags: impl FnMut(usize, &[u8]),
-    ) -> reservoir_core::Result<()> {
-        check_run_shapes(self.config.size, self.config.input_size, &inputs, &states)?;
-        if inputs.iter().any(|v| !(*v as f32).is_finite()) {
-            return Err(ReservoirError::invalid(
-                "LIF inputs",
-                "values must be finite in f32",
-            ));
-        }
-        for start in (0..inputs.nrows()).step_by(LIF_CHUNK_STEPS) {
-            let end = (start + LIF_CHUNK_STEPS).min(inputs.nrows());
-            let rows = ndarray::s![start..end, ..];
-            let flags = self
-                .run_chunk(inputs.slice(rows), states.slice_mut(rows))
-                .map_err(ReservoirError::from)?;
-            on_flags(start, &flags);
-        }
-        Ok(())
-    }
-
     /// Runs a spike pattern (binned at `dt_ms`, counts kept) from the current state.
     pub fn process_gpu(&mut self, pattern: &SpikePattern) -> reservoir_core::Result<Array2<f64>> {
         if pattern.n_neurons() != self.config.input_size {
@@ -159,14 +366,27 @@ impl GpuLifNetwork {
         self.run(inputs.view())
     }
 
-    /// One chunk: uploads the inputs, launches one step per row, copies the features into
-    /// `out` and returns the chunk's spike flags (steps × N).
-    fn run_chunk(
-        &mut self,
-        inputs: ArrayView2<f64>,
-        mut out: ArrayViewMut2<f64>,
-    ) -> Result<Vec<u8>> {
-        let (steps, n, k) = (inputs.nrows(), self.config.size, self.config.input_size);
+    /// Times the steps alone, for benchmarks: uploads `inputs` (T × K, T at most one chunk,
+    /// see [`LIF_CHUNK_BYTES`]) once, then runs them `repeats + 1` times on the device from the
+    /// evolving state, features and flags left on the device, and returns the median µs per
+    /// step of the last `repeats` runs with the spikes and synaptic events of the last one.
+    /// The state advances; the spike and event counters are left as they were.
+    ///
+    /// # Errors
+    /// A shape error for inputs of the wrong width or longer than a chunk, an invalid-input
+    /// error for non-finite inputs, or a driver error.
+    pub fn time_steps(&mut self, inputs: ArrayView2<f64>, repeats: usize) -> Result<LifStepTiming> {
+        let (steps, n) = (inputs.nrows(), self.config.size);
+        let chunk = chunk_steps(n);
+        if steps == 0 || steps > chunk {
+            let expected = format!("1..={chunk} rows");
+            return Err(ReservoirError::shape("timed LIF inputs", expected, steps).into());
+        }
+        if inputs.ncols() != self.config.input_size {
+            let expected = self.config.input_size;
+            return Err(ReservoirError::shape("timed LIF inputs", expected, inputs.ncols()).into());
+        }
+        check_finite(&inputs)?;
         let s = self.device.stream().clone();
         let host_u: Vec<f32> = inputs.iter().map(|&v| v as f32).collect();
         let u = s.clone_htod(&host_u).context("uploading inputs")?;
@@ -176,8 +396,99 @@ impl GpuLifNetwork {
         let mut flags = s
             .alloc_zeros::<u8>(steps * n)
             .context("allocating the spike flags")?;
-        let c = self.constants;
-        let (k_i, n_i) = (k as i32, n as i32);
+        let device = self.device.clone();
+        let micros_per_step = median_micros_per_step(&device, steps, repeats, || {
+            self.enqueue_steps(&u, &mut features, &mut flags, steps)
+        })?;
+        let host_flags = s.clone_dtoh(&flags).context("copying the spikes back")?;
+        let (spikes, synaptic_events) = self.count_events(&host_flags);
+        Ok(LifStepTiming {
+            micros_per_step,
+            steps,
+            spikes,
+            synaptic_events,
+        })
+    }
+
+    /// Spikes and synaptic events in `flags` (steps × N).
+    fn count_events(&self, flags: &[u8]) -> (u64, u64) {
+        let n = self.config.size.max(1);
+        flags
+            .iter()
+            .enumerate()
+            .filter(|(_, &f)| f != 0)
+            .fold((0, 0), |(spikes, events), (e, _)| {
+                (spikes + 1, events + u64::from(self.out_degree[e % n]))
+            })
+    }
+
+    /// Checks the call, then runs chunk by chunk, handing each chunk's spike flags
+    /// (steps × N, row-major) and its first step to `on_flags`.
+    fn run_chunks(
+        &mut self,
+        inputs: ArrayView2<f64>,
+        mut states: ArrayViewMut2<f64>,
+        mut on_flags: impl FnMut(usize, &[u8]),
+    ) -> reservoir_core::Result<()> {
+        check_run_shapes(self.config.size, self.config.input_size, &inputs, &states)?;
+        check_finite(&inputs)?;
+        for start in (0..inputs.nrows()).step_by(chunk_steps(self.config.size)) {
+            let end = (start + chunk_steps(self.config.size)).min(inputs.nrows());
+            let rows = ndarray::s![start..end, ..];
+            let flags = self
+                .run_chunk(inputs.slice(rows), states.slice_mut(rows))
+                .map_err(ReservoirError::from)?;
+            on_flags(start, &flags);
+        }
+        Ok(())
+    }
+
+    /// One chunk: uploads the inputs, runs its steps, copies the features into `out` and
+    /// returns the chunk's spike flags (steps × N).
+    fn run_chunk(
+        &mut self,
+        inputs: ArrayView2<f64>,
+        mut out: ArrayViewMut2<f64>,
+    ) -> Result<Vec<u8>> {
+        let (steps, n) = (inputs.nrows(), self.config.size);
+        let s = self.device.stream().clone();
+        let host_u: Vec<f32> = inputs.iter().map(|&v| v as f32).collect();
+        let u = s.clone_htod(&host_u).context("uploading inputs")?;
+        let mut features = s
+            .alloc_zeros::<f32>(steps * n)
+            .context("allocating the features")?;
+        let mut flags = s
+            .alloc_zeros::<u8>(steps * n)
+            .context("allocating the spike flags")?;
+        self.enqueue_steps(&u, &mut features, &mut flags, steps)?;
+        let host_features = s
+            .clone_dtoh(&features)
+            .context("copying the features back")?;
+        for (dst, &src) in out.iter_mut().zip(&host_features) {
+            *dst = f64::from(src);
+        }
+        let host_flags = s.clone_dtoh(&flags).context("copying the spikes back")?;
+        let (spikes, events) = self.count_events(&host_flags);
+        self.spike_count += spikes;
+        self.synaptic_events += events;
+        Ok(host_flags)
+    }
+
+    /// Queues `steps` steps (≥ 1) on the device's stream: inputs `u` (steps × K), features and
+    /// spike flags written to `features` and `flags` (steps × N each); keeps the last step's
+    /// flags for the next call.
+    fn enqueue_steps(
+        &mut self,
+        u: &CudaSlice<f32>,
+        features: &mut CudaSlice<f32>,
+        flags: &mut CudaSlice<u8>,
+        steps: usize,
+    ) -> Result<()> {
+        let (n, k) = (self.config.size, self.config.input_size);
+        if steps == 0 {
+            return Ok(());
+        }
+        let s = self.device.stream().clone();
         let synaptic = i32::from(self.config.input_mode == LifInputMode::Synaptic);
         let feature: i32 = match self.config.features {
             LifFeatures::Trace => 0,
@@ -185,11 +496,21 @@ impl GpuLifNetwork {
             LifFeatures::Counts => 2,
         };
         let window_len = self.config.count_window_steps.max(1);
-        let config = LaunchConfig {
-            grid_dim: (n.div_ceil(256) as u32, 1, 1),
-            block_dim: (256, 1, 1),
+        let per_neuron = LaunchConfig {
+            grid_dim: (n.div_ceil(THREADS as usize) as u32, 1, 1),
+            block_dim: (THREADS, 1, 1),
             shared_mem_bytes: 0,
         };
+        let Self {
+            kernels,
+            path,
+            recurrent: w,
+            events: ev,
+            input_by_channel,
+            state,
+            constants,
+            ..
+        } = self;
         let NeuronState {
             v,
             i_syn,
@@ -199,66 +520,102 @@ impl GpuLifNetwork {
             window,
             head,
             last_spikes,
-        } = &mut self.state;
+        } = state;
+        let deliver = LaunchConfig {
+            grid_dim: (ev.deliver_blocks, 1, 1),
+            block_dim: (DELIVER_THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let capacity = LIF_INBOX_CAPACITY as i32;
         for t in 0..steps {
             let (done, mut rest) = flags.split_at_mut(t * n);
-            let mut now = rest.slice_mut(..n);
-            let before = if t == 0 {
-                last_spikes.slice(..)
-            } else {
-                done.slice((t - 1) * n..)
+            let mut args = UpdateArgs {
+                before: if t == 0 {
+                    last_spikes.slice(..)
+                } else {
+                    done.slice((t - 1) * n..)
+                },
+                now: rest.slice_mut(..n),
+                input_by_channel,
+                u_t: u.slice(t * k..(t + 1) * k),
+                k: k as i32,
+                v: &mut *v,
+                i_syn: &mut *i_syn,
+                refractory: &mut *refractory,
+                trace: &mut *trace,
+                counts: &mut *counts,
+                window: &mut *window,
+                head: *head as i32,
+                constants: *constants,
+                synaptic,
+                feature,
+                features_t: features.slice_mut(t * n..(t + 1) * n),
+                n: n as i32,
             };
-            let u_t = u.slice(t * k..(t + 1) * k);
-            let mut features_t = features.slice_mut(t * n..(t + 1) * n);
-            let head_i = *head as i32;
-            let mut launch = s.launch_builder(&self.step);
-            launch
-                .arg(&self.recurrent.row_ptr)
-                .arg(&self.recurrent.col_idx)
-                .arg(&self.recurrent.values)
-                .arg(&before)
-                .arg(&mut now)
-                .arg(&self.input_by_channel)
-                .arg(&u_t)
-                .arg(&k_i)
-                .arg(&mut *v)
-                .arg(&mut *i_syn)
-                .arg(&mut *refractory)
-                .arg(&mut *trace)
-                .arg(&mut *counts)
-                .arg(&mut *window)
-                .arg(&head_i)
-                .arg(&c.alpha_m)
-                .arg(&c.alpha_syn)
-                .arg(&c.alpha_trace)
-                .arg(&c.drive_gain)
-                .arg(&c.v_rest)
-                .arg(&c.v_reset)
-                .arg(&c.threshold)
-                .arg(&c.bias)
-                .arg(&c.refractory_steps)
-                .arg(&synaptic)
-                .arg(&feature)
-                .arg(&mut features_t)
-                .arg(&n_i);
-            // SAFETY: W's CSR is n×n with row_ptr ending at len(col_idx) = len(weights) and every
-            // column < n; before, now, v, i_syn, refractory, trace, counts and features_t hold n
-            // values; input_by_channel holds k·n, u_t k; window holds window_len·n and
-            // head < window_len; the kernel guards i < n.
-            unsafe { launch.launch(config) }.context("launching lif_step_kernel")?;
+            match path {
+                LifStepPath::Gather => {
+                    let mut launch = s.launch_builder(&kernels.step);
+                    launch.arg(&w.row_ptr).arg(&w.col_idx).arg(&w.values);
+                    args.push(&mut launch);
+                    // SAFETY: W's CSR is n×n with row_ptr ending at len(col_idx) = len(values)
+                    // and every column < n; before, now, v, i_syn, refractory, trace, counts
+                    // and features_t hold n values; input_by_channel holds k·n, u_t k; window
+                    // holds window_len·n and head < window_len; the kernel guards i < n.
+                    unsafe { launch.launch(per_neuron) }.context("launching lif_step_kernel")?;
+                    ev.inbox_valid = false;
+                }
+                LifStepPath::EventDriven => {
+                    let valid = i32::from(ev.inbox_valid);
+                    let [list_a, list_b] = &mut ev.lists;
+                    let [total_a, total_b] = &mut ev.totals;
+                    let (list, total, next_total) = if ev.parity == 0 {
+                        (list_a, total_a, total_b)
+                    } else {
+                        (list_b, total_b, total_a)
+                    };
+                    let mut launch = s.launch_builder(&kernels.event_step);
+                    launch
+                        .arg(&w.row_ptr)
+                        .arg(&w.col_idx)
+                        .arg(&w.values)
+                        .arg(&ev.outgoing.values)
+                        .arg(&mut ev.inbox_count)
+                        .arg(&ev.inbox)
+                        .arg(&capacity)
+                        .arg(&valid)
+                        .arg(&mut *list)
+                        .arg(&mut *total);
+                    args.push(&mut launch);
+                    // SAFETY: as for lif_step_kernel; in addition out_weights holds nnz values
+                    // and every inbox entry is a synapse index < nnz written by the delivery;
+                    // inbox_count holds n, inbox n·capacity; the list holds n entries, enough
+                    // for every neuron, and its total (one u32) is 0 (zeroed by the last
+                    // delivery or at allocation). Every lane of a warp reaches the ballot.
+                    unsafe { launch.launch(per_neuron) }
+                        .context("launching lif_event_step_kernel")?;
+                    let mut launch = s.launch_builder(&kernels.deliver);
+                    launch
+                        .arg(&ev.outgoing.row_ptr)
+                        .arg(&ev.outgoing.col_idx)
+                        .arg(&*list)
+                        .arg(&*total)
+                        .arg(&mut ev.inbox_count)
+                        .arg(&mut ev.inbox)
+                        .arg(&capacity)
+                        .arg(&mut *next_total);
+                    // SAFETY: Wᵀ's CSR is n×n (row j = targets of neuron j, all < n, row_ptr
+                    // ending at nnz < 2^31); the list holds *total ≤ n neuron indices < n;
+                    // inbox_count holds n, inbox n·capacity, and slots ≥ capacity are not
+                    // written; next_total is the other list's one-u32 length.
+                    unsafe { launch.launch(deliver) }.context("launching lif_deliver_kernel")?;
+                    ev.parity = 1 - ev.parity;
+                    ev.inbox_valid = true;
+                }
+            }
             *head = (*head + 1) % window_len;
         }
-        s.memcpy_dtod(&flags.slice((steps - 1) * n..), &mut self.state.last_spikes)
-            .context("keeping the last spikes")?;
-        let host_features = s
-            .clone_dtoh(&features)
-            .context("copying the features back")?;
-        for (dst, &src) in out.iter_mut().zip(&host_features) {
-            *dst = f64::from(src);
-        }
-        let host_flags = s.clone_dtoh(&flags).context("copying the spikes back")?;
-        self.spike_count += host_flags.iter().map(|&f| u64::from(f)).sum::<u64>();
-        Ok(host_flags)
+        s.memcpy_dtod(&flags.slice((steps - 1) * n..), last_spikes)
+            .context("keeping the last spikes")
     }
 
     fn reset_state(&mut self) -> Result<()> {
@@ -279,10 +636,35 @@ impl GpuLifNetwork {
             .context("resetting the state")?;
         s.memset_zeros(&mut st.last_spikes)
             .context("resetting the state")?;
+        let ev = &mut self.events;
+        s.memset_zeros(&mut ev.inbox_count)
+            .context("resetting the inboxes")?;
+        for total in &mut ev.totals {
+            s.memset_zeros(total).context("resetting the spike lists")?;
+        }
+        (ev.parity, ev.inbox_valid) = (0, true);
         st.head = 0;
         self.spike_count = 0;
+        self.synaptic_events = 0;
         Ok(())
     }
+}
+
+/// Steps per chunk for N neurons: [`LIF_CHUNK_BYTES`] of features and flags, at most
+/// [`LIF_CHUNK_STEPS`], at least 1.
+fn chunk_steps(n: usize) -> usize {
+    (LIF_CHUNK_BYTES / (5 * n).max(1)).clamp(1, LIF_CHUNK_STEPS)
+}
+
+/// An invalid-input error unless every input is finite in `f32`.
+fn check_finite(inputs: &ArrayView2<f64>) -> reservoir_core::Result<()> {
+    if inputs.iter().any(|v| !(*v as f32).is_finite()) {
+        return Err(ReservoirError::invalid(
+            "LIF inputs",
+            "values must be finite in f32",
+        ));
+    }
+    Ok(())
 }
 
 impl Reservoir for GpuLifNetwork {
@@ -342,5 +724,31 @@ impl Reservoir for GpuLifNetwork {
         states: ArrayViewMut2<f64>,
     ) -> reservoir_core::Result<()> {
         self.run_chunks(inputs, states, |_, _| {})
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_auto_path_follows_the_synapse_count() {
+        assert_eq!(LifStepPath::auto(0), LifStepPath::Gather);
+        assert_eq!(
+            LifStepPath::auto(LIF_EVENT_MIN_SYNAPSES - 1),
+            LifStepPath::Gather
+        );
+        assert_eq!(
+            LifStepPath::auto(LIF_EVENT_MIN_SYNAPSES),
+            LifStepPath::EventDriven
+        );
+    }
+
+    #[test]
+    fn chunks_hold_at_most_their_bytes() {
+        assert_eq!(chunk_steps(1), LIF_CHUNK_STEPS);
+        assert_eq!(chunk_steps(100_000), 536);
+        assert!(chunk_steps(100_000) * 100_000 * 5 <= LIF_CHUNK_BYTES);
+        assert_eq!(chunk_steps(usize::MAX / 8), 1);
     }
 }

@@ -61,4 +61,6 @@ mod weights;
 
 pub use config::{LifConfig, LifFeatures, LifInputMode, MAX_COUNT_WINDOW};
 pub use network::{LifConstants, LifNetwork};
-pub use weights::{LifWeights, STREAM_INPUT, STREAM_RECURRENT, STREAM_SPECTRAL};
+pub use weights::{
+    spectral_products, LifWeights, SPECTRAL_BUDGET, STREAM_INPUT, STREAM_RECURRENT, STREAM_SPECTRAL,
+};

@@ -3,7 +3,7 @@
 use ndarray::ArrayView1;
 
 use super::config::{LifConfig, LifInputMode};
-use super::weights::{outgoing_f32, LifWeights};
+use super::weights::{transposed, LifWeights};
 use crate::error::{ReservoirError, Result};
 use crate::sparse::CsrMatrix;
 
@@ -97,7 +97,7 @@ impl LifNetwork {
         let n = config.size;
         let constants = LifConstants::new(config);
         let mut network = Self {
-            outgoing: outgoing_f32(weights.recurrent())?,
+            outgoing: transposed(weights.recurrent(), |v| v as f32)?,
             input_by_channel: weights
                 .input()
                 .columns()

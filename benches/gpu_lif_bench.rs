@@ -1,0 +1,308 @@
+//! GPU benchmark of the LIF reservoir at scale: N = 10,000 and 100,000 neurons at 1 %
+//! connectivity (10^6 and 10^8 synapses), the event-driven GPU step next to the gather GPU
+//! step and the CPU `LifNetwork`, all measured in this process on the same weights and inputs.
+//!
+//! Per path: µs per step (GPU: median of timed runs from CUDA events, one warm-up run first,
+//! features and spike flags left on the device; CPU: median wall time of timed runs of
+//! `LifNetwork::step`, one warm-up run first), neuron updates/s (N per step), synaptic
+//! events/s (spikes × out-degree), spikes/s and the mean firing rate in Hz, each from the
+//! last timed run. The three paths run the same trajectory from rest (same weights, inputs and
+//! number of runs, bit-identical steps), so their last runs hold the same spikes and synaptic
+//! events: the benchmark checks that and exits with an error otherwise. Start-up (context,
+//! NVRTC, weight generation, the CPU network's Wᵀ, the GPU upload) is reported separately.
+//!
+//! Input: one channel driving 10 % of the neurons (the default config), a level uniform on
+//! [0.3, 1) held for 10 ms, then the next: the default regime (bias 0.9, ρ = 2), which fires
+//! at a few Hz.
+//!
+//! Build here with `../shared/tools/gpu-bundle bins -p reservoir-benches`; run on the GPU
+//! machine: `.gpu/bin/gpu_lif_bench`. Without a GPU it says so and measures the CPU rows only
+//! (`cargo run --release -p reservoir-benches --bin gpu_lif_bench`).
+
+use std::time::Instant;
+
+use gpu_reservoir::lif::{LifStepTiming, LIF_EVENT_MIN_SYNAPSES};
+use gpu_reservoir::{probe, GpuDevice, GpuError, GpuLifNetwork, LifStepPath, Result};
+use ndarray::Array2;
+use reservoir_core::counter_rng::uniform_f32;
+use reservoir_core::lif::{spectral_products, LifConfig, LifNetwork, LifWeights};
+use reservoir_core::{Reservoir, ReservoirError};
+
+/// (N, steps per timed run, timed runs). Every path runs as many timed runs, so that the last
+/// runs coincide; steps per run fit one GPU chunk.
+const CASES: [(usize, usize, usize); 2] = [(10_000, 4000, 5), (100_000, 500, 5)];
+
+/// (N, p) of the path-rule table: synapse counts from 10^5 to 4·10^6 around
+/// `LIF_EVENT_MIN_SYNAPSES`, both GPU paths timed on 2000 steps (5 runs).
+const RULE_CASES: [(usize, f64); 5] = [
+    (1000, 0.1),
+    (3000, 0.05),
+    (5000, 0.04),
+    (10_000, 0.01),
+    (20_000, 0.01),
+];
+
+struct Row {
+    n: usize,
+    path: &'static str,
+    runs: usize,
+    timing: LifStepTiming,
+}
+
+struct Startup {
+    n: usize,
+    synapses: usize,
+    generate_s: f64,
+    spectral_products: usize,
+    cpu_build_s: f64,
+    /// Upload time and device bytes, when there is a GPU.
+    gpu: Option<(f64, usize)>,
+}
+
+/// The held input of the module docs: `steps` rows, level k uniform on [0.3, 1) from the
+/// counter-based generator (seed 1, stream 0, counter k), held for `hold` steps.
+fn held_input(steps: usize, hold: usize) -> Array2<f64> {
+    Array2::from_shape_fn((steps, 1), |(t, _)| {
+        0.3 + 0.7 * f64::from(uniform_f32(1, 0, (t / hold) as u64))
+    })
+}
+
+/// Times `runs` runs of `inputs` through `LifNetwork::step` after one warm-up run: the median
+/// µs per step, and the spikes and synaptic events of the last run.
+fn time_cpu(cpu: &mut LifNetwork, inputs: &Array2<f64>, runs: usize) -> Result<LifStepTiming> {
+    let steps = inputs.nrows();
+    let mut samples = Vec::with_capacity(runs);
+    let mut last = (0, 0);
+    for run in 0..=runs {
+        let before = (cpu.spike_count(), cpu.synaptic_events());
+        let started = Instant::now();
+        for u in inputs.rows() {
+            cpu.step(u)?;
+        }
+        let micros = started.elapsed().as_secs_f64() * 1e6 / steps as f64;
+        if run > 0 {
+            samples.push(micros);
+        }
+        last = (
+            cpu.spike_count() - before.0,
+            cpu.synaptic_events() - before.1,
+        );
+    }
+    samples.sort_by(f64::total_cmp);
+    Ok(LifStepTiming {
+        micros_per_step: samples[samples.len() / 2],
+        steps,
+        spikes: last.0,
+        synaptic_events: last.1,
+    })
+}
+
+/// The shared GPU 0 with the seconds its context and the first NVRTC compile of
+/// `kernels/lif.cu` took, or `None` (the reason printed) when there is none.
+fn gpu_device() -> Result<Option<(GpuDevice, f64, f64)>> {
+    if let Some(problem) = probe().problem {
+        println!("no usable GPU ({problem}): measuring the CPU only");
+        return Ok(None);
+    }
+    let started = Instant::now();
+    let device = GpuDevice::shared(0)?;
+    let context_s = started.elapsed().as_secs_f64();
+    let started = Instant::now();
+    GpuLifNetwork::new_shared(
+        &LifConfig {
+            size: 2,
+            ..Default::default()
+        },
+        &device,
+    )?;
+    let nvrtc_s = started.elapsed().as_secs_f64();
+    println!(
+        "device: {} ({} SMs)",
+        device.info().name,
+        device.info().multiprocessors
+    );
+    Ok(Some((device, context_s, nvrtc_s)))
+}
+
+/// An error unless every (spikes, synaptic events) pair is the same.
+fn check_same(what: String, counts: &[(u64, u64)]) -> Result<()> {
+    if counts.windows(2).any(|w| w[0] != w[1]) {
+        let message = format!("{what}: the paths' last runs differ (spikes, events): {counts:?}");
+        return Err(ReservoirError::numerical("gpu_lif_bench", message).into());
+    }
+    Ok(())
+}
+
+fn main() -> Result<()> {
+    let gpu_device = gpu_device()?;
+    let mut rows = Vec::new();
+    let mut startups = Vec::new();
+    for (n, steps, runs) in CASES {
+        let config = LifConfig {
+            size: n,
+            connection_prob: 0.01,
+            ..Default::default()
+        };
+        let t = Instant::now();
+        let weights = LifWeights::generate(&config)?;
+        let generate_s = t.elapsed().as_secs_f64();
+        let synapses = weights.recurrent().nnz();
+        let cpu_weights = weights.clone();
+        let t = Instant::now();
+        let mut cpu = LifNetwork::from_weights(&config, cpu_weights)?;
+        let cpu_build_s = t.elapsed().as_secs_f64();
+        let inputs = held_input(steps, 100);
+        let mut timings = Vec::new();
+        let mut gpu_startup = None;
+        if let Some((device, _, _)) = &gpu_device {
+            let t = Instant::now();
+            let mut gpu = GpuLifNetwork::from_weights(&config, weights, device)?;
+            device
+                .stream()
+                .synchronize()
+                .map_err(|source| GpuError::Driver {
+                    context: "waiting for the upload",
+                    source,
+                })?;
+            gpu_startup = Some((t.elapsed().as_secs_f64(), gpu.device_bytes()));
+            println!(
+                "N = {n}: {synapses} synapses; auto path {:?}",
+                gpu.step_path()
+            );
+            for (path, label) in [
+                (LifStepPath::EventDriven, "GPU event-driven"),
+                (LifStepPath::Gather, "GPU gather"),
+            ] {
+                gpu = gpu.with_step_path(path);
+                gpu.reset();
+                timings.push((label, gpu.time_steps(inputs.view(), runs)?));
+            }
+        }
+        cpu.reset();
+        let cpu_label = "CPU LifNetwork (1 core)";
+        timings.push((cpu_label, time_cpu(&mut cpu, &inputs, runs)?));
+        let counts: Vec<(u64, u64)> = timings
+            .iter()
+            .map(|(_, t)| (t.spikes, t.synaptic_events))
+            .collect();
+        check_same(format!("N = {n}"), &counts)?;
+        rows.extend(timings.iter().map(|&(path, timing)| Row {
+            n,
+            path,
+            runs,
+            timing,
+        }));
+        startups.push(Startup {
+            n,
+            synapses,
+            generate_s,
+            spectral_products: spectral_products(synapses),
+            cpu_build_s,
+            gpu: gpu_startup,
+        });
+    }
+
+    let mut rule_rows = Vec::new();
+    for (n, p) in RULE_CASES {
+        let Some((device, _, _)) = &gpu_device else {
+            break;
+        };
+        let config = LifConfig {
+            size: n,
+            connection_prob: p,
+            ..Default::default()
+        };
+        let mut gpu = GpuLifNetwork::new_shared(&config, device)?;
+        let auto = gpu.step_path();
+        let inputs = held_input(2000, 100);
+        let mut timings = Vec::new();
+        for path in [LifStepPath::EventDriven, LifStepPath::Gather] {
+            gpu = gpu.with_step_path(path);
+            gpu.reset();
+            timings.push(gpu.time_steps(inputs.view(), 5)?);
+        }
+        let counts: Vec<(u64, u64)> = timings
+            .iter()
+            .map(|t| (t.spikes, t.synaptic_events))
+            .collect();
+        check_same(format!("N = {n}, p = {p}"), &counts)?;
+        let micros = [timings[0].micros_per_step, timings[1].micros_per_step];
+        let faster = if micros[0] < micros[1] {
+            LifStepPath::EventDriven
+        } else {
+            LifStepPath::Gather
+        };
+        let rate = counts[0].0 as f64 / n as f64 / (2000.0 * LifConfig::default().dt_ms * 1e-3);
+        rule_rows.push((n, p, gpu.synapses(), micros, rate, auto, faster));
+    }
+
+    if let Some((_, context_s, nvrtc_s)) = &gpu_device {
+        println!(
+            "\nGPU start-up (excluded below): context + PTX {context_s:.3} s, first NVRTC \
+             compile of kernels/lif.cu {nvrtc_s:.3} s"
+        );
+    }
+    println!(
+        "\nCPU: {} threads available, the CPU network steps on one",
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    );
+    println!("\n| N | synapses | weights (generate) | spectral budget (products) | CPU network (Wᵀ) | GPU upload (W, Wᵀ) | host W + Wᵀ | device bytes |");
+    println!("|---|---|---|---|---|---|---|---|");
+    for s in &startups {
+        let (upload, device_bytes) = match s.gpu {
+            Some((seconds, bytes)) => (
+                format!("{seconds:.2} s"),
+                format!("{:.2} GB", bytes as f64 / 1e9),
+            ),
+            None => ("—".to_string(), "—".to_string()),
+        };
+        println!(
+            "| {} | {} | {:.2} s | {} | {:.2} s | {upload} | {:.2} GB | {device_bytes} |",
+            s.n,
+            s.synapses,
+            s.generate_s,
+            s.spectral_products,
+            s.cpu_build_s,
+            // W in f64 (value + column index) and Wᵀ in f32 (value + target).
+            (s.synapses * (12 + 8)) as f64 / 1e9
+        );
+    }
+    println!("\n| N | path | steps × runs | µs/step | neuron updates/s | synaptic events/s | spikes/s | rate (Hz) |");
+    println!("|---|---|---|---|---|---|---|---|");
+    let dt_s = LifConfig::default().dt_ms * 1e-3;
+    for r in &rows {
+        let seconds = r.timing.micros_per_step * 1e-6 * r.timing.steps as f64;
+        println!(
+            "| {} | {} | {} × {} | {:.2} | {:.3e} | {:.3e} | {:.3e} | {:.2} |",
+            r.n,
+            r.path,
+            r.timing.steps,
+            r.runs,
+            r.timing.micros_per_step,
+            r.n as f64 / (r.timing.micros_per_step * 1e-6),
+            r.timing.synaptic_events as f64 / seconds,
+            r.timing.spikes as f64 / seconds,
+            r.timing.spikes as f64 / r.n as f64 / (r.timing.steps as f64 * dt_s)
+        );
+    }
+    if !rule_rows.is_empty() {
+        println!(
+            "\npath rule (LifStepPath::auto: event-driven from {LIF_EVENT_MIN_SYNAPSES} \
+             synapses), 2000 steps × 5 runs\n"
+        );
+        println!("| N | p | synapses | event-driven µs/step | gather µs/step | rate (Hz) | auto picks | faster |");
+        println!("|---|---|---|---|---|---|---|---|");
+    }
+    for (n, p, synapses, micros, rate, auto, faster) in &rule_rows {
+        println!(
+            "| {n} | {p} | {synapses} | {:.2} | {:.2} | {rate:.2} | {auto:?} | {faster:?} |",
+            micros[0], micros[1]
+        );
+    }
+    println!(
+        "\nGPU steps write their features (N f32) and spike flags to device memory; the CPU's \
+         step writes neither. The last timed runs of the paths measured held the same spikes \
+         and synaptic events (checked)."
+    );
+    Ok(())
+}
