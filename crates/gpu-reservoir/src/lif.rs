@@ -133,8 +133,16 @@ pub struct LifStepTiming {
     pub steps: usize,
     /// Spikes in the last timed run.
     pub spikes: u64,
-    /// Synaptic events (spikes × out-degree) in the last timed run.
+    /// Synaptic events delivered in the last timed run (each spike's out-degree, counted in
+    /// the step after it, as the CPU network counts them).
     pub synaptic_events: u64,
+}
+
+/// What [`GpuLifNetwork::count_events`] finds in a run's spike flags.
+struct EventCount {
+    spikes: u64,
+    delivered: u64,
+    undelivered: u64,
 }
 
 /// A current-based LIF reservoir on the GPU: state on the device for the whole run, features
@@ -154,6 +162,8 @@ pub struct GpuLifNetwork {
     state: NeuronState,
     spike_count: u64,
     synaptic_events: u64,
+    /// Synaptic events of the last step's spikes, delivered (and counted) in the next step.
+    undelivered: u64,
 }
 
 /// The arguments both step kernels end with: spike flags, input, state, constants, features.
@@ -273,6 +283,7 @@ impl GpuLifNetwork {
             device: device.clone(),
             spike_count: 0,
             synaptic_events: 0,
+            undelivered: 0,
         })
     }
 
@@ -299,8 +310,9 @@ impl GpuLifNetwork {
         self.spike_count
     }
 
-    /// Synaptic events (each spike times its neuron's out-degree) since construction or the
-    /// last reset; the CPU network's `synaptic_events` for the same run.
+    /// Synaptic events delivered since construction or the last reset (each spike's
+    /// out-degree, counted in the step after the spike, when it is delivered); the CPU
+    /// network's `synaptic_events` for the same run.
     pub fn synaptic_events(&self) -> u64 {
         self.synaptic_events
     }
@@ -393,33 +405,58 @@ impl GpuLifNetwork {
         let mut features = s
             .alloc_zeros::<f32>(steps * n)
             .context("allocating the features")?;
-        let mut flags = s
-            .alloc_zeros::<u8>(steps * n)
-            .context("allocating the spike flags")?;
+        // Runs alternate between two flag buffers, so the run before the last one is still
+        // there to say which events the last run delivered first.
+        let mut flags = [
+            s.alloc_zeros::<u8>(steps * n)
+                .context("allocating the spike flags")?,
+            s.alloc_zeros::<u8>(steps * n)
+                .context("allocating the spike flags")?,
+        ];
+        let mut runs = 0;
         let device = self.device.clone();
         let micros_per_step = median_micros_per_step(&device, steps, repeats, || {
-            self.enqueue_steps(&u, &mut features, &mut flags, steps)
+            runs += 1;
+            self.enqueue_steps(&u, &mut features, &mut flags[runs % 2], steps)
         })?;
-        let host_flags = s.clone_dtoh(&flags).context("copying the spikes back")?;
-        let (spikes, synaptic_events) = self.count_events(&host_flags);
+        let previous = s
+            .clone_dtoh(&flags[(runs + 1) % 2])
+            .context("copying the spikes back")?;
+        let last = s
+            .clone_dtoh(&flags[runs % 2])
+            .context("copying the spikes back")?;
+        let carried = self.count_events(&previous, 0).undelivered;
+        let count = self.count_events(&last, carried);
         Ok(LifStepTiming {
             micros_per_step,
             steps,
-            spikes,
-            synaptic_events,
+            spikes: count.spikes,
+            synaptic_events: count.delivered,
         })
     }
 
-    /// Spikes and synaptic events in `flags` (steps × N).
-    fn count_events(&self, flags: &[u8]) -> (u64, u64) {
+    /// Counts a run's spike flags (steps × N) as the CPU network does: a spike's synaptic
+    /// events (its out-degree) count when they are delivered, in the next step. `carried` is
+    /// the events of the spikes of the step before the run. Returns (spikes, events delivered
+    /// during the run, events of the last step's spikes, delivered by the next run).
+    fn count_events(&self, flags: &[u8], carried: u64) -> EventCount {
         let n = self.config.size.max(1);
-        flags
-            .iter()
-            .enumerate()
-            .filter(|(_, &f)| f != 0)
-            .fold((0, 0), |(spikes, events), (e, _)| {
-                (spikes + 1, events + u64::from(self.out_degree[e % n]))
-            })
+        let last_step = flags.len().saturating_sub(n);
+        let mut count = EventCount {
+            spikes: 0,
+            delivered: carried,
+            undelivered: 0,
+        };
+        for (e, _) in flags.iter().enumerate().filter(|(_, &f)| f != 0) {
+            let events = u64::from(self.out_degree[e % n]);
+            count.spikes += 1;
+            if e < last_step {
+                count.delivered += events;
+            } else {
+                count.undelivered += events;
+            }
+        }
+        count
     }
 
     /// Checks the call, then runs chunk by chunk, handing each chunk's spike flags
@@ -468,9 +505,10 @@ impl GpuLifNetwork {
             *dst = f64::from(src);
         }
         let host_flags = s.clone_dtoh(&flags).context("copying the spikes back")?;
-        let (spikes, events) = self.count_events(&host_flags);
-        self.spike_count += spikes;
-        self.synaptic_events += events;
+        let count = self.count_events(&host_flags, self.undelivered);
+        self.spike_count += count.spikes;
+        self.synaptic_events += count.delivered;
+        self.undelivered = count.undelivered;
         Ok(host_flags)
     }
 
@@ -646,6 +684,7 @@ impl GpuLifNetwork {
         st.head = 0;
         self.spike_count = 0;
         self.synaptic_events = 0;
+        self.undelivered = 0;
         Ok(())
     }
 }
