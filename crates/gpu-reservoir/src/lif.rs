@@ -47,14 +47,12 @@ pub const LIF_CHUNK_BYTES: usize = 256 << 20;
 /// neuron and 5 Hz with dt = 0.1 ms); beyond the capacity the neuron gathers.
 pub const LIF_INBOX_CAPACITY: usize = 32;
 
-/// Synapse count from which [`LifStepPath::auto`] picks the event-driven path.
-///
-/// Set from the cost of the two paths, not yet from a GPU measurement: the gather reads every
-/// synapse each step (a thread per neuron walks its row), the event-driven step costs one more
-/// launch plus N and the synaptic events; below ~10^6 synapses the gather's row walk is short
-/// enough that the extra launch (a few µs) should dominate. `gpu_lif_bench` times both paths
-/// at 10^5 to 4·10^6 synapses and prints which is faster next to what this rule picks.
-pub const LIF_EVENT_MIN_SYNAPSES: usize = 1 << 20;
+/// Synapse count from which [`LifStepPath::auto`] picks the event-driven path: the smallest
+/// network measured. `gpu_lif_bench` on an NVIDIA H200 (2026-11-22, 6–9 Hz, 2000 steps × 5
+/// runs), event-driven vs gather µs/step: 10^5 synapses (N = 1000, p = 0.1) 7.3 vs 11.8;
+/// 10^6 (N = 10^4, p = 0.01) 7.6 vs 13.9; 4·10^6 8.9 vs 24.1; 10^8 (N = 10^5, p = 0.01)
+/// 13.6 vs 303. Below 10^5 nothing was measured, so the gather (one launch) stays.
+pub const LIF_EVENT_MIN_SYNAPSES: usize = 100_000;
 
 /// Threads per block of the step kernels (a thread per neuron).
 const THREADS: u32 = 256;
