@@ -25,9 +25,10 @@ const THREADS: u32 = 256;
 ///
 /// The weights are `reservoir-core`'s (same config and seed ⇒ the same matrices as the CPU
 /// reservoir), rounded to `f32` and uploaded once. Each chunk of steps: one launch computes
-/// the input drive of every step (`matvec_input_kernel`), then each step is two launches
-/// (`matvec_reservoir_kernel`, `leaky_integration_kernel`) with no host synchronisation; the
-/// recorded states are copied back once. Noise, when configured, is drawn on the CPU from the
+/// the input drive of every step (`matvec_input_kernel`), then the steps run on the
+/// reservoir's [`StepPath`] (one cluster or cooperative launch for the whole chunk, or two
+/// launches per step) with no host synchronisation; the recorded states are copied back once,
+/// or, for a ridge fit, added into ridge sums on the device. Noise, when configured, is drawn on the CPU from the
 /// same seeded stream as the CPU reservoir and uploaded, so both backends see the same noise.
 #[derive(Debug)]
 pub struct GpuReservoirComputer {
