@@ -8,10 +8,10 @@ use cudarc::driver::sys::{
     CUlaunchAttributeValue, CUlaunchConfig,
 };
 use cudarc::driver::{result, CudaFunction, CudaSlice, DevicePtr, DevicePtrMut};
-use reservoir_core::CsrMatrix;
+use reservoir_core::{CsrMatrix, ReservoirError};
 
 use crate::device::GpuDevice;
-use crate::error::{DriverContext, GpuError, Result};
+use crate::error::{DriverContext, Result};
 use crate::kernels;
 
 /// Largest N the cluster kernel holds on chip: each of a block's 32 warps keeps a row of up to
@@ -221,17 +221,31 @@ impl ClusterPlan {
         run: ClusterRun<'_>,
         states: &mut CudaSlice<f32>,
     ) -> Result<()> {
-        if run.drive.len() < run.steps * run.n || states.len() < run.steps * run.n {
-            return Err(GpuError::Unavailable(
-                "cluster run: drive or states shorter than steps × N".into(),
-            ));
+        let n = self.weights.len().isqrt();
+        if run.n != n
+            || run.x0.len() < n
+            || run.drive.len() < run.steps * n
+            || states.len() < run.steps * n
+        {
+            return Err(ReservoirError::shape(
+                "cluster run",
+                format!("N = {n}, x0 of N, drive and states of steps × N"),
+                format!(
+                    "N = {}, x0 {}, drive {}, states {} for {} steps",
+                    run.n,
+                    run.x0.len(),
+                    run.drive.len(),
+                    states.len(),
+                    run.steps
+                ),
+            )
+            .into());
         }
         let stream = device.stream();
-        let (w, _w_sync) = self.weights.device_ptr(stream);
-        let (drive, _drive_sync) = run.drive.device_ptr(stream);
-        let (x0, _x0_sync) = run.x0.device_ptr(stream);
-        let (out, _out_sync) = states.device_ptr_mut(stream);
-        let (mut w, mut drive, mut x0, mut out) = (w, drive, x0, out);
+        let (mut w, _w_sync) = self.weights.device_ptr(stream);
+        let (mut drive, _drive_sync) = run.drive.device_ptr(stream);
+        let (mut x0, _x0_sync) = run.x0.device_ptr(stream);
+        let (mut out, _out_sync) = states.device_ptr_mut(stream);
         let mut n = run.n as i32;
         let mut steps = run.steps as i32;
         let mut leak = run.leak;
