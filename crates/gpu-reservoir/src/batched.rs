@@ -96,20 +96,15 @@ impl GpuBatchedReservoir {
             )
             .into());
         }
-        let s = device.stream();
-        let f32s =
-            |values: &mut dyn Iterator<Item = f64>| values.map(|v| v as f32).collect::<Vec<f32>>();
         let n = config.size;
         Ok(Self {
-            w: s.clone_htod(&f32s(&mut weights.recurrent().to_dense().iter().copied()))
-                .context("uploading W")?,
-            input: s
-                .clone_htod(&f32s(&mut weights.input().iter().copied()))
-                .context("uploading W_in")?,
-            bias: s
-                .clone_htod(&f32s(&mut weights.bias().iter().copied()))
-                .context("uploading b")?,
-            state: s.alloc_zeros(n * batch).context("allocating the states")?,
+            w: device.upload_f32(&weights.recurrent().to_dense(), "uploading W")?,
+            input: device.upload_f32(weights.input(), "uploading W_in")?,
+            bias: device.upload_f32(weights.bias(), "uploading b")?,
+            state: device
+                .stream()
+                .alloc_zeros(n * batch)
+                .context("allocating the states")?,
             elementwise: device
                 .nvrtc_function(&kernels::PERSISTENT, kernels::persistent::ELEMENTWISE)?,
             device: device.clone(),

@@ -55,8 +55,7 @@ impl BenchBuffers {
             .map(|_| rng.random_range(-0.5..0.5))
             .collect();
         let dense_w = if dense {
-            let host: Vec<f32> = w.to_dense().iter().map(|&v| v as f32).collect();
-            Some(s.clone_htod(&host).context("uploading dense W")?)
+            Some(device.upload_f32(&w.to_dense(), "uploading dense W")?)
         } else {
             None
         };

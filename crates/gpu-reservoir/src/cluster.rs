@@ -140,12 +140,8 @@ impl ClusterPlan {
             )
         }
         .context("raising the dynamic shared-memory limit")?;
-        let dense: Vec<f32> = w.to_dense().iter().map(|&v| v as f32).collect();
         let plan = Self {
-            weights: device
-                .stream()
-                .clone_htod(&dense)
-                .context("uploading the dense W")?,
+            weights: device.upload_f32(&w.to_dense(), "uploading the dense W")?,
             function,
             geometry,
             shared_bytes,

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use cudarc::cublas::CudaBlas;
 use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
-use cudarc::driver::{CudaContext, CudaFunction, CudaGraph, CudaModule, CudaStream};
+use cudarc::driver::{CudaContext, CudaFunction, CudaGraph, CudaModule, CudaSlice, CudaStream};
 use cudarc::nvrtc::{compile_ptx_with_opts, CompileError, CompileOptions, Ptx};
 
 use crate::error::{DriverContext, GpuError, Result};
@@ -59,6 +59,17 @@ fn registry() -> &'static Mutex<HashMap<usize, GpuDevice>> {
 }
 
 impl GpuDevice {
+    /// Uploads `values` (weights, generated in f64) rounded to f32; `what` names the copy in
+    /// an error.
+    pub(crate) fn upload_f32<'a>(
+        &self,
+        values: impl IntoIterator<Item = &'a f64>,
+        what: &'static str,
+    ) -> Result<CudaSlice<f32>> {
+        let host: Vec<f32> = values.into_iter().map(|&v| v as f32).collect();
+        self.stream().clone_htod(&host).context(what)
+    }
+
     /// The process-wide handle of GPU `ordinal`, created on first use and shared afterwards.
     ///
     /// # Errors

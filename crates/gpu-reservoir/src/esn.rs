@@ -68,14 +68,9 @@ impl GpuReservoirComputer {
         weights.check_fits(config)?;
         let stream = device.stream();
         let w = weights.recurrent();
-        let f32s = |v: &mut dyn Iterator<Item = f64>| v.map(|x| x as f32).collect::<Vec<f32>>();
         let recurrent = DeviceCsr::upload(device, w, |v| v as f32)?;
-        let input = stream
-            .clone_htod(&f32s(&mut weights.input().iter().copied()))
-            .context("uploading W_in")?;
-        let bias = stream
-            .clone_htod(&f32s(&mut weights.bias().iter().copied()))
-            .context("uploading b")?;
+        let input = device.upload_f32(weights.input(), "uploading W_in")?;
+        let bias = device.upload_f32(weights.bias(), "uploading b")?;
         let state = stream
             .alloc_zeros::<f32>(config.size)
             .context("allocating the state")?;

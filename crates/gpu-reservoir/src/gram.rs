@@ -4,7 +4,7 @@
 
 use cudarc::driver::{CudaFunction, CudaSlice, CudaView, LaunchConfig, PushKernelArg};
 use ndarray::{s, Array2, ArrayView2};
-use reservoir_core::readout::RidgeAccumulator;
+use reservoir_core::readout::{check_finite_rows, RidgeAccumulator};
 use reservoir_core::reservoir::{check_inputs, AccumulateRun};
 use reservoir_core::{Reservoir, ReservoirError};
 
@@ -112,17 +112,7 @@ impl DeviceRidgeSums {
             )
             .into());
         }
-        if let Some(row) = targets
-            .rows()
-            .into_iter()
-            .position(|r| r.iter().any(|v| !v.is_finite()))
-        {
-            return Err(ReservoirError::invalid(
-                "device ridge sums",
-                format!("targets row {row} is not finite"),
-            )
-            .into());
-        }
+        check_finite_rows("device ridge sums", "targets", &targets)?;
         if rows == 0 {
             return Ok(());
         }

@@ -132,8 +132,7 @@ impl PersistentPlan {
         let stream = device.stream();
         let dense = match weights {
             PersistentWeights::DenseStreamed => {
-                let host: Vec<f32> = w.to_dense().iter().map(|&v| v as f32).collect();
-                Some(stream.clone_htod(&host).context("uploading the dense W")?)
+                Some(device.upload_f32(&w.to_dense(), "uploading the dense W")?)
             }
             _ => None,
         };

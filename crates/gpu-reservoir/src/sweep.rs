@@ -195,19 +195,11 @@ impl GpuLaneRunner {
     /// Draws the weights of `unit` (spectral radius 1, input scaling 1) and uploads them.
     fn upload_shared(&self, unit: ReservoirConfig) -> Result<SharedWeights> {
         let (weights, _) = ReservoirWeights::generate(&unit)?;
-        let s = self.device.stream();
-        let f32s = |values: &mut dyn Iterator<Item = f64>| -> Vec<f32> {
-            values.map(|v| v as f32).collect()
-        };
+        let device = &self.device;
         Ok(SharedWeights {
-            w: s.clone_htod(&f32s(&mut weights.recurrent().to_dense().iter().copied()))
-                .context("uploading W")?,
-            input: s
-                .clone_htod(&f32s(&mut weights.input().iter().copied()))
-                .context("uploading W_in")?,
-            bias: s
-                .clone_htod(&f32s(&mut weights.bias().iter().copied()))
-                .context("uploading b")?,
+            w: device.upload_f32(&weights.recurrent().to_dense(), "uploading W")?,
+            input: device.upload_f32(weights.input(), "uploading W_in")?,
+            bias: device.upload_f32(weights.bias(), "uploading b")?,
             config: unit,
         })
     }

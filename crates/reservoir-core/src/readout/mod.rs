@@ -7,7 +7,7 @@ mod rls;
 mod streaming;
 
 pub use linear::LinearReadout;
-pub use ridge::{RidgeAccumulator, RidgeFit, SumScores};
+pub use ridge::{check_finite_rows, RidgeAccumulator, RidgeFit, SumScores};
 pub use rls::Rls;
 pub use streaming::{
     accumulate_run, accumulate_run_with_progress, fit_ridge, fit_ridge_with_progress,

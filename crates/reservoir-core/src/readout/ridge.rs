@@ -182,18 +182,8 @@ impl RidgeAccumulator {
                 ),
             ));
         }
-        for (name, a) in [("states", &states), ("targets", &targets)] {
-            if let Some(row) = a
-                .rows()
-                .into_iter()
-                .position(|r| r.iter().any(|v| !v.is_finite()))
-            {
-                return Err(ReservoirError::invalid(
-                    "ridge accumulation",
-                    format!("{name} row {row} is not finite"),
-                ));
-            }
-        }
+        check_finite_rows("ridge accumulation", "states", &states)?;
+        check_finite_rows("ridge accumulation", "targets", &targets)?;
         let states = states.as_standard_layout();
         let targets = targets.as_standard_layout();
         let x = faer_view(states.view()).ok_or_else(|| layout_error("states"))?;
@@ -430,6 +420,22 @@ impl SumScores {
     /// Σ r² over the outputs: the memory capacity when output k is the input delayed by k.
     pub fn total_squared_correlation(&self) -> f64 {
         self.squared_correlation.iter().sum()
+    }
+}
+
+/// An invalid-input error naming the first row of `a` (called `name`) with a value that is not
+/// finite: ridge sums over such a row would be meaningless.
+pub fn check_finite_rows(context: &str, name: &str, a: &ArrayView2<f64>) -> Result<()> {
+    match a
+        .rows()
+        .into_iter()
+        .position(|r| r.iter().any(|v| !v.is_finite()))
+    {
+        Some(row) => Err(ReservoirError::invalid(
+            context,
+            format!("{name} row {row} is not finite"),
+        )),
+        None => Ok(()),
     }
 }
 

@@ -28,11 +28,16 @@ use reservoir_core::reservoir::check_run_shapes;
 use reservoir_core::spikes::{Spike, SpikePattern};
 use reservoir_core::{Reservoir, ReservoirError};
 
-use crate::bench::median_micros_per_step;
 use crate::csr::DeviceCsr;
 use crate::device::GpuDevice;
 use crate::error::{DriverContext, Result};
 use crate::kernels;
+
+mod path;
+mod timing;
+
+pub use path::{LifStepPath, LIF_EVENT_MIN_SYNAPSES};
+pub use timing::LifStepTiming;
 
 /// Most steps per chunk: the inputs, features and spike flags of a chunk live on the device
 /// together and are copied back once per chunk.
@@ -47,42 +52,12 @@ pub const LIF_CHUNK_BYTES: usize = 256 << 20;
 /// neuron and 5 Hz with dt = 0.1 ms); beyond the capacity the neuron gathers.
 pub const LIF_INBOX_CAPACITY: usize = 32;
 
-/// Synapse count from which [`LifStepPath::auto`] picks the event-driven path: the smallest
-/// network measured. `gpu_lif_bench` on an NVIDIA H200 (2026-11-22, 6–9 Hz, 2000 steps × 5
-/// runs), event-driven vs gather µs/step: 10^5 synapses (N = 1000, p = 0.1) 7.3 vs 11.8;
-/// 10^6 (N = 10^4, p = 0.01) 7.6 vs 13.9; 4·10^6 8.9 vs 24.1; 10^8 (N = 10^5, p = 0.01)
-/// 13.6 vs 303. Below 10^5 nothing was measured, so the gather (one launch) stays.
-pub const LIF_EVENT_MIN_SYNAPSES: usize = 100_000;
-
 /// Threads per block of the step kernels (a thread per neuron).
 const THREADS: u32 = 256;
 
 /// Threads per block of the delivery: a block per spike walks the neuron's outgoing synapses,
 /// two passes at 1000 synapses per neuron (N = 10^5 at 1 %).
 const DELIVER_THREADS: u32 = 512;
-
-/// How a [`GpuLifNetwork`] steps.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LifStepPath {
-    /// One launch per step; each neuron scans its row of W against last step's spike flags.
-    /// The reference path, cheapest when W is small.
-    Gather,
-    /// Two launches per step; only the outgoing synapses of the neurons that spiked are
-    /// touched (see the module docs).
-    EventDriven,
-}
-
-impl LifStepPath {
-    /// The path for a W with `synapses` non-zeros: event-driven from
-    /// [`LIF_EVENT_MIN_SYNAPSES`] on, gather below.
-    pub fn auto(synapses: usize) -> Self {
-        if synapses >= LIF_EVENT_MIN_SYNAPSES {
-            Self::EventDriven
-        } else {
-            Self::Gather
-        }
-    }
-}
 
 /// The neuron state that persists between runs.
 #[derive(Debug)]
@@ -120,20 +95,6 @@ struct LifKernels {
     step: CudaFunction,
     event_step: CudaFunction,
     deliver: CudaFunction,
-}
-
-/// Timing of the device steps alone ([`GpuLifNetwork::time_steps`]).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct LifStepTiming {
-    /// Median µs per step over the timed runs (CUDA events, after one warm-up run).
-    pub micros_per_step: f64,
-    /// Steps per run.
-    pub steps: usize,
-    /// Spikes in the last timed run.
-    pub spikes: u64,
-    /// Synaptic events delivered in the last timed run (each spike's out-degree, counted in
-    /// the step after it, as the CPU network counts them).
-    pub synaptic_events: u64,
 }
 
 /// What [`GpuLifNetwork::count_events`] finds in a run's spike flags.
@@ -374,63 +335,6 @@ impl GpuLifNetwork {
         }
         let inputs = pattern.to_input_matrix(self.config.dt_ms)?;
         self.run(inputs.view())
-    }
-
-    /// Times the steps alone, for benchmarks: uploads `inputs` (T × K, T at most one chunk,
-    /// see [`LIF_CHUNK_BYTES`]) once, then runs them `repeats + 1` times on the device from the
-    /// evolving state, features and flags left on the device, and returns the median µs per
-    /// step of the last `repeats` runs with the spikes and synaptic events of the last one.
-    /// The state advances; the spike and event counters are left as they were.
-    ///
-    /// # Errors
-    /// A shape error for inputs of the wrong width or longer than a chunk, an invalid-input
-    /// error for non-finite inputs, or a driver error.
-    pub fn time_steps(&mut self, inputs: ArrayView2<f64>, repeats: usize) -> Result<LifStepTiming> {
-        let (steps, n) = (inputs.nrows(), self.config.size);
-        let chunk = chunk_steps(n);
-        if steps == 0 || steps > chunk {
-            let expected = format!("1..={chunk} rows");
-            return Err(ReservoirError::shape("timed LIF inputs", expected, steps).into());
-        }
-        if inputs.ncols() != self.config.input_size {
-            let expected = self.config.input_size;
-            return Err(ReservoirError::shape("timed LIF inputs", expected, inputs.ncols()).into());
-        }
-        check_finite(&inputs)?;
-        let s = self.device.stream().clone();
-        let host_u: Vec<f32> = inputs.iter().map(|&v| v as f32).collect();
-        let u = s.clone_htod(&host_u).context("uploading inputs")?;
-        let mut features = s
-            .alloc_zeros::<f32>(steps * n)
-            .context("allocating the features")?;
-        // Runs alternate between two flag buffers, so the run before the last one is still
-        // there to say which events the last run delivered first.
-        let mut flags = [
-            s.alloc_zeros::<u8>(steps * n)
-                .context("allocating the spike flags")?,
-            s.alloc_zeros::<u8>(steps * n)
-                .context("allocating the spike flags")?,
-        ];
-        let mut runs = 0;
-        let device = self.device.clone();
-        let micros_per_step = median_micros_per_step(&device, steps, repeats, || {
-            runs += 1;
-            self.enqueue_steps(&u, &mut features, &mut flags[runs % 2], steps)
-        })?;
-        let previous = s
-            .clone_dtoh(&flags[(runs + 1) % 2])
-            .context("copying the spikes back")?;
-        let last = s
-            .clone_dtoh(&flags[runs % 2])
-            .context("copying the spikes back")?;
-        let carried = self.count_events(&previous, 0).undelivered;
-        let count = self.count_events(&last, carried);
-        Ok(LifStepTiming {
-            micros_per_step,
-            steps,
-            spikes: count.spikes,
-            synaptic_events: count.delivered,
-        })
     }
 
     /// Counts a run's spike flags (steps × N) as the CPU network does: a spike's synaptic
@@ -767,19 +671,6 @@ impl Reservoir for GpuLifNetwork {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_auto_path_follows_the_synapse_count() {
-        assert_eq!(LifStepPath::auto(0), LifStepPath::Gather);
-        assert_eq!(
-            LifStepPath::auto(LIF_EVENT_MIN_SYNAPSES - 1),
-            LifStepPath::Gather
-        );
-        assert_eq!(
-            LifStepPath::auto(LIF_EVENT_MIN_SYNAPSES),
-            LifStepPath::EventDriven
-        );
-    }
 
     #[test]
     fn chunks_hold_at_most_their_bytes() {
