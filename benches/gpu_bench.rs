@@ -47,7 +47,10 @@ fn main() -> Result<()> {
     let mut rows = Vec::new();
     let mut cluster_shapes = Vec::new();
     let mut nvrtc_s = None;
-    // `--batched-only` skips the single-sequence table (a shorter run on the device).
+    // `--batched-only` skips the single-sequence table (a shorter run on the device);
+    // `--case=N` runs only the single-sequence cases of size N (for a profiler).
+    let only_case: Option<usize> =
+        std::env::args().find_map(|a| a.strip_prefix("--case=").and_then(|n| n.parse().ok()));
     let single_cases: &[(usize, f64, usize, bool)] =
         if std::env::args().any(|a| a == "--batched-only") {
             &[]
@@ -60,7 +63,10 @@ fn main() -> Result<()> {
                 (8192, 1.0, 1_000, true),
             ]
         };
-    for &(n, density, steps, dense) in single_cases {
+    for &(n, density, steps, dense) in single_cases
+        .iter()
+        .filter(|case| only_case.is_none_or(|n| case.0 == n))
+    {
         let config = ReservoirConfig {
             size: n,
             connection_prob: density,
@@ -117,6 +123,11 @@ fn main() -> Result<()> {
             timing: buffers.time_fused_per_step(3)?,
             w_bytes: nnz * 8.0,
         });
+    }
+
+    if only_case.is_some() {
+        print_rows(&rows, copy);
+        return Ok(());
     }
 
     // The headline: 100,000 steps at N = 1000 dense, the kernel alone (one launch) and through
@@ -177,19 +188,7 @@ fn main() -> Result<()> {
             shape.blocks, shape.registers, shape.spilled_bytes
         );
     }
-    println!("\n| case | path | µs/step | GB/s of W | floor µs (W bytes / copy BW) |");
-    println!("|---|---|---|---|---|");
-    for r in rows {
-        let gbs = r.w_bytes / (r.timing.micros_per_step * 1e-6) / 1e9;
-        println!(
-            "| {} | {} | {:.2} | {:.0} | {:.2} |",
-            r.case,
-            r.path,
-            r.timing.micros_per_step,
-            gbs,
-            r.w_bytes / (copy * 1e9) * 1e6
-        );
-    }
+    print_rows(&rows, copy);
     println!(
         "\n| batched: N, B | GEMM | launches | µs/step (all B sequences) | µs per sequence-step |"
     );
@@ -206,4 +205,21 @@ fn main() -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// The single-sequence table: µs/step, GB/s of W and the bandwidth floor per path.
+fn print_rows(rows: &[Row], copy: f64) {
+    println!("\n| case | path | µs/step | GB/s of W | floor µs (W bytes / copy BW) |");
+    println!("|---|---|---|---|---|");
+    for r in rows {
+        let gbs = r.w_bytes / (r.timing.micros_per_step * 1e-6) / 1e9;
+        println!(
+            "| {} | {} | {:.2} | {:.0} | {:.2} |",
+            r.case,
+            r.path,
+            r.timing.micros_per_step,
+            gbs,
+            r.w_bytes / (copy * 1e9) * 1e6
+        );
+    }
 }

@@ -24,22 +24,20 @@ __device__ __forceinline__ float leaky(float x, float pre, float leak, int activ
     return (1.0f - leak) * x + leak * f;
 }
 
-// Sense-reversing grid barrier: the last block to arrive resets the counter and bumps the
-// generation the others spin on. Valid only when every block is resident (cooperative launch).
-__device__ __forceinline__ void grid_barrier(unsigned int* count, volatile unsigned int* generation,
-                                             unsigned int blocks) {
+// Grid barrier on a counter that only grows (zeroed before each launch): the arrivals of
+// step t bring it to (t + 1) · blocks. Each block's thread 0 adds its arrival with release
+// semantics (the block's writes, ordered before it by __syncthreads, become visible to the
+// GPU) and polls with acquire loads; no reset and no second counter, so the last arrival is
+// one atomic away from releasing everyone. Valid only when every block is resident
+// (cooperative launch).
+__device__ __forceinline__ void grid_barrier(unsigned long long* arrived, unsigned long long target) {
     __syncthreads();
     if (threadIdx.x == 0) {
-        unsigned int seen = *generation;
-        __threadfence();
-        if (atomicAdd(count, 1u) == blocks - 1u) {
-            atomicExch(count, 0u);
-            __threadfence();
-            atomicAdd((unsigned int*)generation, 1u);
-        } else {
-            while (*generation == seen) { }
-        }
-        __threadfence();
+        asm volatile("red.release.gpu.global.add.u64 [%0], 1;" ::"l"(arrived) : "memory");
+        unsigned long long seen;
+        do {
+            asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(seen) : "l"(arrived) : "memory");
+        } while (seen < target);
     }
     __syncthreads();
 }
@@ -57,8 +55,10 @@ __device__ __forceinline__ void copy_x(float* xs, const float* x, int n) {
 }
 
 // states[t, i] = x(t+1)[i] for t < steps, from x0 (n values) and drive (steps x n, the
-// precomputed b + W_in u(t) + noise). barrier: two zeroed unsigned ints. Dynamic shared memory:
-// n floats for x, plus the block's W slice (nnz floats + nnz ints) when cache_w != 0.
+// precomputed b + W_in u(t) + noise). barrier: one zeroed 64-bit counter. Dynamic shared
+// memory: n floats for x, the block's rows_per_block + 1 row offsets, plus the block's W slice
+// (nnz floats + nnz ints) when cache_w != 0. A warp's rows are row0 + warp + j·warps; lane j
+// loads row j's drive at the start of a step, so the drive is in flight during the copy of x.
 extern "C" __global__ void __launch_bounds__(1024, 1) esn_persistent_csr(const int* __restrict__ row_ptr,
                                               const int* __restrict__ col_idx,
                                               const float* __restrict__ values,
@@ -66,15 +66,17 @@ extern "C" __global__ void __launch_bounds__(1024, 1) esn_persistent_csr(const i
                                               const float* __restrict__ x0,
                                               float* __restrict__ states, int n, int steps,
                                               float leak, int activation, int rows_per_block,
-                                              int cache_w, unsigned int* barrier) {
+                                              int cache_w, unsigned long long* barrier) {
     extern __shared__ float shared[];
     float* xs = shared;
     int row0 = min(n, (int)blockIdx.x * rows_per_block);
     int row1 = min(n, row0 + rows_per_block);
     int first = row_ptr[row0];
     int count = row_ptr[row1] - first;
-    float* wv = xs + n;
+    int* rows = (int*)(xs + n);  // row offsets of rows row0..row1, relative to first
+    float* wv = (float*)(rows + rows_per_block + 1);
     int* wc = (int*)(wv + count);
+    for (int r = threadIdx.x; r <= row1 - row0; r += blockDim.x) rows[r] = row_ptr[row0 + r] - first;
     if (cache_w) {
         for (int e = threadIdx.x; e < count; e += blockDim.x) {
             wv[e] = values[first + e];
@@ -84,21 +86,25 @@ extern "C" __global__ void __launch_bounds__(1024, 1) esn_persistent_csr(const i
     const float* vals = cache_w ? wv : values + first;
     const int* cols = cache_w ? wc : col_idx + first;
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, warps = blockDim.x >> 5;
+    const int lane_row = row0 + warp + lane * warps;
     for (int t = 0; t < steps; ++t) {
         const float* x = t == 0 ? x0 : states + (long long)(t - 1) * n;
+        const float* drive_t = drive + (long long)t * n;
+        float lane_drive = lane_row < row1 ? drive_t[lane_row] : 0.0f;
         copy_x(xs, x, n);
         __syncthreads();
-        for (int r = row0 + warp; r < row1; r += warps) {
+        for (int j = 0, r = row0 + warp; r < row1; ++j, r += warps) {
             float acc = 0.0f;
-            int end = row_ptr[r + 1] - first;
-            for (int e = row_ptr[r] - first + lane; e < end; e += 32) acc = acc + vals[e] * xs[cols[e]];
+            int end = rows[r - row0 + 1];
+            for (int e = rows[r - row0] + lane; e < end; e += 32) acc = acc + vals[e] * xs[cols[e]];
             acc = warp_sum(acc);
+            float d = __shfl_sync(0xffffffffu, lane_drive, j & 31);
             if (lane == 0) {
-                float pre = acc + drive[(long long)t * n + r];
+                float pre = acc + (j < 32 ? d : drive_t[r]);
                 states[(long long)t * n + r] = leaky(xs[r], pre, leak, activation);
             }
         }
-        grid_barrier(barrier, barrier + 1, gridDim.x);
+        grid_barrier(barrier, (unsigned long long)(t + 1) * gridDim.x);
     }
 }
 
@@ -109,7 +115,7 @@ extern "C" __global__ void __launch_bounds__(1024, 1) esn_persistent_csr(const i
 extern "C" __global__ void __launch_bounds__(1024, 1)
 esn_persistent_dense(const float* __restrict__ w, const float* __restrict__ drive,
                      const float* __restrict__ x0, float* __restrict__ states, int n,
-                     int steps, float leak, int activation, unsigned int* barrier) {
+                     int steps, float leak, int activation, unsigned long long* barrier) {
     extern __shared__ float xs[];
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, warps = blockDim.x >> 5;
     int global_warp = blockIdx.x * warps + warp, total_warps = gridDim.x * warps;
@@ -150,7 +156,7 @@ esn_persistent_dense(const float* __restrict__ w, const float* __restrict__ driv
                 states[(long long)t * n + r] = leaky(xs[r], pre, leak, activation);
             }
         }
-        grid_barrier(barrier, barrier + 1, gridDim.x);
+        grid_barrier(barrier, (unsigned long long)(t + 1) * gridDim.x);
     }
 }
 

@@ -131,15 +131,7 @@ impl ClusterPlan {
             return Ok(None);
         };
         let shared_bytes = Geometry::shared_bytes(geometry.shared_rows) as u32;
-        // SAFETY: as above.
-        unsafe {
-            result::function::set_function_attribute(
-                function.cu_function(),
-                CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                shared_bytes as i32,
-            )
-        }
-        .context("raising the dynamic shared-memory limit")?;
+        device.allow_shared_memory(&function, max_shared)?;
         let plan = Self {
             weights: device.upload_f32(&w.to_dense(), "uploading the dense W")?,
             function,

@@ -227,6 +227,22 @@ impl GpuDevice {
         Ok(module)
     }
 
+    /// Lets `function` use up to `limit` bytes (the device's opt-in maximum) of dynamic shared
+    /// memory. Functions are shared by every plan on the device, so the limit is always the
+    /// device's maximum rather than one plan's size: a smaller limit set by another plan (in
+    /// another thread) would make this plan's launch fail. Each launch states its own size.
+    pub(crate) fn allow_shared_memory(&self, function: &CudaFunction, limit: usize) -> Result<()> {
+        // SAFETY: sets a launch attribute of a function loaded on this context.
+        unsafe {
+            cudarc::driver::result::function::set_function_attribute(
+                function.cu_function(),
+                cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                i32::try_from(limit).unwrap_or(i32::MAX),
+            )
+        }
+        .context("raising the dynamic shared-memory limit")
+    }
+
     /// Function `name` of the NVRTC module `source`.
     pub(crate) fn nvrtc_function(&self, source: &NvrtcSource, name: &str) -> Result<CudaFunction> {
         self.nvrtc_module(source)?

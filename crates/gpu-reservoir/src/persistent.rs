@@ -1,7 +1,7 @@
 //! Launch plans for `kernels/persistent.cu`: many echo-state steps in one cooperative launch.
 
-use cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute};
-use cudarc::driver::{result, CudaFunction, CudaSlice, CudaView, LaunchConfig, PushKernelArg};
+use cudarc::driver::sys::CUdevice_attribute;
+use cudarc::driver::{CudaFunction, CudaSlice, CudaView, LaunchConfig, PushKernelArg};
 
 use reservoir_core::esn::DENSE_DENSITY;
 use reservoir_core::CsrMatrix;
@@ -52,7 +52,7 @@ pub(crate) struct PersistentPlan {
     blocks: u32,
     rows_per_block: i32,
     shared_bytes: u32,
-    barrier: CudaSlice<u32>,
+    barrier: CudaSlice<u64>,
 }
 
 /// The per-launch arguments of a persistent run.
@@ -101,28 +101,25 @@ impl PersistentPlan {
             .max()
             .unwrap_or(0);
         let density = w.nnz() as f64 / (n as f64 * n as f64);
-        let cached = x_bytes + largest_slice * 8;
+        // The CSR kernel keeps the block's row offsets next to x.
+        let csr_bytes = x_bytes + (rows_per_block + 1) * 4;
+        let cached = csr_bytes + largest_slice * 8;
         let (weights, shared) = if cached <= max_shared {
             (PersistentWeights::CsrOnChip, cached)
         } else if density >= DENSE_DENSITY && n.is_multiple_of(4) {
             (PersistentWeights::DenseStreamed, x_bytes)
         } else {
-            (PersistentWeights::CsrStreamed, x_bytes)
+            (PersistentWeights::CsrStreamed, csr_bytes)
         };
+        if shared > max_shared {
+            return Ok(None);
+        }
         let name = match weights {
             PersistentWeights::DenseStreamed => kernels::persistent::DENSE,
             _ => kernels::persistent::CSR,
         };
         let function = device.nvrtc_function(&kernels::PERSISTENT, name)?;
-        // SAFETY: sets a launch attribute of a function loaded on this context.
-        unsafe {
-            result::function::set_function_attribute(
-                function.cu_function(),
-                CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                shared as i32,
-            )
-        }
-        .context("raising the dynamic shared-memory limit")?;
+        device.allow_shared_memory(&function, max_shared)?;
         let resident = function
             .occupancy_max_active_blocks_per_multiprocessor(PERSISTENT_THREADS, shared, None)
             .context("reading the occupancy")?;
@@ -144,7 +141,7 @@ impl PersistentPlan {
             rows_per_block: rows_per_block as i32,
             shared_bytes: shared as u32,
             barrier: stream
-                .alloc_zeros(2)
+                .alloc_zeros(1)
                 .context("allocating the grid barrier")?,
         }))
     }
@@ -163,6 +160,9 @@ impl PersistentPlan {
     ) -> Result<()> {
         let (n, steps) = (run.n as i32, run.steps as i32);
         let stream = device.stream();
+        stream
+            .memset_zeros(&mut self.barrier)
+            .context("zeroing the grid barrier")?;
         let mut launch = stream.launch_builder(&self.function);
         let cache_w = i32::from(self.weights == PersistentWeights::CsrOnChip);
         match &self.dense {
@@ -190,9 +190,10 @@ impl PersistentPlan {
         // dense W (n×n, n % 4 == 0) and esn_persistent_csr's otherwise (row_ptr has n+1
         // entries ending at len(col_idx) = len(values), columns < n); drive and states hold
         // steps·n values, x0 n; blocks·rows_per_block >= n; the shared memory holds x (n
-        // floats) plus, when cached, the largest block's slice of W; the barrier is two zeroed
-        // counters that every launch leaves at (0, k); the cooperative launch guarantees that
-        // all blocks are resident, which the grid barrier needs.
+        // floats), for the CSR kernel rows_per_block + 1 row offsets and, when cached, the
+        // largest block's slice of W; the barrier is one 64-bit counter zeroed just above; the
+        // cooperative launch guarantees that all blocks are resident, which the grid barrier
+        // needs.
         unsafe { launch.launch_cooperative(config) }.context("launching the persistent kernel")?;
         Ok(())
     }
