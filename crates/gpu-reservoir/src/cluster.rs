@@ -108,9 +108,6 @@ impl ClusterPlan {
         let cluster_launch = ctx
             .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH)
             .context("reading the cluster-launch attribute")?;
-        let max_shared = ctx
-            .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
-            .context("reading the shared-memory limit")? as usize;
         if device.info().compute_capability.0 < 9 || cluster_launch == 0 || n > CLUSTER_MAX_N {
             return Ok(None);
         }
@@ -127,11 +124,11 @@ impl ClusterPlan {
             Ok(()) => 16,
             Err(_) => 8,
         };
+        let max_shared = device.allow_shared_memory(&function)?;
         let Some(geometry) = Geometry::choose(n, max_blocks, max_shared) else {
             return Ok(None);
         };
         let shared_bytes = Geometry::shared_bytes(geometry.shared_rows) as u32;
-        device.allow_shared_memory(&function, max_shared)?;
         let plan = Self {
             weights: device.upload_f32(&w.to_dense(), "uploading the dense W")?,
             function,

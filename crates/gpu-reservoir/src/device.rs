@@ -4,7 +4,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use cudarc::cublas::CudaBlas;
-use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
+use cudarc::driver::sys::{
+    CUdevice_attribute, CUfunction_attribute, CUgraphInstantiate_flags, CUstreamCaptureMode,
+};
 use cudarc::driver::{CudaContext, CudaFunction, CudaGraph, CudaModule, CudaSlice, CudaStream};
 use cudarc::nvrtc::{compile_ptx_with_opts, CompileError, CompileOptions, Ptx};
 
@@ -227,20 +229,30 @@ impl GpuDevice {
         Ok(module)
     }
 
-    /// Lets `function` use up to `limit` bytes (the device's opt-in maximum) of dynamic shared
-    /// memory. Functions are shared by every plan on the device, so the limit is always the
-    /// device's maximum rather than one plan's size: a smaller limit set by another plan (in
-    /// another thread) would make this plan's launch fail. Each launch states its own size.
-    pub(crate) fn allow_shared_memory(&self, function: &CudaFunction, limit: usize) -> Result<()> {
+    /// Lets `function` use as much dynamic shared memory as the device allows next to its
+    /// static shared memory, and returns that many bytes. Functions are shared by every plan on
+    /// the device, so the limit is always this maximum rather than one plan's size: a smaller
+    /// limit set by another plan (in another thread) would make this plan's launch fail. Each
+    /// launch states its own size.
+    pub(crate) fn allow_shared_memory(&self, function: &CudaFunction) -> Result<usize> {
+        let optin = self
+            .context()
+            .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+            .context("reading the shared-memory limit")?;
+        let fixed = function
+            .shared_size_bytes()
+            .context("reading the static shared memory")?;
+        let limit = (optin - fixed).max(0);
         // SAFETY: sets a launch attribute of a function loaded on this context.
         unsafe {
             cudarc::driver::result::function::set_function_attribute(
                 function.cu_function(),
-                cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                i32::try_from(limit).unwrap_or(i32::MAX),
+                CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                limit,
             )
         }
-        .context("raising the dynamic shared-memory limit")
+        .context("raising the dynamic shared-memory limit")?;
+        Ok(limit as usize)
     }
 
     /// Function `name` of the NVRTC module `source`.

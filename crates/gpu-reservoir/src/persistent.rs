@@ -111,15 +111,14 @@ impl PersistentPlan {
         } else {
             (PersistentWeights::CsrStreamed, csr_bytes)
         };
-        if shared > max_shared {
-            return Ok(None);
-        }
         let name = match weights {
             PersistentWeights::DenseStreamed => kernels::persistent::DENSE,
             _ => kernels::persistent::CSR,
         };
         let function = device.nvrtc_function(&kernels::PERSISTENT, name)?;
-        device.allow_shared_memory(&function, max_shared)?;
+        if shared > device.allow_shared_memory(&function)? {
+            return Ok(None);
+        }
         let resident = function
             .occupancy_max_active_blocks_per_multiprocessor(PERSISTENT_THREADS, shared, None)
             .context("reading the occupancy")?;
