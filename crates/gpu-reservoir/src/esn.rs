@@ -5,7 +5,6 @@ use ndarray::{Array1, Array2, ArrayView1, ArrayView2, ArrayViewMut2};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::StandardNormal;
-use reservoir_core::esn::DENSE_DENSITY;
 use reservoir_core::reservoir::{check_run_shapes, check_state, AccumulateRun};
 use reservoir_core::rng::{stream_rng, Stream};
 use reservoir_core::spikes::SpikePattern;
@@ -77,8 +76,11 @@ impl GpuReservoirComputer {
             .context("allocating the state")?;
         let persistent = PersistentPlan::for_matrix(device, w)?;
         let cluster = ClusterPlan::for_matrix(device, w)?;
-        let density = w.nnz() as f64 / (config.size as f64).powi(2);
-        let path = default_path(cluster.is_some(), persistent.is_some(), density);
+        let path = match (&cluster, &persistent) {
+            (Some(_), _) => StepPath::Cluster,
+            (None, Some(_)) => StepPath::Persistent,
+            (None, None) => StepPath::PerStep,
+        };
         Ok(Self {
             device: device.clone(),
             noise: stream_rng(config.seed, Stream::Noise),
@@ -105,9 +107,9 @@ impl GpuReservoirComputer {
         &self.weights
     }
 
-    /// How steps are launched: by default [`StepPath::Cluster`] for a dense W where the device
-    /// and N allow it, [`StepPath::Persistent`] where the device supports cooperative launch
-    /// (and for a sparse W), else [`StepPath::PerStep`].
+    /// How steps are launched: by default [`StepPath::Cluster`] where the device and N allow
+    /// it, else [`StepPath::Persistent`] where the device supports cooperative launch, else
+    /// [`StepPath::PerStep`].
     pub fn step_path(&self) -> StepPath {
         self.path
     }
@@ -398,31 +400,5 @@ impl Reservoir for GpuReservoirComputer {
     /// on the GPU and never copies the states to the host.
     fn as_accumulator(&mut self) -> Option<&mut dyn AccumulateRun> {
         Some(self)
-    }
-}
-
-/// The default step path. The cluster kernel holds a densified W, so it wins for a dense W and
-/// loses for a sparse one to the persistent kernel, which multiplies only W's non-zeros
-/// (H200: N = 1000 dense 2.40 µs/step against 2.75; N = 1000 at 10 % 2.40 against 2.12).
-fn default_path(cluster: bool, persistent: bool, density: f64) -> StepPath {
-    match (cluster, persistent) {
-        (true, true) if density >= DENSE_DENSITY => StepPath::Cluster,
-        (_, true) => StepPath::Persistent,
-        (true, false) => StepPath::Cluster,
-        (false, false) => StepPath::PerStep,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_cluster_path_is_the_default_for_a_dense_w_only() {
-        assert_eq!(default_path(true, true, 1.0), StepPath::Cluster);
-        assert_eq!(default_path(true, true, 0.1), StepPath::Persistent);
-        assert_eq!(default_path(true, false, 0.1), StepPath::Cluster);
-        assert_eq!(default_path(false, true, 1.0), StepPath::Persistent);
-        assert_eq!(default_path(false, false, 1.0), StepPath::PerStep);
     }
 }

@@ -19,12 +19,11 @@ pub const PERSISTENT_THREADS: u32 = 1024;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StepPath {
     /// One launch per chunk of steps in a single thread-block cluster that holds W on chip and
-    /// exchanges x through distributed shared memory (sm_90+, N ≤ 1024; the default there for
-    /// a dense W, density ≥ `reservoir_core::esn::DENSE_DENSITY`).
+    /// exchanges x through distributed shared memory (sm_90+, N ≤ 1024; the default there).
     Cluster,
     /// One cooperative launch per chunk of steps, W cached in shared memory when it fits, a
-    /// grid barrier between steps (the default for a sparse W, and where the cluster path is
-    /// unavailable, when the device supports cooperative launch).
+    /// grid barrier between steps (the default where the cluster path is unavailable and the
+    /// device supports cooperative launch).
     Persistent,
     /// Two launches per step (`matvec_reservoir_kernel`, `leaky_integration_kernel`): the
     /// shipped-PTX path, used where cooperative launch is unavailable.
