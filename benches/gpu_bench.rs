@@ -5,7 +5,9 @@
 //! bandwidth. Start-up (context, NVRTC, cuBLAS handle) is reported separately.
 //!
 //! Build here with `../shared/tools/gpu-bundle bins -p reservoir-benches`; run on the GPU
-//! machine: `.gpu/bin/gpu_bench`. Exits 0 with a message when there is no GPU.
+//! machine: `.gpu/bin/gpu_bench` (`--batched-only`: the batched table only; `--case=N`: the
+//! single-sequence cases of size N only, e.g. under a profiler). Exits 0 with a message when
+//! there is no GPU.
 
 use std::time::Instant;
 

@@ -29,7 +29,7 @@ __device__ __forceinline__ float leaky(float x, float pre, float leak, int activ
 // semantics (the block's writes, ordered before it by __syncthreads, become visible to the
 // GPU) and polls with acquire loads; no reset and no second counter, so the last arrival is
 // one atomic away from releasing everyone. Valid only when every block is resident
-// (cooperative launch).
+// (cooperative launch). release/acquire need sm_70+ (the shipped PTX targets compute_75).
 __device__ __forceinline__ void grid_barrier(unsigned long long* arrived, unsigned long long target) {
     __syncthreads();
     if (threadIdx.x == 0) {
