@@ -353,6 +353,10 @@ impl Reservoir for GpuReservoirComputer {
         self.config.size
     }
 
+    fn echo_state_weights(&self) -> Option<&ReservoirWeights> {
+        Some(&self.weights)
+    }
+
     fn input_size(&self) -> usize {
         self.config.input_size
     }

@@ -142,6 +142,10 @@ impl<T: Real> Reservoir for EchoStateNetwork<T> {
         self.config.size
     }
 
+    fn echo_state_weights(&self) -> Option<&ReservoirWeights> {
+        Some(&self.weights)
+    }
+
     fn input_size(&self) -> usize {
         self.config.input_size
     }

@@ -4,6 +4,7 @@ use ndarray::{Array1, Array2, ArrayView1, ArrayView2, ArrayViewMut2};
 
 use crate::error::{ReservoirError, Result};
 use crate::readout::RidgeAccumulator;
+use crate::weights::ReservoirWeights;
 
 /// A driven dynamical system that turns an input sequence (T × K) into states (T × N).
 ///
@@ -47,6 +48,13 @@ pub trait Reservoir {
     /// reservoir adds XᵀX on the device, so its states never cross the bus. `None` (the
     /// default) makes [`crate::readout::accumulate_run`] stream states through the CPU.
     fn as_accumulator(&mut self) -> Option<&mut dyn AccumulateRun> {
+        None
+    }
+
+    /// The echo-state weights the reservoir runs on (f64, as generated), so a trained model can
+    /// store them without generating them again; `None` (the default) for reservoirs without
+    /// them (LIF).
+    fn echo_state_weights(&self) -> Option<&ReservoirWeights> {
         None
     }
 

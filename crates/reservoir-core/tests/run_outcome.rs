@@ -95,6 +95,9 @@ fn series_run_keeps_the_readout_and_the_test_predictions() {
         (&["u".to_string()][..], &["y".to_string()][..])
     );
     assert_eq!(model.config.input_size, 1);
+    // The stored weights are the reservoir's, the ones the config and seed generate.
+    let (generated, _) = reservoir_core::ReservoirWeights::generate(&model.config).unwrap();
+    assert_eq!(model.weights, generated);
 }
 
 #[test]

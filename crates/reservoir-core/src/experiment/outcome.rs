@@ -4,8 +4,12 @@
 use ndarray::Array2;
 
 use super::ExperimentReport;
+use crate::config::ReservoirConfig;
+use crate::error::Result;
 use crate::persist::{Model, SpikeModel};
+use crate::reservoir::Reservoir;
 use crate::tasks::spike_classification::SpikeClassificationData;
+use crate::weights::ReservoirWeights;
 
 /// A progress callback: `(stage, done, total)`.
 pub type ProgressFn<'a> = dyn FnMut(&str, usize, usize) + 'a;
@@ -18,8 +22,9 @@ pub struct RunHooks<'a> {
     /// reservoir (spike task; training samples, then test samples), `detection` the test
     /// samples searched. A new stage starts at `done` 0 or more; `done == total` ends it.
     pub progress: Option<&'a mut ProgressFn<'a>>,
-    /// Keep the trained model in [`RunOutcome::model`] (generates the weights once more, from
-    /// the same config and seed, to store them).
+    /// Keep the trained model in [`RunOutcome::model`] (with a copy of the reservoir's
+    /// weights; generated once more, from the same config and seed, only for a reservoir that
+    /// does not expose them).
     pub keep_model: bool,
 }
 
@@ -38,6 +43,18 @@ impl std::fmt::Debug for RunHooks<'_> {
             .field("progress", &self.progress.is_some())
             .field("keep_model", &self.keep_model)
             .finish()
+    }
+}
+
+/// The weights a kept model stores: the reservoir's own, else generated again from `config`
+/// (the same config and seed give the same weights).
+pub(super) fn model_weights(
+    reservoir: &dyn Reservoir,
+    config: &ReservoirConfig,
+) -> Result<ReservoirWeights> {
+    match reservoir.echo_state_weights() {
+        Some(weights) => Ok(weights.clone()),
+        None => Ok(ReservoirWeights::generate(config)?.0),
     }
 }
 

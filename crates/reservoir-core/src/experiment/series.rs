@@ -4,6 +4,7 @@ use std::time::Instant;
 
 use ndarray::{s, Array1};
 
+use super::outcome::model_weights;
 use super::{
     figure, ExperimentConfig, ExperimentReport, Figure, ReservoirFactory, RunHooks, RunOutcome,
     TaskConfig, TestSeries, TrainedModel,
@@ -19,7 +20,6 @@ use crate::tasks::mackey_glass::{mackey_glass, one_step_task, MackeyGlassOptions
 use crate::tasks::memory::{memory_capacity, memory_capacity_data, MemoryCapacityOptions};
 use crate::tasks::narma::narma10;
 use crate::tasks::TaskData;
-use crate::weights::ReservoirWeights;
 
 /// What [`train_and_test`] leaves: the readout, the states after training and after the
 /// test rows, and the test predictions with their targets.
@@ -202,7 +202,7 @@ pub(super) fn run(
         } else {
             ("x", "x_next")
         };
-        let (weights, _) = ReservoirWeights::generate(&esn_config)?;
+        let weights = model_weights(reservoir.as_ref(), &esn_config)?;
         Some(TrainedModel::Series(Model {
             config: esn_config,
             weights,

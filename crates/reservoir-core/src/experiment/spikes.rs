@@ -3,6 +3,7 @@
 
 use std::time::Instant;
 
+use super::outcome::model_weights;
 use super::{
     figure, ExperimentConfig, ExperimentReport, Figure, ReservoirFactory, RunHooks, RunOutcome,
     TrainedModel,
@@ -15,7 +16,6 @@ use crate::persist::SpikeModel;
 use crate::tasks::spike_classification::{
     classify_with_progress, generate, SpikeClassificationData, SpikeClassificationOptions,
 };
-use crate::weights::ReservoirWeights;
 
 /// Generates the data, classifies it with each configured reservoir and runs the detector.
 pub(super) fn run(
@@ -70,7 +70,7 @@ pub(super) fn run(
     detection_summary(&data, options, &config.detector, &mut metrics, hooks)?;
     timings.push(figure("detection_seconds", t.elapsed().as_secs_f64()));
     let model = if hooks.keep_model {
-        let (weights, _) = ReservoirWeights::generate(&esn_config)?;
+        let weights = model_weights(esn.as_ref(), &esn_config)?;
         Some(TrainedModel::SpikeClassifier(SpikeModel {
             state: esn.state(),
             config: esn_config,
