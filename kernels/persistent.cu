@@ -187,23 +187,32 @@ extern "C" __global__ void esn_elementwise(const float* __restrict__ pre,
 
 // ---------------------------------------------------------------------------------------------
 // esn_cluster: the whole run in one thread-block cluster (sm_90+, N <= 1024). The C blocks of
-// the cluster (C = gridDim.x, one cluster) hold all of W on chip: in every block each of the
-// 32 warps keeps one row in registers (lane l holds columns l, l + 32, ...) and, when the block
-// has more than 32 rows, a second row in shared memory. Every block keeps the whole x(t) in
-// shared memory, twice (x(t) is read while x(t+1) arrives). Block c owns rows
-// [c·R, c·R + R) (R a multiple of 4): its warps write their new values into its own copy of
-// x(t+1), then one bulk copy per peer (cp.async.bulk, distributed shared memory) sends that
-// slice to the peer and counts its bytes on the peer's transaction barrier (mbarrier) for the
-// buffer. A block's warps wait until every peer's slice of x(t+1) has arrived. No cluster-wide
-// barrier and no memory fence per step, so the states written to global memory never stall.
-// A block that receives nothing (a cluster of one) skips the barriers: its __syncthreads
-// publishes x(t+1), and a phase expecting zero bytes would complete on arrival, before a slow
-// warp had seen the previous one.
-// Buffer reuse is safe without more synchronisation: a block sends into buffer (t+1) % 2 only
-// after all of x(t) arrived, and every block computed its part of x(t) after its last read of
-// that buffer. Summation: a lane sums its 32 columns in order, then the butterfly of warp_sum.
+// the cluster (C = gridDim.x, one cluster) hold all of W on chip. Block c owns the rows
+// [c·R, c·R + R), R = rows_per_block <= 64; lane l of every warp owns the block's rows l and
+// l + 32, and warp w the columns [64w, 64w + 64). So a lane multiplies 2 rows by 64 columns:
+// the first CLUSTER_REG_COLS columns of both rows from registers, the rest from shared memory
+// (16-byte loads, consecutive across the warp), while the 64 values of x a warp needs are
+// read once per step as broadcasts. Reading x per row instead (a warp per row) costs as many
+// shared-memory bytes as W itself; this split reads ~1/3 of W and almost none of x.
+// The 16 warps' partial sums meet in shared memory; the row owners (threads 0..R-1) add them
+// in warp order, apply the leaky update and store x(t+1)[r] into their own x buffer and, by
+// st.async, into every peer's, each store counting its 4 bytes on the peer's transaction
+// barrier (mbarrier) for that buffer. A block waits until every peer's slice has arrived: no
+// cluster-wide barrier and no fence per step. Every block keeps the whole x(t) in shared
+// memory, twice (x(t) is read while x(t+1) arrives).
+// The products are fused multiply-adds (__fmaf_rn, kept under --fmad=false): half the
+// instructions of a multiply and an add, and one rounding per term instead of two.
+// Buffer reuse is safe: a block stores into a peer's buffer (t+1) % 2 only after all of x(t)
+// arrived, and every block sends its part of x(t) after all its warps last read x(t-1) from
+// that buffer. Summation: a lane sums its 64 columns in order (register part, then shared),
+// the warps' sums are added in warp order; the CPU sums in another order (rounding apart).
 
-#define CLUSTER_X 1024
+#define CLUSTER_X 1024           // padded columns: the largest N
+#define CLUSTER_ROWS 64          // most rows per block: two per lane
+#define CLUSTER_WARPS 16         // column slices per block
+#define CLUSTER_SLICE 64         // columns per warp
+#define CLUSTER_REG_COLS 40      // columns of a lane's two rows held in registers
+#define CLUSTER_SMEM_QUADS ((CLUSTER_SLICE - CLUSTER_REG_COLS) / 4)
 
 __device__ __forceinline__ unsigned int cluster_rank() {
     unsigned int rank;
@@ -238,126 +247,146 @@ __device__ __forceinline__ void wait_phase(unsigned int barrier, unsigned int pa
     }
 }
 
+// Stores `value` at the peer's shared address and counts 4 bytes on the peer's barrier.
+__device__ __forceinline__ void store_to_peer(unsigned int address, float value, unsigned int barrier) {
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];"
+                 ::"r"(address), "r"(__float_as_uint(value)), "r"(barrier) : "memory");
+}
+
 __device__ __forceinline__ void cluster_sync_all() {
     asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;"
                  ::: "memory");
 }
 
-// Bytes of the x slice block `rank` sends: its rows, rounded up to 4 (16 bytes).
-__device__ __forceinline__ unsigned int slice_bytes(int rank, int rows_per_block, int n) {
-    int rows = max(0, min(rows_per_block, n - rank * rows_per_block));
-    return 4u * (unsigned int)((rows + 3) & ~3);
-}
+// w: dense row-major n x n; gridDim.x · rows_per_block >= n, rows_per_block <= 64. Dynamic
+// shared memory: CLUSTER_SHARED_FLOATS floats (two copies of x, the warps' partial sums and
+// the shared-memory part of W).
+#define CLUSTER_SHARED_FLOATS \
+    (2 * CLUSTER_X + CLUSTER_WARPS * CLUSTER_ROWS + CLUSTER_WARPS * CLUSTER_SMEM_QUADS * 2 * 32 * 4)
 
-// w: dense row-major n x n. rows_per_block is a multiple of 4, <= 32 (registers only) or
-// <= 64 with shared_rows. Dynamic shared memory: 2 * CLUSTER_X floats, plus 32 * CLUSTER_X
-// floats when shared_rows.
-extern "C" __global__ void __launch_bounds__(1024, 1)
+extern "C" __global__ void __launch_bounds__(CLUSTER_WARPS * 32, 1)
 esn_cluster(const float* __restrict__ w, const float* __restrict__ drive,
             const float* __restrict__ x0, float* __restrict__ states, int n, int steps,
-            float leak, int activation, int rows_per_block, int shared_rows) {
+            float leak, int activation, int rows_per_block) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     extern __shared__ __align__(16) float shared[];
     __shared__ __align__(8) unsigned long long arrived[2];
     float* xs = shared;
+    float* partial = xs + 2 * CLUSTER_X;
+    float4* ws = (float4*)(partial + CLUSTER_WARPS * CLUSTER_ROWS);
     const int blocks = (int)gridDim.x;
     const int rank = (int)cluster_rank();
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int tid = (int)threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int row0 = rank * rows_per_block;
-    const int row1 = min(n, row0 + rows_per_block);
-    const int reg_row = row0 + warp, smem_row = row0 + 32 + warp;
-    const bool has_reg = reg_row < row1;
-    const bool has_smem = shared_rows != 0 && smem_row < row1;
-    float wr[32];
+    const int rows = max(0, min(rows_per_block, n - row0));
+    const int col0 = warp * CLUSTER_SLICE;
+    const bool active = col0 < n;  // warp-uniform: a warp past N only writes zero sums
+
+    // This lane's two rows of this warp's columns: registers, then shared memory.
+    float wr[2][CLUSTER_REG_COLS];
 #pragma unroll
-    for (int k = 0; k < 32; ++k) {
-        int j = lane + 32 * k;
-        wr[k] = has_reg && j < n ? w[(long long)reg_row * n + j] : 0.0f;
+    for (int h = 0; h < 2; ++h) {
+        const int r = lane + 32 * h;
+        const float* row = w + (long long)(row0 + r) * n;
+#pragma unroll
+        for (int c = 0; c < CLUSTER_REG_COLS; ++c) {
+            wr[h][c] = r < rows && col0 + c < n ? row[col0 + c] : 0.0f;
+        }
+        for (int q = 0; q < CLUSTER_SMEM_QUADS; ++q) {
+            float v[4];
+            for (int k = 0; k < 4; ++k) {
+                const int col = col0 + CLUSTER_REG_COLS + 4 * q + k;
+                v[k] = r < rows && col < n ? row[col] : 0.0f;
+            }
+            ws[((warp * CLUSTER_SMEM_QUADS + q) * 2 + h) * 32 + lane] = make_float4(v[0], v[1], v[2], v[3]);
+        }
     }
-    float* wrow = shared + 2 * CLUSTER_X + warp * CLUSTER_X;
-    if (shared_rows) {
-        for (int j = lane; j < CLUSTER_X; j += 32)
-            wrow[j] = has_smem && j < n ? w[(long long)smem_row * n + j] : 0.0f;
-    }
-    for (int j = threadIdx.x; j < CLUSTER_X; j += blockDim.x) {
+    for (int j = tid; j < CLUSTER_X; j += blockDim.x) {
         xs[j] = j < n ? x0[j] : 0.0f;
         xs[CLUSTER_X + j] = 0.0f;
     }
-    // Bytes a block receives per step: every other block's slice.
-    unsigned int incoming = 0;
-    for (int c = 0; c < blocks; ++c)
-        if (c != rank) incoming += slice_bytes(c, rows_per_block, n);
+    // Bytes a block receives per step: every row outside its own.
+    const unsigned int incoming = 4u * (unsigned int)(n - rows);
     const unsigned int bar0 = shared_address(&arrived[0]), bar1 = shared_address(&arrived[1]);
-    if (threadIdx.x == 0) {
+    if (tid == 0) {
         asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar0) : "memory");
         asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar1) : "memory");
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-        expect_bytes(bar1, incoming);  // x(1)
-        expect_bytes(bar0, incoming);  // x(2)
+        if (incoming > 0) {
+            expect_bytes(bar1, incoming);  // x(1)
+            expect_bytes(bar0, incoming);  // x(2)
+        }
     }
-    // Thread p < blocks (p != rank) sends this block's slice to block p.
-    const bool sender = (int)threadIdx.x < blocks && (int)threadIdx.x != rank;
-    const unsigned int target = sender ? threadIdx.x : (unsigned int)rank;
-    const unsigned int my_slice = shared_address(xs + row0);
-    const unsigned int peer_slice = peer_address(my_slice, target);
-    const unsigned int peer_bar0 = peer_address(bar0, target);
-    const unsigned int peer_bar1 = peer_address(bar1, target);
-    const unsigned int my_bytes = slice_bytes(rank, rows_per_block, n);
+    const bool owner = tid < rows;
+    const int my_row = row0 + tid;
+    float my_drive = owner && steps > 0 ? drive[my_row] : 0.0f;
     // Every block has its x(0) and armed barriers before any block sends.
     cluster_sync_all();
-    float drive_reg = has_reg ? drive[reg_row] : 0.0f;
-    float drive_smem = has_smem ? drive[smem_row] : 0.0f;
     for (int t = 0; t < steps; ++t) {
         const int cur = (t & 1) * CLUSTER_X, next = CLUSTER_X - cur;
         if (t > 0 && incoming > 0) {
             const unsigned int bar = (t & 1) ? bar1 : bar0;
             wait_phase(bar, (unsigned int)((t - 1) >> 1) & 1u);
-            if (threadIdx.x == 0) expect_bytes(bar, incoming);  // x(t + 2)
+            if (tid == 0) expect_bytes(bar, incoming);  // x(t + 2)
         }
-        const float* x = xs + cur;
-        float acc_reg = 0.0f, acc_smem = 0.0f;
+        float sum0 = 0.0f, sum1 = 0.0f;
+        if (active) {
+            const float4* x4 = (const float4*)(xs + cur + col0);
+            float a0 = 0.0f, a1 = 0.0f, b0 = 0.0f, b1 = 0.0f;
 #pragma unroll
-        for (int k = 0; k < 32; ++k) {
-            float xv = x[lane + 32 * k];
-            acc_reg = acc_reg + wr[k] * xv;
-            if (shared_rows) acc_smem = acc_smem + wrow[lane + 32 * k] * xv;
+            for (int q = 0; q < CLUSTER_REG_COLS / 4; ++q) {
+                const float4 x = x4[q];
+                a0 = __fmaf_rn(wr[0][4 * q], x.x, a0);
+                a0 = __fmaf_rn(wr[0][4 * q + 1], x.y, a0);
+                a0 = __fmaf_rn(wr[0][4 * q + 2], x.z, a0);
+                a0 = __fmaf_rn(wr[0][4 * q + 3], x.w, a0);
+                a1 = __fmaf_rn(wr[1][4 * q], x.x, a1);
+                a1 = __fmaf_rn(wr[1][4 * q + 1], x.y, a1);
+                a1 = __fmaf_rn(wr[1][4 * q + 2], x.z, a1);
+                a1 = __fmaf_rn(wr[1][4 * q + 3], x.w, a1);
+            }
+            const float4* wq = ws + warp * CLUSTER_SMEM_QUADS * 64 + lane;
+#pragma unroll
+            for (int q = 0; q < CLUSTER_SMEM_QUADS; ++q) {
+                const float4 x = x4[CLUSTER_REG_COLS / 4 + q];
+                const float4 u = wq[q * 64], v = wq[q * 64 + 32];
+                b0 = __fmaf_rn(u.x, x.x, b0);
+                b0 = __fmaf_rn(u.y, x.y, b0);
+                b0 = __fmaf_rn(u.z, x.z, b0);
+                b0 = __fmaf_rn(u.w, x.w, b0);
+                b1 = __fmaf_rn(v.x, x.x, b1);
+                b1 = __fmaf_rn(v.y, x.y, b1);
+                b1 = __fmaf_rn(v.z, x.z, b1);
+                b1 = __fmaf_rn(v.w, x.w, b1);
+            }
+            sum0 = a0 + b0;
+            sum1 = a1 + b1;
         }
-        acc_reg = warp_sum(acc_reg);
-        if (has_reg && lane == 0) {
-            float v = leaky(x[reg_row], acc_reg + drive_reg, leak, activation);
-            xs[next + reg_row] = v;
-            states[(long long)t * n + reg_row] = v;
-        }
-        if (shared_rows) {
-            acc_smem = warp_sum(acc_smem);
-            if (has_smem && lane == 0) {
-                float v = leaky(x[smem_row], acc_smem + drive_smem, leak, activation);
-                xs[next + smem_row] = v;
-                states[(long long)t * n + smem_row] = v;
+        partial[warp * CLUSTER_ROWS + lane] = sum0;
+        partial[warp * CLUSTER_ROWS + lane + 32] = sum1;
+        __syncthreads();
+        if (owner) {
+            float acc = 0.0f;
+#pragma unroll
+            for (int k = 0; k < CLUSTER_WARPS; ++k) acc = acc + partial[k * CLUSTER_ROWS + tid];
+            const float v = leaky(xs[cur + my_row], acc + my_drive, leak, activation);
+            xs[next + my_row] = v;
+            states[(long long)t * n + my_row] = v;
+            if (t + 1 < steps) {
+                // Only x(1)..x(steps-1) travel: x(steps) is needed by no block.
+                const unsigned int address = shared_address(xs + next + my_row);
+                const unsigned int bar = (t & 1) ? bar0 : bar1;
+                for (int p = 0; p < blocks; ++p) {
+                    if (p != rank) store_to_peer(peer_address(address, p), v, peer_address(bar, p));
+                }
+                my_drive = drive[(long long)(t + 1) * n + my_row];
             }
         }
-        if (t + 1 < steps) {
-            if (has_reg) drive_reg = drive[(long long)(t + 1) * n + reg_row];
-            if (has_smem) drive_smem = drive[(long long)(t + 1) * n + smem_row];
-        }
-        // The block's slice of x(t+1) is complete and visible to the bulk copies.
-        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        // x(t+1)'s own slice is visible to every warp, and the partial sums may be reused.
         __syncthreads();
-        if (sender && my_bytes > 0) {
-            const unsigned int offset = 4u * (unsigned int)next;
-            asm volatile(
-                "cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes "
-                "[%0], [%1], %2, [%3];"
-                ::"r"(peer_slice + offset), "r"(my_slice + offset), "r"(my_bytes),
-                  "r"((t & 1) ? peer_bar0 : peer_bar1)
-                : "memory");
-        }
     }
-    // x(steps) is still in flight between the blocks: no block leaves (and frees the shared
-    // memory a copy reads or writes) before every block has received all of it.
-    if (steps > 0 && incoming > 0) {
-        wait_phase((steps & 1) ? bar1 : bar0, (unsigned int)((steps - 1) >> 1) & 1u);
-    }
+    // Every store into a block arrives before that block's last step, so no block's shared
+    // memory is written after it exits; the cluster barrier keeps the exit orderly anyway.
     cluster_sync_all();
 #endif
 }

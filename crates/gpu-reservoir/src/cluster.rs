@@ -14,58 +14,42 @@ use crate::device::GpuDevice;
 use crate::error::{DriverContext, Result};
 use crate::kernels;
 
-/// Largest N the cluster kernel holds on chip: each of a block's 32 warps keeps a row of up to
-/// 1024 columns in registers (32 per lane) and one more in shared memory, and a cluster has at
-/// most 16 blocks.
+/// Largest N the cluster kernel holds on chip: a block holds up to 64 rows of up to 1024
+/// columns (a third in shared memory, the rest in registers), and a cluster has at most 16
+/// blocks.
 pub const CLUSTER_MAX_N: usize = 1024;
-const THREADS: u32 = 1024;
-const WARPS: usize = 32;
-/// Floats of one padded copy of x (`CLUSTER_X` in the kernel).
-const PADDED_X: usize = 1024;
+/// Threads per block (`CLUSTER_WARPS * 32` in the kernel).
+const THREADS: u32 = 512;
+/// Most rows per block (`CLUSTER_ROWS`): two per lane.
+const MAX_ROWS_PER_BLOCK: usize = 64;
+/// Dynamic shared memory of the kernel (`CLUSTER_SHARED_FLOATS` floats): two padded copies
+/// of x (2 × 1024), the 16 warps' partial sums (16 × 64) and the shared-memory part of W
+/// (16 warps × 6 quads × 2 rows × 32 lanes × 4).
+const SHARED_BYTES: usize = 4 * (2 * 1024 + 16 * 64 + 16 * 6 * 2 * 32 * 4);
 
 /// How N's rows are spread over the cluster.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Geometry {
     blocks: u32,
     rows_per_block: usize,
-    shared_rows: bool,
 }
 
 impl Geometry {
-    /// The fewest blocks (a power of two, ≤ `max_blocks`) that hold N rows: 32 rows per block
-    /// in registers, 64 when a second row per warp fits in `max_shared` bytes of shared memory.
-    /// Rows per block are a multiple of 4, so every block's slice of x is 16-byte aligned for
-    /// the bulk copies. Fewer blocks mean fewer copies per step.
+    /// The fewest blocks (a power of two, ≤ `max_blocks`) that hold N rows at ≤ 64 rows per
+    /// block, when the kernel's shared memory fits in `max_shared` bytes. Fewer blocks mean
+    /// fewer stores to peers per step.
     fn choose(n: usize, max_blocks: u32, max_shared: usize) -> Option<Self> {
-        if n == 0 || n > CLUSTER_MAX_N {
+        if n == 0 || n > CLUSTER_MAX_N || SHARED_BYTES > max_shared {
             return None;
         }
-        let shared_row_fits = Self::shared_bytes(true) <= max_shared;
         (0..=4)
             .map(|p| 1u32 << p)
             .filter(|&b| b <= max_blocks)
-            .find_map(|blocks| {
-                let rows_per_block = n.div_ceil(blocks as usize).next_multiple_of(4);
-                if rows_per_block <= WARPS {
-                    Some(Self {
-                        blocks,
-                        rows_per_block,
-                        shared_rows: false,
-                    })
-                } else if rows_per_block <= 2 * WARPS && shared_row_fits {
-                    Some(Self {
-                        blocks,
-                        rows_per_block,
-                        shared_rows: true,
-                    })
-                } else {
-                    None
-                }
+            .map(|blocks| Self {
+                blocks,
+                rows_per_block: n.div_ceil(blocks as usize),
             })
-    }
-
-    fn shared_bytes(shared_rows: bool) -> usize {
-        4 * (2 * PADDED_X + if shared_rows { WARPS * PADDED_X } else { 0 })
+            .find(|g| g.rows_per_block <= MAX_ROWS_PER_BLOCK)
     }
 }
 
@@ -86,7 +70,6 @@ pub(crate) struct ClusterPlan {
     function: CudaFunction,
     weights: CudaSlice<f32>,
     geometry: Geometry,
-    shared_bytes: u32,
 }
 
 /// The per-launch arguments of a cluster run.
@@ -128,12 +111,10 @@ impl ClusterPlan {
         let Some(geometry) = Geometry::choose(n, max_blocks, max_shared) else {
             return Ok(None);
         };
-        let shared_bytes = Geometry::shared_bytes(geometry.shared_rows) as u32;
         let plan = Self {
             weights: device.upload_f32(&w.to_dense(), "uploading the dense W")?,
             function,
             geometry,
-            shared_bytes,
         };
         if plan.resident_clusters(device)? == 0 {
             return Ok(None);
@@ -165,7 +146,7 @@ impl ClusterPlan {
             blockDimX: THREADS,
             blockDimY: 1,
             blockDimZ: 1,
-            sharedMemBytes: self.shared_bytes,
+            sharedMemBytes: SHARED_BYTES as u32,
             hStream: device.stream().cu_stream(),
             attrs: attribute,
             numAttrs: 1,
@@ -236,8 +217,7 @@ impl ClusterPlan {
         let mut leak = run.leak;
         let mut activation = run.activation;
         let mut rows_per_block = self.geometry.rows_per_block as i32;
-        let mut shared_rows = i32::from(self.geometry.shared_rows);
-        let mut params: [*mut c_void; 10] = [
+        let mut params: [*mut c_void; 9] = [
             (&mut w as *mut u64).cast(),
             (&mut drive as *mut u64).cast(),
             (&mut x0 as *mut u64).cast(),
@@ -247,14 +227,13 @@ impl ClusterPlan {
             (&mut leak as *mut f32).cast(),
             (&mut activation as *mut i32).cast(),
             (&mut rows_per_block as *mut i32).cast(),
-            (&mut shared_rows as *mut i32).cast(),
         ];
         let mut attribute = self.cluster_attribute();
         let config = self.config(device, &mut attribute);
         // SAFETY: the parameters match esn_cluster's signature in order and type and outlive
         // the call; W is n×n, drive and states hold ≥ steps·n floats (checked above), x0 n;
-        // n ≤ CLUSTER_MAX_N and blocks·rows_per_block ≥ n (Geometry::choose); the dynamic
-        // shared memory is the size the kernel indexes for this geometry; the cluster
+        // n ≤ CLUSTER_MAX_N, blocks·rows_per_block ≥ n and rows_per_block ≤ 64
+        // (Geometry::choose); the dynamic shared memory is CLUSTER_SHARED_FLOATS floats; the cluster
         // dimension equals the grid, so the whole grid is one cluster.
         unsafe {
             sys::cuLaunchKernelEx(
@@ -277,19 +256,51 @@ mod tests {
     #[test]
     fn geometry_uses_the_fewest_blocks_that_hold_every_row() {
         let big = 227 * 1024;
-        let g = Geometry::choose(1000, 16, big).expect("fits");
-        assert_eq!((g.blocks, g.rows_per_block, g.shared_rows), (16, 64, true));
-        let g = Geometry::choose(100, 16, big).expect("fits");
-        assert_eq!((g.blocks, g.rows_per_block, g.shared_rows), (2, 52, true));
-        let g = Geometry::choose(30, 16, big).expect("fits");
-        assert_eq!((g.blocks, g.rows_per_block, g.shared_rows), (1, 32, false));
-        let g = Geometry::choose(32, 16, big).expect("fits");
-        assert_eq!((g.blocks, g.shared_rows), (1, false));
-        // Without room for the shared row, N = 1000 needs 32 blocks: no plan.
-        assert_eq!(Geometry::choose(1000, 16, 64 * 1024), None);
+        let shape = |n, max_blocks| {
+            Geometry::choose(n, max_blocks, big).map(|g| (g.blocks, g.rows_per_block))
+        };
+        assert_eq!(shape(1000, 16), Some((16, 63)));
+        assert_eq!(shape(1024, 16), Some((16, 64)));
+        assert_eq!(shape(100, 16), Some((2, 50)));
+        assert_eq!(shape(64, 16), Some((1, 64)));
+        assert_eq!(shape(65, 16), Some((2, 33)));
+        assert_eq!(shape(1, 16), Some((1, 1)));
         // Portable clusters (8 blocks) hold 512 rows.
-        assert_eq!(Geometry::choose(512, 8, big).map(|g| g.blocks), Some(8));
-        assert_eq!(Geometry::choose(513, 8, big), None);
-        assert_eq!(Geometry::choose(1025, 16, big), None);
+        assert_eq!(shape(512, 8), Some((8, 64)));
+        assert_eq!(shape(513, 8), None);
+        assert_eq!(shape(1025, 16), None);
+        assert_eq!(shape(0, 16), None);
+        // Without room for the kernel's shared memory there is no plan.
+        assert_eq!(Geometry::choose(100, 16, 64 * 1024), None);
+    }
+
+    /// The value of `#define NAME value` in the kernel source.
+    fn kernel_define(name: &str) -> usize {
+        let prefix = format!("#define {name} ");
+        let line = crate::kernels::PERSISTENT
+            .text
+            .lines()
+            .find_map(|l| l.strip_prefix(prefix.as_str()))
+            .unwrap_or_else(|| panic!("{name} is not defined in kernels/persistent.cu"));
+        let value = line.split_whitespace().next().unwrap_or_default();
+        value
+            .parse()
+            .unwrap_or_else(|_| panic!("{name} = {value:?}"))
+    }
+
+    #[test]
+    fn launch_constants_match_the_kernel() {
+        let warps = kernel_define("CLUSTER_WARPS");
+        let rows = kernel_define("CLUSTER_ROWS");
+        let x = kernel_define("CLUSTER_X");
+        let quads = (kernel_define("CLUSTER_SLICE") - kernel_define("CLUSTER_REG_COLS")) / 4;
+        assert_eq!(THREADS as usize, 32 * warps);
+        assert_eq!(MAX_ROWS_PER_BLOCK, rows);
+        assert_eq!(CLUSTER_MAX_N, x);
+        assert_eq!(warps * kernel_define("CLUSTER_SLICE"), x);
+        assert_eq!(
+            SHARED_BYTES,
+            4 * (2 * x + warps * rows + warps * quads * 2 * 32 * 4)
+        );
     }
 }

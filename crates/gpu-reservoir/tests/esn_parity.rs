@@ -237,6 +237,11 @@ fn cluster_persistent_and_per_step_paths_agree_with_the_cpu() {
         (2000, 0.05, 1000),
         (4096, 0.02, 1000),
         (37, 0.3, 1000),
+        // Cluster edges: 2 blocks of 33 rows, 16 blocks of 33, runs of one and two steps.
+        (65, 0.5, 1000),
+        (513, 0.2, 1000),
+        (300, 0.3, 1),
+        (300, 0.3, 2),
         (4096, 1.0, 200),
         (20_000, 0.05, 200),
     ] {
