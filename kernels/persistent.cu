@@ -188,24 +188,26 @@ extern "C" __global__ void esn_elementwise(const float* __restrict__ pre,
 // ---------------------------------------------------------------------------------------------
 // esn_cluster: the whole run in one thread-block cluster (sm_90+, N <= 1024). The C blocks of
 // the cluster (C = gridDim.x, one cluster) hold all of W on chip. Block c owns the rows
-// [c·R, c·R + R), R = rows_per_block <= 64; lane l of every warp owns the block's rows l and
+// [c·R, c·R + R), R = rows_per_block <= 64 and a multiple of 4; lane l of every warp owns the block's rows l and
 // l + 32, and warp w the columns [64w, 64w + 64). So a lane multiplies 2 rows by 64 columns:
 // the first CLUSTER_REG_COLS columns of both rows from registers, the rest from shared memory
 // (16-byte loads, consecutive across the warp), while the 64 values of x a warp needs are
 // read once per step as broadcasts. Reading x per row instead (a warp per row) costs as many
 // shared-memory bytes as W itself; this split reads ~1/3 of W and almost none of x.
 // The 16 warps' partial sums meet in shared memory; the row owners (threads 0..R-1) add them
-// in warp order, apply the leaky update and store x(t+1)[r] into their own x buffer and, by
-// st.async, into every peer's, each store counting its 4 bytes on the peer's transaction
-// barrier (mbarrier) for that buffer. A block waits until every peer's slice has arrived: no
+// in warp order, apply the leaky update and store x(t+1)[r] into their own x buffer; every
+// fourth owner then stores its group of 4 rows (16 bytes) into every peer's x buffer by
+// st.async, each store counting its bytes on the peer's transaction barrier (mbarrier) for
+// that buffer. A block sends its rows rounded up to 4 (zeros past N, where W's columns are
+// zero too). A block waits until every peer's slice has arrived: no
 // cluster-wide barrier and no fence per step. Every block keeps the whole x(t) in shared
 // memory, twice (x(t) is read while x(t+1) arrives).
 // The products are fused multiply-adds (__fmaf_rn, kept under --fmad=false): half the
 // instructions of a multiply and an add, and one rounding per term instead of two.
 // Buffer reuse is safe: a block stores into a peer's buffer (t+1) % 2 only after all of x(t)
 // arrived, and every block sends its part of x(t) after all its warps last read x(t-1) from
-// that buffer. Summation: a lane sums its 64 columns in order (register part, then shared),
-// the warps' sums are added in warp order; the CPU sums in another order (rounding apart).
+// that buffer. Summation: a lane sums its 64 columns in order, the warps' sums are added in
+// warp order; the CPU sums in another order (rounding apart).
 
 #define CLUSTER_X 1024           // padded columns: the largest N
 #define CLUSTER_ROWS 64          // most rows per block: two per lane
@@ -247,10 +249,18 @@ __device__ __forceinline__ void wait_phase(unsigned int barrier, unsigned int pa
     }
 }
 
-// Stores `value` at the peer's shared address and counts 4 bytes on the peer's barrier.
-__device__ __forceinline__ void store_to_peer(unsigned int address, float value, unsigned int barrier) {
-    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];"
-                 ::"r"(address), "r"(__float_as_uint(value)), "r"(barrier) : "memory");
+// Stores `v` at the peer's (16-byte aligned) shared address and counts 16 bytes on the peer's
+// barrier.
+__device__ __forceinline__ void store_to_peer(unsigned int address, float4 v, unsigned int barrier) {
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [%0], {%1, %2, %3, %4}, [%5];"
+                 ::"r"(address), "r"(__float_as_uint(v.x)), "r"(__float_as_uint(v.y)),
+                   "r"(__float_as_uint(v.z)), "r"(__float_as_uint(v.w)), "r"(barrier) : "memory");
+}
+
+// Bytes of the x slice block `rank` sends: its rows, rounded up to 4 (16 bytes).
+__device__ __forceinline__ unsigned int slice_bytes(int rank, int rows_per_block, int n) {
+    int rows = max(0, min(rows_per_block, n - rank * rows_per_block));
+    return 4u * (unsigned int)((rows + 3) & ~3);
 }
 
 __device__ __forceinline__ void cluster_sync_all() {
@@ -258,7 +268,8 @@ __device__ __forceinline__ void cluster_sync_all() {
                  ::: "memory");
 }
 
-// w: dense row-major n x n; gridDim.x · rows_per_block >= n, rows_per_block <= 64. Dynamic
+// w: dense row-major n x n; gridDim.x · rows_per_block >= n, rows_per_block <= 64 and a
+// multiple of 4. Dynamic
 // shared memory: CLUSTER_SHARED_FLOATS floats (two copies of x, the warps' partial sums and
 // the shared-memory part of W).
 #define CLUSTER_SHARED_FLOATS \
@@ -305,8 +316,10 @@ esn_cluster(const float* __restrict__ w, const float* __restrict__ drive,
         xs[j] = j < n ? x0[j] : 0.0f;
         xs[CLUSTER_X + j] = 0.0f;
     }
-    // Bytes a block receives per step: every row outside its own.
-    const unsigned int incoming = 4u * (unsigned int)(n - rows);
+    // Bytes a block receives per step: every other block's slice.
+    unsigned int incoming = 0;
+    for (int c = 0; c < blocks; ++c)
+        if (c != rank) incoming += slice_bytes(c, rows_per_block, n);
     const unsigned int bar0 = shared_address(&arrived[0]), bar1 = shared_address(&arrived[1]);
     if (tid == 0) {
         asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar0) : "memory");
@@ -332,54 +345,57 @@ esn_cluster(const float* __restrict__ w, const float* __restrict__ drive,
         float sum0 = 0.0f, sum1 = 0.0f;
         if (active) {
             const float4* x4 = (const float4*)(xs + cur + col0);
-            float a0 = 0.0f, a1 = 0.0f, b0 = 0.0f, b1 = 0.0f;
 #pragma unroll
             for (int q = 0; q < CLUSTER_REG_COLS / 4; ++q) {
                 const float4 x = x4[q];
-                a0 = __fmaf_rn(wr[0][4 * q], x.x, a0);
-                a0 = __fmaf_rn(wr[0][4 * q + 1], x.y, a0);
-                a0 = __fmaf_rn(wr[0][4 * q + 2], x.z, a0);
-                a0 = __fmaf_rn(wr[0][4 * q + 3], x.w, a0);
-                a1 = __fmaf_rn(wr[1][4 * q], x.x, a1);
-                a1 = __fmaf_rn(wr[1][4 * q + 1], x.y, a1);
-                a1 = __fmaf_rn(wr[1][4 * q + 2], x.z, a1);
-                a1 = __fmaf_rn(wr[1][4 * q + 3], x.w, a1);
+                sum0 = __fmaf_rn(wr[0][4 * q], x.x, sum0);
+                sum0 = __fmaf_rn(wr[0][4 * q + 1], x.y, sum0);
+                sum0 = __fmaf_rn(wr[0][4 * q + 2], x.z, sum0);
+                sum0 = __fmaf_rn(wr[0][4 * q + 3], x.w, sum0);
+                sum1 = __fmaf_rn(wr[1][4 * q], x.x, sum1);
+                sum1 = __fmaf_rn(wr[1][4 * q + 1], x.y, sum1);
+                sum1 = __fmaf_rn(wr[1][4 * q + 2], x.z, sum1);
+                sum1 = __fmaf_rn(wr[1][4 * q + 3], x.w, sum1);
             }
             const float4* wq = ws + warp * CLUSTER_SMEM_QUADS * 64 + lane;
 #pragma unroll
             for (int q = 0; q < CLUSTER_SMEM_QUADS; ++q) {
                 const float4 x = x4[CLUSTER_REG_COLS / 4 + q];
                 const float4 u = wq[q * 64], v = wq[q * 64 + 32];
-                b0 = __fmaf_rn(u.x, x.x, b0);
-                b0 = __fmaf_rn(u.y, x.y, b0);
-                b0 = __fmaf_rn(u.z, x.z, b0);
-                b0 = __fmaf_rn(u.w, x.w, b0);
-                b1 = __fmaf_rn(v.x, x.x, b1);
-                b1 = __fmaf_rn(v.y, x.y, b1);
-                b1 = __fmaf_rn(v.z, x.z, b1);
-                b1 = __fmaf_rn(v.w, x.w, b1);
+                sum0 = __fmaf_rn(u.x, x.x, sum0);
+                sum0 = __fmaf_rn(u.y, x.y, sum0);
+                sum0 = __fmaf_rn(u.z, x.z, sum0);
+                sum0 = __fmaf_rn(u.w, x.w, sum0);
+                sum1 = __fmaf_rn(v.x, x.x, sum1);
+                sum1 = __fmaf_rn(v.y, x.y, sum1);
+                sum1 = __fmaf_rn(v.z, x.z, sum1);
+                sum1 = __fmaf_rn(v.w, x.w, sum1);
             }
-            sum0 = a0 + b0;
-            sum1 = a1 + b1;
         }
         partial[warp * CLUSTER_ROWS + lane] = sum0;
         partial[warp * CLUSTER_ROWS + lane + 32] = sum1;
         __syncthreads();
-        if (owner) {
-            float acc = 0.0f;
+        if (tid < CLUSTER_ROWS) {  // warps 0 and 1, whole warps for the shuffles
+            float v = 0.0f;
+            if (owner) {
+                float acc = 0.0f;
 #pragma unroll
-            for (int k = 0; k < CLUSTER_WARPS; ++k) acc = acc + partial[k * CLUSTER_ROWS + tid];
-            const float v = leaky(xs[cur + my_row], acc + my_drive, leak, activation);
-            xs[next + my_row] = v;
-            states[(long long)t * n + my_row] = v;
-            if (t + 1 < steps) {
-                // Only x(1)..x(steps-1) travel: x(steps) is needed by no block.
+                for (int k = 0; k < CLUSTER_WARPS; ++k) acc = acc + partial[k * CLUSTER_ROWS + tid];
+                v = leaky(xs[cur + my_row], acc + my_drive, leak, activation);
+                xs[next + my_row] = v;
+                states[(long long)t * n + my_row] = v;
+                if (t + 1 < steps) my_drive = drive[(long long)(t + 1) * n + my_row];
+            }
+            // Only x(1)..x(steps-1) travel: x(steps) is needed by no block.
+            const float4 group = make_float4(v, __shfl_down_sync(0xffffffffu, v, 1),
+                                             __shfl_down_sync(0xffffffffu, v, 2),
+                                             __shfl_down_sync(0xffffffffu, v, 3));
+            if (t + 1 < steps && (tid & 3) == 0 && tid < rows) {
                 const unsigned int address = shared_address(xs + next + my_row);
                 const unsigned int bar = (t & 1) ? bar0 : bar1;
                 for (int p = 0; p < blocks; ++p) {
-                    if (p != rank) store_to_peer(peer_address(address, p), v, peer_address(bar, p));
+                    if (p != rank) store_to_peer(peer_address(address, p), group, peer_address(bar, p));
                 }
-                my_drive = drive[(long long)(t + 1) * n + my_row];
             }
         }
         // x(t+1)'s own slice is visible to every warp, and the partial sums may be reused.

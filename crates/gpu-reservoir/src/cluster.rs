@@ -36,8 +36,9 @@ struct Geometry {
 
 impl Geometry {
     /// The fewest blocks (a power of two, ≤ `max_blocks`) that hold N rows at ≤ 64 rows per
-    /// block, when the kernel's shared memory fits in `max_shared` bytes. Fewer blocks mean
-    /// fewer stores to peers per step.
+    /// block, when the kernel's shared memory fits in `max_shared` bytes. Rows per block are a
+    /// multiple of 4, so every block's slice of x is 16-byte aligned for the stores to its
+    /// peers. Fewer blocks mean fewer stores per step.
     fn choose(n: usize, max_blocks: u32, max_shared: usize) -> Option<Self> {
         if n == 0 || n > CLUSTER_MAX_N || SHARED_BYTES > max_shared {
             return None;
@@ -47,7 +48,7 @@ impl Geometry {
             .filter(|&b| b <= max_blocks)
             .map(|blocks| Self {
                 blocks,
-                rows_per_block: n.div_ceil(blocks as usize),
+                rows_per_block: n.div_ceil(blocks as usize).next_multiple_of(4),
             })
             .find(|g| g.rows_per_block <= MAX_ROWS_PER_BLOCK)
     }
@@ -232,8 +233,8 @@ impl ClusterPlan {
         let config = self.config(device, &mut attribute);
         // SAFETY: the parameters match esn_cluster's signature in order and type and outlive
         // the call; W is n×n, drive and states hold ≥ steps·n floats (checked above), x0 n;
-        // n ≤ CLUSTER_MAX_N, blocks·rows_per_block ≥ n and rows_per_block ≤ 64
-        // (Geometry::choose); the dynamic shared memory is CLUSTER_SHARED_FLOATS floats; the cluster
+        // n ≤ CLUSTER_MAX_N, blocks·rows_per_block ≥ n and rows_per_block ≤ 64, a multiple
+        // of 4 (Geometry::choose); the dynamic shared memory is CLUSTER_SHARED_FLOATS floats; the cluster
         // dimension equals the grid, so the whole grid is one cluster.
         unsafe {
             sys::cuLaunchKernelEx(
@@ -259,12 +260,14 @@ mod tests {
         let shape = |n, max_blocks| {
             Geometry::choose(n, max_blocks, big).map(|g| (g.blocks, g.rows_per_block))
         };
-        assert_eq!(shape(1000, 16), Some((16, 63)));
+        assert_eq!(shape(1000, 16), Some((16, 64)));
         assert_eq!(shape(1024, 16), Some((16, 64)));
-        assert_eq!(shape(100, 16), Some((2, 50)));
+        // 15 blocks of 60 rows hold 900: the last block owns none and only listens.
+        assert_eq!(shape(900, 16), Some((16, 60)));
+        assert_eq!(shape(100, 16), Some((2, 52)));
         assert_eq!(shape(64, 16), Some((1, 64)));
-        assert_eq!(shape(65, 16), Some((2, 33)));
-        assert_eq!(shape(1, 16), Some((1, 1)));
+        assert_eq!(shape(65, 16), Some((2, 36)));
+        assert_eq!(shape(1, 16), Some((1, 4)));
         // Portable clusters (8 blocks) hold 512 rows.
         assert_eq!(shape(512, 8), Some((8, 64)));
         assert_eq!(shape(513, 8), None);

@@ -237,9 +237,11 @@ fn cluster_persistent_and_per_step_paths_agree_with_the_cpu() {
         (2000, 0.05, 1000),
         (4096, 0.02, 1000),
         (37, 0.3, 1000),
-        // Cluster edges: 2 blocks of 33 rows, 16 blocks of 33, runs of one and two steps.
+        // Cluster edges: 2 blocks of 36 rows (the second owns 29 and sends 32 values), 16
+        // blocks of 36, 16 blocks of 60 of which the last owns no row, runs of one and two steps.
         (65, 0.5, 1000),
         (513, 0.2, 1000),
+        (900, 0.1, 1000),
         (300, 0.3, 1),
         (300, 0.3, 2),
         (4096, 1.0, 200),
