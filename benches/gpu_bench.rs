@@ -168,7 +168,7 @@ fn main() -> Result<()> {
             seed: 9,
             ..Default::default()
         };
-        for math in [GemmMath::F32, GemmMath::Tf32] {
+        for math in [GemmMath::F32, GemmMath::Tf32, GemmMath::F16] {
             let mut reservoir = GpuBatchedReservoir::new_shared(&config, batch, math, &device)?;
             for graph in [false, true] {
                 batched_rows.push((n, batch, math, graph, reservoir.time_steps(200, 5, graph)?));

@@ -176,13 +176,34 @@ extern "C" __global__ void esn_step_fused(const int* __restrict__ row_ptr,
     if (lane == 0) x_next[r] = leaky(x[r], acc + drive_t[r], leak, activation);
 }
 
-// Baseline helper: x_next = (1 - a) x + a f(pre + drive_t) after a cuBLAS GEMV wrote pre.
+// The f16 bits of v, rounded to nearest even.
+__device__ __forceinline__ unsigned short to_half(float v) {
+    unsigned short h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(v));
+    return h;
+}
+
+// x_next = (1 - a) x + a f(pre + drive_t) after a cuBLAS GEMV or GEMM wrote pre (the GEMV
+// baseline, the batched step). When x_half is not null it also receives x_next in f16: the
+// next step's operand of an f16 GEMM.
 extern "C" __global__ void esn_elementwise(const float* __restrict__ pre,
                                            const float* __restrict__ drive_t,
                                            const float* __restrict__ x, float* __restrict__ x_next,
-                                           int n, float leak, int activation) {
+                                           unsigned short* __restrict__ x_half, int n, float leak,
+                                           int activation) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) x_next[i] = leaky(x[i], pre[i] + drive_t[i], leak, activation);
+    if (i < n) {
+        float v = leaky(x[i], pre[i] + drive_t[i], leak, activation);
+        x_next[i] = v;
+        if (x_half != nullptr) x_half[i] = to_half(v);
+    }
+}
+
+// half[i] = f16(x[i]): the f16 operand of the first step of a batched f16 run.
+extern "C" __global__ void f32_to_f16(const float* __restrict__ x, unsigned short* __restrict__ half,
+                                      int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) half[i] = to_half(x[i]);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -240,10 +240,11 @@ impl BenchBuffers {
                     .arg(&drive_t)
                     .arg(&x)
                     .arg(&mut next)
+                    .arg(&0u64)
                     .arg(&n_i)
                     .arg(&0.3f32)
                     .arg(&0i32);
-                // SAFETY: pre, drive_t, x and next hold n values.
+                // SAFETY: pre, drive_t, x and next hold n values; no f16 copy (null).
                 unsafe { launch.launch(config) }.context("launching esn_elementwise")?;
             }
             Ok(())

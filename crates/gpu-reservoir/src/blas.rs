@@ -1,10 +1,15 @@
-//! The crate's cuBLAS calls, on the device's one handle: the f32 products of the batched and
-//! sweep steps, and the f64 products of the ridge sums. Dimensions are checked against the
+//! The crate's cuBLAS calls, on the device's one handle: the f32 and f16 products of the
+//! batched and sweep steps, and the f64 products of the ridge sums. Dimensions are checked against the
 //! buffers here, so a wrong length is an error rather than an out-of-bounds read on the device.
 
-use cudarc::cublas::sys::cublasOperation_t;
+use std::ffi::c_void;
+
+use cudarc::cublas::result::gemm_ex;
+use cudarc::cublas::sys::{
+    cublasComputeType_t, cublasGemmAlgo_t, cublasOperation_t, cudaDataType_t,
+};
 use cudarc::cublas::{CudaBlas, Gemm, GemmConfig, StridedBatchedConfig};
-use cudarc::driver::{CudaView, CudaViewMut};
+use cudarc::driver::{CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut};
 use reservoir_core::ReservoirError;
 
 use crate::error::{GpuError, Result};
@@ -63,6 +68,55 @@ pub(crate) fn product_row_major(
     // SAFETY: a holds m·k values (lda = k for its column-major transpose), x k·n (ldb = k)
     // and out m·n (ldc = m), checked above.
     unsafe { blas.gemm(cfg, a, x, out) }.map_err(|e| blas_error(context, e))
+}
+
+/// `out = A·X` with f16 operands (A and X hold f16 bit patterns, laid out as in
+/// [`product_row_major`]) on the tensor cores, accumulated and written in f32
+/// (`cublasGemmEx`, compute type 32F). `stream` is the handle's stream.
+pub(crate) fn product_row_major_f16(
+    blas: &CudaBlas,
+    stream: &CudaStream,
+    a: &CudaView<'_, u16>,
+    x: &CudaView<'_, u16>,
+    out: &mut CudaViewMut<'_, f32>,
+    (m, k, n): (usize, usize, usize),
+    context: &'static str,
+) -> Result<()> {
+    fits(a.len(), m * k, context)?;
+    fits(x.len(), k * n, context)?;
+    fits(out.len(), m * n, context)?;
+    let (m, k, n) = (dim(m, context)?, dim(k, context)?, dim(n, context)?);
+    let (alpha, beta) = (1.0f32, 0.0f32);
+    let (a_ptr, _a_sync) = a.device_ptr(stream);
+    let (x_ptr, _x_sync) = x.device_ptr(stream);
+    let (out_ptr, _out_sync) = out.device_ptr_mut(stream);
+    // SAFETY: a holds m·k f16 values (lda = k for its column-major transpose), x k·n (ldb = k)
+    // and out m·n f32 values (ldc = m), checked above; alpha and beta are host f32 scalars, as
+    // compute type 32F requires; the pointers outlive the call (their guards are held).
+    unsafe {
+        gemm_ex(
+            *blas.handle(),
+            cublasOperation_t::CUBLAS_OP_T,
+            cublasOperation_t::CUBLAS_OP_N,
+            m,
+            n,
+            k,
+            (&alpha as *const f32).cast::<c_void>(),
+            a_ptr as *const c_void,
+            cudaDataType_t::CUDA_R_16F,
+            k,
+            x_ptr as *const c_void,
+            cudaDataType_t::CUDA_R_16F,
+            k,
+            (&beta as *const f32).cast::<c_void>(),
+            out_ptr as *mut c_void,
+            cudaDataType_t::CUDA_R_32F,
+            m,
+            cublasComputeType_t::CUBLAS_COMPUTE_32F,
+            cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
+        )
+    }
+    .map_err(|e| blas_error(context, e))
 }
 
 /// `c += A·B` in f64, one DGEMM, all column-major: A is m × k with leading dimension `lda`

@@ -95,8 +95,11 @@ pub mod persistent {
     pub const CLUSTER: &str = "esn_cluster";
     /// One launch per step (CSR, a warp per row): baseline and fallback.
     pub const STEP_FUSED: &str = "esn_step_fused";
-    /// `x' = (1 − a)·x + a·f(pre + drive)` after an external mat-vec (cuBLAS baseline).
+    /// `x' = (1 − a)·x + a·f(pre + drive)` after an external product (cuBLAS GEMV baseline,
+    /// batched GEMM), optionally also written in f16.
     pub const ELEMENTWISE: &str = "esn_elementwise";
+    /// `half = f16(x)`, rounded to nearest even.
+    pub const TO_F16: &str = "f32_to_f16";
 }
 
 /// `kernels/gram.cu`: the f32 → f64 widening of states before the device's ridge sums.

@@ -4,10 +4,34 @@ mod common;
 
 use common::{fresh_seed, gpu, relative_error};
 use gpu_reservoir::{GemmMath, GpuBatchedReservoir};
-use ndarray::Array2;
+use half::f16;
+use ndarray::{Array1, Array2, ArrayView2};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use reservoir_core::{EchoStateNetwork, Reservoir, ReservoirConfig};
+use reservoir_core::{Activation, EchoStateNetwork, Reservoir, ReservoirConfig, ReservoirWeights};
+
+/// The f16 batched step on the CPU, in f64: W and every step's (f32) state rounded to f16
+/// before the product, as `GemmMath::F16` does; the rest as the reservoir's update.
+fn f16_reference(
+    config: &ReservoirConfig,
+    weights: &ReservoirWeights,
+    inputs: ArrayView2<f64>,
+) -> Array2<f64> {
+    let w = weights
+        .recurrent()
+        .to_dense()
+        .mapv(|v| f16::from_f64(v).to_f64());
+    let a = config.leak_rate;
+    let mut x = Array1::<f64>::zeros(config.size);
+    let mut states = Array2::zeros((inputs.nrows(), config.size));
+    for (t, u) in inputs.rows().into_iter().enumerate() {
+        let operand = x.mapv(|v| f16::from_f32(v as f32).to_f64());
+        let pre = w.dot(&operand) + weights.input().dot(&u) + weights.bias();
+        x = x.mapv(|v| (1.0 - a) * v) + pre.mapv(|p| a * p.tanh());
+        states.row_mut(t).assign(&x);
+    }
+    states
+}
 
 #[test]
 fn batched_states_match_the_cpu_per_sequence() {
@@ -27,7 +51,11 @@ fn batched_states_match_the_cpu_per_sequence() {
         .map(|_| Array2::from_shape_fn((1000, 2), |_| rng.random_range(-1.0..1.0)))
         .collect();
     let views: Vec<_> = sequences.iter().map(|s| s.view()).collect();
-    for (math, bound) in [(GemmMath::F32, 1e-4), (GemmMath::Tf32, 2e-2)] {
+    for (math, bound) in [
+        (GemmMath::F32, 1e-4),
+        (GemmMath::Tf32, 2e-2),
+        (GemmMath::F16, 2e-2),
+    ] {
         let mut gpu = GpuBatchedReservoir::new_shared(&config, batch, math, &device)
             .expect("batched reservoir");
         let got = gpu.run(&views).expect("batched run");
@@ -45,4 +73,46 @@ fn batched_states_match_the_cpu_per_sequence() {
     let mut gpu = GpuBatchedReservoir::new_shared(&config, batch, GemmMath::F32, &device)
         .expect("batched reservoir");
     assert!(gpu.run(&views[..3]).is_err(), "wrong batch size");
+}
+
+#[test]
+fn f16_states_match_a_cpu_step_with_f16_operands() {
+    let Some(device) = gpu() else { return };
+    let mut rng = ChaCha8Rng::seed_from_u64(fresh_seed("batched_f16"));
+    let config = ReservoirConfig {
+        size: 300,
+        input_size: 1,
+        connection_prob: 0.5,
+        spectral_radius: 0.9,
+        bias_scaling: 0.3,
+        leak_rate: 0.6,
+        seed: rng.random(),
+        ..Default::default()
+    };
+    let (weights, _) = ReservoirWeights::generate(&config).expect("weights");
+    let batch = 5;
+    let sequences: Vec<Array2<f64>> = (0..batch)
+        .map(|_| Array2::from_shape_fn((500, 1), |_| rng.random_range(-1.0..1.0)))
+        .collect();
+    let views: Vec<_> = sequences.iter().map(|s| s.view()).collect();
+    let mut gpu =
+        GpuBatchedReservoir::from_weights(&config, &weights, batch, GemmMath::F16, &device)
+            .expect("batched reservoir");
+    let got = gpu.run(&views).expect("batched run");
+    let mut worst: f64 = 0.0;
+    for (seq, states) in sequences.iter().zip(&got) {
+        worst = worst.max(relative_error(states, &f16_reference(&config, &weights, seq.view())).0);
+    }
+    eprintln!("F16 against the f16 CPU step: worst relative error {worst:.2e}");
+    assert!(worst < 1e-4, "{worst:.2e}");
+
+    let linear = ReservoirConfig {
+        activation: Activation::Identity,
+        ..config
+    };
+    let refused = GpuBatchedReservoir::new_shared(&linear, batch, GemmMath::F16, &device);
+    assert!(
+        refused.is_err(),
+        "F16 with a linear reservoir must be refused"
+    );
 }
