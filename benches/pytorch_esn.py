@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """PyTorch side of the GPU comparison: the leaky ESN step x <- (1-a) x + a tanh(W x + u_t) with a
 dense f32 W, as an eager loop and as CUDA-graph replays of 100 steps (input projection
-precomputed), single sequence and batched. µs/step from CUDA events after warm-up, median of 5.
+precomputed), single sequence and batched (also batched all in f16, PyTorch's usual half
+precision). µs/step from CUDA events after warm-up, median of 5.
 
 Run on the GPU machine next to `.gpu/bin/gpu_bench` (same process group, same GPU):
     python3 benches/pytorch_esn.py
@@ -25,12 +26,12 @@ def timed(fn, steps, repeats=5):
     return statistics.median(samples)
 
 
-def case(n, batch, steps, leak=0.3):
+def case(n, batch, steps, dtype=torch.float32, leak=0.3):
     g = torch.Generator(device="cuda").manual_seed(0)
-    w = torch.randn(n, n, device="cuda", generator=g) * (0.9 / n ** 0.5)
+    w = (torch.randn(n, n, device="cuda", generator=g) * (0.9 / n ** 0.5)).to(dtype)
     shape = (steps, n) if batch is None else (steps, n, batch)
-    drive = torch.rand(shape, device="cuda", generator=g) - 0.5
-    x = torch.zeros(n if batch is None else (n, batch), device="cuda")
+    drive = (torch.rand(shape, device="cuda", generator=g) - 0.5).to(dtype)
+    x = torch.zeros(n if batch is None else (n, batch), device="cuda", dtype=dtype)
 
     def eager():
         nonlocal x
@@ -66,9 +67,13 @@ def main():
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name(0)}")
     print("| case | PyTorch eager µs/step | PyTorch CUDA graph µs/step |")
     print("|---|---|---|")
-    for n, batch, steps in [(1000, None, 2000), (4096, None, 1000), (8192, None, 500), (1000, 512, 1000)]:
-        eager, graph = case(n, batch, steps)
+    cases = [(1000, None, 2000, torch.float32), (4096, None, 1000, torch.float32),
+             (8192, None, 500, torch.float32), (1000, 512, 1000, torch.float32),
+             (1000, 512, 1000, torch.float16)]
+    for n, batch, steps, dtype in cases:
+        eager, graph = case(n, batch, steps, dtype)
         label = f"N={n} dense" + ("" if batch is None else f", B={batch}")
+        label += ", f16 (W, states, drive)" if dtype == torch.float16 else ""
         print(f"| {label} | {eager:.2f} | {graph:.2f} |")
 
 

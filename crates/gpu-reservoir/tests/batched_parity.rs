@@ -99,12 +99,25 @@ fn f16_states_match_a_cpu_step_with_f16_operands() {
         GpuBatchedReservoir::from_weights(&config, &weights, batch, GemmMath::F16, &device)
             .expect("batched reservoir");
     let got = gpu.run(&views).expect("batched run");
-    let mut worst: f64 = 0.0;
+    // Rounding to f16 amplifies differences: a state 1e-7 away from the CPU's (f32 sums in
+    // another order) can round to the neighbouring f16, and such flips add up to ~1e-4 over
+    // hundreds of steps. Over the first 20 steps no flip was seen (CPU experiment: states
+    // perturbed by 1e-7 rounded identically), while the f16 rounding itself is already 3e-4
+    // of the f32 states: there the f16 step must match closely.
+    let (mut early, mut whole): (f64, f64) = (0.0, 0.0);
     for (seq, states) in sequences.iter().zip(&got) {
-        worst = worst.max(relative_error(states, &f16_reference(&config, &weights, seq.view())).0);
+        let expected = f16_reference(&config, &weights, seq.view());
+        let first = ndarray::s![..20, ..];
+        let (a, b) = (
+            states.slice(first).to_owned(),
+            expected.slice(first).to_owned(),
+        );
+        early = early.max(relative_error(&a, &b).0);
+        whole = whole.max(relative_error(states, &expected).0);
     }
-    eprintln!("F16 against the f16 CPU step: worst relative error {worst:.2e}");
-    assert!(worst < 1e-4, "{worst:.2e}");
+    eprintln!("F16 against the f16 CPU step: first 20 steps {early:.2e}, all 500 {whole:.2e}");
+    assert!(early < 2e-5, "first 20 steps: {early:.2e}");
+    assert!(whole < 1e-3, "all steps: {whole:.2e}");
 
     let linear = ReservoirConfig {
         activation: Activation::Identity,
