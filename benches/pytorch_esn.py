@@ -2,7 +2,9 @@
 """PyTorch side of the GPU comparison: the leaky ESN step x <- (1-a) x + a tanh(W x + u_t) with a
 dense f32 W, as an eager loop and as CUDA-graph replays of 100 steps (input projection
 precomputed), single sequence and batched (also batched all in f16, PyTorch's usual half
-precision). µs/step from CUDA events after warm-up, median of 5.
+precision), and the product W·x alone per step (torch.mm in a CUDA graph: the floor of any loop
+that calls the library's GEMM once per step). µs/step from CUDA events after warm-up, median
+of 5.
 
 Run on the GPU machine next to `.gpu/bin/gpu_bench` (same process group, same GPU):
     python3 benches/pytorch_esn.py
@@ -60,21 +62,38 @@ def case(n, batch, steps, dtype=torch.float32, leak=0.3):
         for _ in range(steps // chunk):
             graph.replay()
 
-    return timed(eager, steps), timed(replay, steps // chunk * chunk)
+    # The product alone (W·x into a preallocated output), as a CUDA graph of `chunk` products:
+    # the floor of any loop that calls the library's GEMM (GEMV) once per step.
+    product = torch.empty_like(static_x)
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            torch.mm(w, static_x.reshape(n, -1), out=product.reshape(n, -1))
+    torch.cuda.current_stream().wait_stream(s)
+    product_graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(product_graph):
+        for _ in range(chunk):
+            torch.mm(w, static_x.reshape(n, -1), out=product.reshape(n, -1))
+
+    def replay_product():
+        for _ in range(steps // chunk):
+            product_graph.replay()
+
+    return (timed(eager, steps), timed(replay, steps // chunk * chunk),
+            timed(replay_product, steps // chunk * chunk))
 
 
 def main():
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name(0)}")
-    print("| case | PyTorch eager µs/step | PyTorch CUDA graph µs/step |")
-    print("|---|---|---|")
+    print("| case | PyTorch eager µs/step | PyTorch CUDA graph µs/step | W·x alone (torch.mm, CUDA graph) µs/step |")
+    print("|---|---|---|---|")
     cases = [(1000, None, 2000, torch.float32), (4096, None, 1000, torch.float32),
              (8192, None, 500, torch.float32), (1000, 512, 1000, torch.float32),
              (1000, 512, 1000, torch.float16)]
     for n, batch, steps, dtype in cases:
-        eager, graph = case(n, batch, steps, dtype)
+        eager, graph, product = case(n, batch, steps, dtype)
         label = f"N={n} dense" + ("" if batch is None else f", B={batch}")
         label += ", f16 (W, states, drive)" if dtype == torch.float16 else ""
-        print(f"| {label} | {eager:.2f} | {graph:.2f} |")
+        print(f"| {label} | {eager:.2f} | {graph:.2f} | {product:.2f} |")
 
 
 if __name__ == "__main__":
