@@ -37,6 +37,19 @@ fn fits(len: usize, needed: usize, context: &'static str) -> Result<()> {
     Ok(())
 }
 
+/// The cuBLAS dimensions of `out = A·X` (A m × k, X k × n) once the lengths of A, X and out
+/// are checked to hold them.
+fn product_dims(
+    [a, x, out]: [usize; 3],
+    (m, k, n): (usize, usize, usize),
+    context: &'static str,
+) -> Result<(i32, i32, i32)> {
+    fits(a, m * k, context)?;
+    fits(x, k * n, context)?;
+    fits(out, m * n, context)?;
+    Ok((dim(m, context)?, dim(k, context)?, dim(n, context)?))
+}
+
 /// `out = A·X` in f32, one SGEMM: A is m × k stored row-major (a dense W or W_in), X is k × n
 /// and `out` m × n, both column-major (a batch of column vectors: states, or inputs stored
 /// row-major per step). Row-major A is column-major Aᵀ, so cuBLAS computes op(A)·X with
@@ -49,10 +62,7 @@ pub(crate) fn product_row_major(
     (m, k, n): (usize, usize, usize),
     context: &'static str,
 ) -> Result<()> {
-    fits(a.len(), m * k, context)?;
-    fits(x.len(), k * n, context)?;
-    fits(out.len(), m * n, context)?;
-    let (m, k, n) = (dim(m, context)?, dim(k, context)?, dim(n, context)?);
+    let (m, k, n) = product_dims([a.len(), x.len(), out.len()], (m, k, n), context)?;
     let cfg = GemmConfig {
         transa: cublasOperation_t::CUBLAS_OP_T,
         transb: cublasOperation_t::CUBLAS_OP_N,
@@ -82,10 +92,7 @@ pub(crate) fn product_row_major_f16(
     (m, k, n): (usize, usize, usize),
     context: &'static str,
 ) -> Result<()> {
-    fits(a.len(), m * k, context)?;
-    fits(x.len(), k * n, context)?;
-    fits(out.len(), m * n, context)?;
-    let (m, k, n) = (dim(m, context)?, dim(k, context)?, dim(n, context)?);
+    let (m, k, n) = product_dims([a.len(), x.len(), out.len()], (m, k, n), context)?;
     let (alpha, beta) = (1.0f32, 0.0f32);
     let (a_ptr, _a_sync) = a.device_ptr(stream);
     let (x_ptr, _x_sync) = x.device_ptr(stream);
