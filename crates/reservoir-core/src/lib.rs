@@ -59,4 +59,4 @@ pub use experiment::{ExperimentConfig, RunHooks, RunOutcome, TaskConfig, Trained
 pub use persist::{Model, SpikeModel};
 pub use reservoir::Reservoir;
 pub use sparse::CsrMatrix;
-pub use weights::ReservoirWeights;
+pub use weights::{HalfFormat, ReservoirWeights};

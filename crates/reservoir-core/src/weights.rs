@@ -148,7 +148,55 @@ impl WeightDraws {
     }
 }
 
+/// A 16-bit floating-point format W's values can be rounded to
+/// ([`ReservoirWeights::with_recurrent_rounded`]). The GPU streams a large dense W whose values
+/// are all exact in one of these formats at half the bytes of `f32`, with the same results
+/// as the CPU on the same (rounded) weights.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HalfFormat {
+    /// IEEE binary16: an 11-bit significand (relative rounding error ≤ 2⁻¹¹), |v| ≤ 65504.
+    F16,
+    /// bfloat16: an 8-bit significand (relative rounding error ≤ 2⁻⁸), `f32`'s range.
+    Bf16,
+}
+
+impl HalfFormat {
+    /// `v` rounded to the nearest value of the format (ties to even); `None` when that is not
+    /// finite (beyond the format's range, or `v` itself not finite).
+    pub fn round(self, v: f64) -> Option<f64> {
+        let rounded = match self {
+            HalfFormat::F16 => half::f16::from_f64(v).to_f64(),
+            HalfFormat::Bf16 => half::bf16::from_f64(v).to_f64(),
+        };
+        rounded.is_finite().then_some(rounded)
+    }
+
+    /// Whether `v` is exactly a value of the format.
+    pub fn holds(self, v: f64) -> bool {
+        self.round(v) == Some(v)
+    }
+}
+
 impl ReservoirWeights {
+    /// These weights with every value of W rounded to `format` (W_in and b unchanged): the
+    /// weights of a reservoir that stores W in 16 bits. Rounding moves the spectral radius by
+    /// about the format's relative error (measured: `tests/weights_half.rs`).
+    ///
+    /// # Errors
+    /// A value of W beyond the format's range (f16: |v| > 65504).
+    pub fn with_recurrent_rounded(&self, format: HalfFormat) -> Result<Self> {
+        let recurrent = self.recurrent.try_map_values(|v| {
+            format.round(v).ok_or_else(|| {
+                ReservoirError::invalid(
+                    "recurrent weights",
+                    format!("{v} is beyond the range of {format:?}"),
+                )
+            })
+        })?;
+        Self::from_parts(recurrent, self.input.clone(), self.bias.clone())
+    }
+
     /// Draws W, W_in and b for `config` and scales W to `config.spectral_radius`.
     ///
     /// W has exactly `round(connection_prob·N)` (≥ 1) non-zeros per row at uniformly chosen

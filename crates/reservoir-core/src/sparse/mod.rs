@@ -134,6 +134,25 @@ impl<T: Real> CsrMatrix<T> {
         }
     }
 
+    /// The same matrix with every value `v` replaced by `f(v)`, or the first error `f` gives.
+    pub fn try_map_values<E>(
+        &self,
+        f: impl FnMut(T) -> std::result::Result<T, E>,
+    ) -> std::result::Result<Self, E> {
+        Ok(CsrMatrix {
+            nrows: self.nrows,
+            ncols: self.ncols,
+            row_ptr: self.row_ptr.clone(),
+            col_idx: self.col_idx.clone(),
+            values: self
+                .values
+                .iter()
+                .copied()
+                .map(f)
+                .collect::<std::result::Result<_, E>>()?,
+        })
+    }
+
     /// The same matrix with every value rounded to `U`.
     pub fn cast<U: Real>(&self) -> CsrMatrix<U> {
         CsrMatrix {
