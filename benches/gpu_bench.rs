@@ -17,7 +17,7 @@ use gpu_reservoir::{
     Result,
 };
 use ndarray::Array2;
-use reservoir_core::{EchoStateNetwork, Reservoir, ReservoirConfig, ReservoirWeights};
+use reservoir_core::{EchoStateNetwork, HalfFormat, Reservoir, ReservoirConfig, ReservoirWeights};
 
 struct Row {
     case: String,
@@ -97,20 +97,23 @@ fn main() -> Result<()> {
                 w_bytes: nnz * 4.0,
             });
         }
-        let (persistent, weights) = buffers.time_persistent(5)?;
-        let (label, w_bytes) = match weights {
-            PersistentWeights::CsrOnChip => ("persistent, CSR W in smem", nnz * 8.0),
-            PersistentWeights::DenseStreamed => {
-                ("persistent, dense W streamed (float4)", nnz * 4.0)
+        let (timing, where_w) = buffers.time_persistent(5)?;
+        rows.push(persistent_row(case.clone(), timing, where_w, nnz));
+        // A large dense W rounded to 16 bits streams at half the bytes (same results as
+        // the CPU on the rounded weights).
+        if dense && n >= 4096 {
+            for format in [HalfFormat::Bf16, HalfFormat::F16] {
+                let rounded = weights.with_recurrent_rounded(format)?;
+                let mut half = BenchBuffers::new(&device, &rounded, steps, false)?;
+                let (timing, where_w) = half.time_persistent(5)?;
+                rows.push(persistent_row(
+                    format!("{case}, {format:?} W"),
+                    timing,
+                    where_w,
+                    nnz,
+                ));
             }
-            PersistentWeights::CsrStreamed => ("persistent, CSR W from L2/HBM", nnz * 8.0),
-        };
-        rows.push(Row {
-            case: case.clone(),
-            path: label,
-            timing: persistent,
-            w_bytes,
-        });
+        }
         if dense {
             rows.push(Row {
                 case: case.clone(),
@@ -207,6 +210,27 @@ fn main() -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// The row of a persistent-kernel timing: its path and the bytes of W it reads per step.
+fn persistent_row(case: String, timing: StepTiming, where_w: PersistentWeights, nnz: f64) -> Row {
+    let (path, w_bytes) = match where_w {
+        PersistentWeights::CsrOnChip => ("persistent, CSR W in smem", nnz * 8.0),
+        PersistentWeights::DenseStreamed => {
+            ("persistent, dense W streamed (16-byte loads)", nnz * 4.0)
+        }
+        PersistentWeights::DenseStreamedHalf(_) => (
+            "persistent, dense 16-bit W streamed (16-byte loads)",
+            nnz * 2.0,
+        ),
+        PersistentWeights::CsrStreamed => ("persistent, CSR W from L2/HBM", nnz * 8.0),
+    };
+    Row {
+        case,
+        path,
+        timing,
+        w_bytes,
+    }
 }
 
 /// The single-sequence table: µs/step, GB/s of W and the bandwidth floor per path.

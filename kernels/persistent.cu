@@ -108,47 +108,95 @@ extern "C" __global__ void __launch_bounds__(1024, 1) esn_persistent_csr(const i
     }
 }
 
-// The same run for a dense row-major W (n x n, n a multiple of 4) read from global memory
-// every step with float4 loads: for W larger than the chips' shared memory. The step is bound
-// by HBM bandwidth, so each lane keeps eight independent 16-byte loads in flight (a block of
-// 1024 threads has 128 KB of W in flight per SM).
-extern "C" __global__ void __launch_bounds__(1024, 1)
-esn_persistent_dense(const float* __restrict__ w, const float* __restrict__ drive,
-                     const float* __restrict__ x0, float* __restrict__ states, int n,
-                     int steps, float leak, int activation, unsigned long long* barrier) {
+// Weights of a dense W as the streaming kernel reads them: 16 bytes hold COUNT values, which
+// decode() widens to f32 (exactly: every f16 and bf16 value is an f32 value).
+struct WeightsF32 {
+    static constexpr int COUNT = 4;
+    __device__ static void decode(uint4 raw, float* w) {
+        w[0] = __uint_as_float(raw.x);
+        w[1] = __uint_as_float(raw.y);
+        w[2] = __uint_as_float(raw.z);
+        w[3] = __uint_as_float(raw.w);
+    }
+};
+
+__device__ __forceinline__ float half_to_float(unsigned short h) {
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+    return f;
+}
+
+struct WeightsF16 {
+    static constexpr int COUNT = 8;
+    __device__ static void decode(uint4 raw, float* w) {
+        const unsigned int words[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+            w[2 * k] = half_to_float((unsigned short)(words[k] & 0xffffu));
+            w[2 * k + 1] = half_to_float((unsigned short)(words[k] >> 16));
+        }
+    }
+};
+
+// bfloat16 is the upper half of an f32.
+struct WeightsBf16 {
+    static constexpr int COUNT = 8;
+    __device__ static void decode(uint4 raw, float* w) {
+        const unsigned int words[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+            w[2 * k] = __uint_as_float(words[k] << 16);
+            w[2 * k + 1] = __uint_as_float(words[k] & 0xffff0000u);
+        }
+    }
+};
+
+// The same run for a dense row-major W (n x n, n a multiple of Format::COUNT) read from
+// global memory every step with 16-byte loads: for W larger than the chips' shared memory.
+// The step is bound by HBM bandwidth, so each lane keeps eight independent 16-byte loads in
+// flight (a block of 1024 threads has 128 KB of W in flight per SM); W in 16-bit formats
+// (f16, bf16) halves the bytes per step. Lane l multiplies the 16-byte groups l, l + 32, ...
+// of its row, each in order, then the butterfly of warp_sum.
+template <typename Format>
+__device__ void persistent_dense(const uint4* __restrict__ w, const float* __restrict__ drive,
+                                 const float* __restrict__ x0, float* __restrict__ states, int n,
+                                 int steps, float leak, int activation,
+                                 unsigned long long* barrier) {
     extern __shared__ float xs[];
+    constexpr int COUNT = Format::COUNT;
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, warps = blockDim.x >> 5;
     int global_warp = blockIdx.x * warps + warp, total_warps = gridDim.x * warps;
     const float4* xs4 = (const float4*)xs;
-    const int n4 = n / 4;
+    const int groups = n / COUNT;  // 16-byte groups per row
     for (int t = 0; t < steps; ++t) {
         const float* x = t == 0 ? x0 : states + (long long)(t - 1) * n;
         copy_x(xs, x, n);
         __syncthreads();
         for (int r = global_warp; r < n; r += total_warps) {
-            const float4* row = (const float4*)(w + (long long)r * n);
+            const uint4* row = w + (long long)r * groups;
             float acc = 0.0f;
             int q = lane;
-            for (; q + 32 * 7 < n4; q += 32 * 8) {
-                float4 a[8];
-#pragma unroll
-                for (int u = 0; u < 8; ++u) a[u] = __ldg(row + q + 32 * u);
+            for (; q < groups; q += 32 * 8) {
+                uint4 raw[8];
 #pragma unroll
                 for (int u = 0; u < 8; ++u) {
-                    float4 b = xs4[q + 32 * u];
-                    acc = acc + a[u].x * b.x;
-                    acc = acc + a[u].y * b.y;
-                    acc = acc + a[u].z * b.z;
-                    acc = acc + a[u].w * b.w;
+                    if (q + 32 * u < groups) raw[u] = __ldg(row + q + 32 * u);
                 }
-            }
-            for (; q < n4; q += 32) {
-                float4 a = __ldg(row + q);
-                float4 b = xs4[q];
-                acc = acc + a.x * b.x;
-                acc = acc + a.y * b.y;
-                acc = acc + a.z * b.z;
-                acc = acc + a.w * b.w;
+#pragma unroll
+                for (int u = 0; u < 8; ++u) {
+                    if (q + 32 * u < groups) {
+                        float wv[COUNT];
+                        Format::decode(raw[u], wv);
+#pragma unroll
+                        for (int v = 0; v < COUNT / 4; ++v) {
+                            float4 b = xs4[(q + 32 * u) * (COUNT / 4) + v];
+                            acc = acc + wv[4 * v] * b.x;
+                            acc = acc + wv[4 * v + 1] * b.y;
+                            acc = acc + wv[4 * v + 2] * b.z;
+                            acc = acc + wv[4 * v + 3] * b.w;
+                        }
+                    }
+                }
             }
             acc = warp_sum(acc);
             if (lane == 0) {
@@ -158,6 +206,29 @@ esn_persistent_dense(const float* __restrict__ w, const float* __restrict__ driv
         }
         grid_barrier(barrier, (unsigned long long)(t + 1) * gridDim.x);
     }
+}
+
+// The dense run with W in f32, f16 and bf16 (barrier: one zeroed 64-bit counter; dynamic
+// shared memory: n floats for x).
+extern "C" __global__ void __launch_bounds__(1024, 1)
+esn_persistent_dense(const uint4* __restrict__ w, const float* __restrict__ drive,
+                     const float* __restrict__ x0, float* __restrict__ states, int n,
+                     int steps, float leak, int activation, unsigned long long* barrier) {
+    persistent_dense<WeightsF32>(w, drive, x0, states, n, steps, leak, activation, barrier);
+}
+
+extern "C" __global__ void __launch_bounds__(1024, 1)
+esn_persistent_dense_f16(const uint4* __restrict__ w, const float* __restrict__ drive,
+                         const float* __restrict__ x0, float* __restrict__ states, int n,
+                         int steps, float leak, int activation, unsigned long long* barrier) {
+    persistent_dense<WeightsF16>(w, drive, x0, states, n, steps, leak, activation, barrier);
+}
+
+extern "C" __global__ void __launch_bounds__(1024, 1)
+esn_persistent_dense_bf16(const uint4* __restrict__ w, const float* __restrict__ drive,
+                          const float* __restrict__ x0, float* __restrict__ states, int n,
+                          int steps, float leak, int activation, unsigned long long* barrier) {
+    persistent_dense<WeightsBf16>(w, drive, x0, states, n, steps, leak, activation, barrier);
 }
 
 // One step, one launch: x_next = (1 - a) x + a f(W x + drive_t), a warp per row (CSR).

@@ -91,6 +91,10 @@ pub mod persistent {
     pub const CSR: &str = "esn_persistent_csr";
     /// Cooperative multi-step run over a dense W streamed from global memory.
     pub const DENSE: &str = "esn_persistent_dense";
+    /// The same with W in f16.
+    pub const DENSE_F16: &str = "esn_persistent_dense_f16";
+    /// The same with W in bf16.
+    pub const DENSE_BF16: &str = "esn_persistent_dense_bf16";
     /// A whole run in one thread-block cluster with W on chip (sm_90+, N ≤ 1024).
     pub const CLUSTER: &str = "esn_cluster";
     /// One launch per step (CSR, a warp per row): baseline and fallback.

@@ -4,7 +4,7 @@ use cudarc::driver::sys::CUdevice_attribute;
 use cudarc::driver::{CudaFunction, CudaSlice, CudaView, LaunchConfig, PushKernelArg};
 
 use reservoir_core::esn::DENSE_DENSITY;
-use reservoir_core::CsrMatrix;
+use reservoir_core::{CsrMatrix, HalfFormat};
 
 use crate::device::GpuDevice;
 use crate::error::{DriverContext, Result};
@@ -38,6 +38,10 @@ pub enum PersistentWeights {
     /// A dense W (density ≥ `reservoir_core::esn::DENSE_DENSITY`, N % 4 == 0) too large for
     /// the chips, streamed from HBM with 16-byte loads (`esn_persistent_dense`).
     DenseStreamed,
+    /// The same for a W whose values are all exact in a 16-bit format (weights made with
+    /// `ReservoirWeights::with_recurrent_rounded`, N % 8 == 0), streamed in that format: half
+    /// the bytes per step, the same results.
+    DenseStreamedHalf(HalfFormat),
     /// The CSR W read from L2 / HBM (`esn_persistent_csr` without caching).
     CsrStreamed,
 }
@@ -47,12 +51,27 @@ pub enum PersistentWeights {
 pub(crate) struct PersistentPlan {
     function: CudaFunction,
     weights: PersistentWeights,
-    /// The dense copy of W for [`PersistentWeights::DenseStreamed`].
-    dense: Option<CudaSlice<f32>>,
+    /// The dense copy of W for the streamed paths.
+    dense: Option<DenseW>,
     blocks: u32,
     rows_per_block: i32,
     shared_bytes: u32,
     barrier: CudaSlice<u64>,
+}
+
+/// A dense W on the device, in f32 or as 16-bit patterns.
+#[derive(Debug)]
+enum DenseW {
+    F32(CudaSlice<f32>),
+    Half(CudaSlice<u16>),
+}
+
+/// The 16-bit format that holds every value of W exactly, if any (bf16 first: it decodes with
+/// a shift), when N suits the 16-bit kernel (N % 8 == 0).
+fn exact_half_format(w: &CsrMatrix<f64>) -> Option<HalfFormat> {
+    [HalfFormat::Bf16, HalfFormat::F16]
+        .into_iter()
+        .find(|f| w.nrows().is_multiple_of(8) && w.values().iter().all(|&v| f.holds(v)))
 }
 
 /// The per-launch arguments of a persistent run.
@@ -107,13 +126,22 @@ impl PersistentPlan {
         let (weights, shared) = if cached <= max_shared {
             (PersistentWeights::CsrOnChip, cached)
         } else if density >= DENSE_DENSITY && n.is_multiple_of(4) {
-            (PersistentWeights::DenseStreamed, x_bytes)
+            match exact_half_format(w) {
+                Some(format) => (PersistentWeights::DenseStreamedHalf(format), x_bytes),
+                None => (PersistentWeights::DenseStreamed, x_bytes),
+            }
         } else {
             (PersistentWeights::CsrStreamed, csr_bytes)
         };
         let name = match weights {
             PersistentWeights::DenseStreamed => kernels::persistent::DENSE,
-            _ => kernels::persistent::CSR,
+            PersistentWeights::DenseStreamedHalf(HalfFormat::F16) => kernels::persistent::DENSE_F16,
+            PersistentWeights::DenseStreamedHalf(HalfFormat::Bf16) => {
+                kernels::persistent::DENSE_BF16
+            }
+            PersistentWeights::CsrOnChip | PersistentWeights::CsrStreamed => {
+                kernels::persistent::CSR
+            }
         };
         let function = device.nvrtc_function(&kernels::PERSISTENT, name)?;
         if shared > device.allow_shared_memory(&function)? {
@@ -127,10 +155,25 @@ impl PersistentPlan {
         }
         let stream = device.stream();
         let dense = match weights {
-            PersistentWeights::DenseStreamed => {
-                Some(device.upload_f32(&w.to_dense(), "uploading the dense W")?)
+            PersistentWeights::DenseStreamed => Some(DenseW::F32(
+                device.upload_f32(&w.to_dense(), "uploading the dense W")?,
+            )),
+            PersistentWeights::DenseStreamedHalf(format) => {
+                let bits: Vec<u16> = w
+                    .to_dense()
+                    .iter()
+                    .map(|&v| match format {
+                        HalfFormat::F16 => half::f16::from_f64(v).to_bits(),
+                        HalfFormat::Bf16 => half::bf16::from_f64(v).to_bits(),
+                    })
+                    .collect();
+                Some(DenseW::Half(
+                    stream
+                        .clone_htod(&bits)
+                        .context("uploading the dense 16-bit W")?,
+                ))
             }
-            _ => None,
+            PersistentWeights::CsrOnChip | PersistentWeights::CsrStreamed => None,
         };
         Ok(Some(Self {
             function,
@@ -165,7 +208,8 @@ impl PersistentPlan {
         let mut launch = stream.launch_builder(&self.function);
         let cache_w = i32::from(self.weights == PersistentWeights::CsrOnChip);
         match &self.dense {
-            Some(dense) => launch.arg(dense),
+            Some(DenseW::F32(dense)) => launch.arg(dense),
+            Some(DenseW::Half(dense)) => launch.arg(dense),
             None => launch.arg(run.row_ptr).arg(run.col_idx).arg(run.values),
         };
         launch
@@ -185,8 +229,9 @@ impl PersistentPlan {
             block_dim: (PERSISTENT_THREADS, 1, 1),
             shared_mem_bytes: self.shared_bytes,
         };
-        // SAFETY: the arguments follow esn_persistent_dense's signature when the plan holds the
-        // dense W (n×n, n % 4 == 0) and esn_persistent_csr's otherwise (row_ptr has n+1
+        // SAFETY: the arguments follow esn_persistent_dense's signature (and its f16 and bf16
+        // twins') when the plan holds the dense W (n×n f32 with n % 4 == 0, or n×n 16-bit
+        // values with n % 8 == 0: whole 16-byte groups per row) and esn_persistent_csr's otherwise (row_ptr has n+1
         // entries ending at len(col_idx) = len(values), columns < n); drive and states hold
         // steps·n values, x0 n; blocks·rows_per_block >= n; the shared memory holds x (n
         // floats), for the CSR kernel rows_per_block + 1 row offsets and, when cached, the
@@ -195,5 +240,38 @@ impl PersistentPlan {
         // needs.
         unsafe { launch.launch_cooperative(config) }.context("launching the persistent kernel")?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::Array2;
+
+    fn matrix(n: usize, value: impl Fn(usize, usize) -> f64) -> CsrMatrix<f64> {
+        CsrMatrix::from_dense(&Array2::from_shape_fn((n, n), |(i, j)| value(i, j))).expect("csr")
+    }
+
+    #[test]
+    fn a_w_streams_in_the_16_bit_format_that_holds_every_value() {
+        // Multiples of 1/64 below 4 are exact in bf16 (and in f16).
+        let coarse = |i: usize, j: usize| ((i * 7 + j) % 200) as f64 / 64.0 - 1.5;
+        assert_eq!(
+            exact_half_format(&matrix(8, coarse)),
+            Some(HalfFormat::Bf16)
+        );
+        // f16 values that need more than bf16's 8 significant bits.
+        let fine = |i: usize, j: usize| {
+            HalfFormat::F16
+                .round(0.1 + (i * 8 + j) as f64 * 1e-3)
+                .expect("in range")
+        };
+        assert_eq!(exact_half_format(&matrix(16, fine)), Some(HalfFormat::F16));
+        // Unrounded values, or N not a multiple of 8: f32.
+        assert_eq!(
+            exact_half_format(&matrix(8, |i, j| 0.1 + (i * 8 + j) as f64 * 1e-3)),
+            None
+        );
+        assert_eq!(exact_half_format(&matrix(12, coarse)), None);
     }
 }

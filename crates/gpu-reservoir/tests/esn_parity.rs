@@ -10,7 +10,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use reservoir_core::spikes::{Spike, SpikePattern};
 use reservoir_core::{
-    Activation, CsrMatrix, EchoStateNetwork, Reservoir, ReservoirConfig, ReservoirWeights,
+    Activation, CsrMatrix, EchoStateNetwork, HalfFormat, Reservoir, ReservoirConfig,
+    ReservoirWeights,
 };
 
 fn random_inputs(rng: &mut ChaCha8Rng, steps: usize, k: usize) -> Array2<f64> {
@@ -293,5 +294,36 @@ fn cluster_persistent_and_per_step_paths_agree_with_the_cpu() {
             );
             assert!(relative < 1e-4, "N {size} {path:?}: {relative:.2e}");
         }
+    }
+}
+
+#[test]
+fn a_dense_w_rounded_to_16_bits_streams_in_16_bits_with_the_cpu_results() {
+    let Some(device) = gpu() else { return };
+    let mut rng = ChaCha8Rng::seed_from_u64(fresh_seed("half_w"));
+    let config = ReservoirConfig {
+        size: 4096,
+        connection_prob: 1.0,
+        spectral_radius: 0.9,
+        seed: rng.random(),
+        ..Default::default()
+    };
+    let (weights, _) = ReservoirWeights::generate(&config).expect("weights");
+    let inputs = random_inputs(&mut rng, 200, 1);
+    for format in [HalfFormat::Bf16, HalfFormat::F16] {
+        let rounded = weights.with_recurrent_rounded(format).expect("rounded W");
+        let expected = EchoStateNetwork::<f32>::from_weights(&config, rounded.clone())
+            .expect("cpu")
+            .run(inputs.view())
+            .expect("cpu run");
+        let mut gpu = GpuReservoirComputer::from_weights(&config, rounded, &device).expect("gpu");
+        assert_eq!(
+            gpu.persistent_weights(),
+            Some(PersistentWeights::DenseStreamedHalf(format))
+        );
+        let got = gpu.run(inputs.view()).expect("gpu run");
+        let (relative, _) = relative_error(&got, &expected);
+        eprintln!("N 4096 dense, {format:?} W streamed in 16 bits: relative {relative:.2e}");
+        assert!(relative < 1e-4, "{format:?}: {relative:.2e}");
     }
 }
