@@ -151,6 +151,22 @@ struct WeightsBf16 {
     }
 };
 
+// acc + the 16-byte group `raw` of a row times the matching values of x, in order.
+template <typename Format>
+__device__ __forceinline__ float dot_group(float acc, uint4 raw, const float4* x) {
+    float w[Format::COUNT];
+    Format::decode(raw, w);
+#pragma unroll
+    for (int v = 0; v < Format::COUNT / 4; ++v) {
+        const float4 b = x[v];
+        acc = acc + w[4 * v] * b.x;
+        acc = acc + w[4 * v + 1] * b.y;
+        acc = acc + w[4 * v + 2] * b.z;
+        acc = acc + w[4 * v + 3] * b.w;
+    }
+    return acc;
+}
+
 // The same run for a dense row-major W (n x n, n a multiple of Format::COUNT) read from
 // global memory every step with 16-byte loads: for W larger than the chips' shared memory.
 // The step is bound by HBM bandwidth, so each lane keeps eight independent 16-byte loads in
@@ -176,28 +192,14 @@ __device__ void persistent_dense(const uint4* __restrict__ w, const float* __res
             const uint4* row = w + (long long)r * groups;
             float acc = 0.0f;
             int q = lane;
-            for (; q < groups; q += 32 * 8) {
+            for (; q + 32 * 7 < groups; q += 32 * 8) {
                 uint4 raw[8];
 #pragma unroll
-                for (int u = 0; u < 8; ++u) {
-                    if (q + 32 * u < groups) raw[u] = __ldg(row + q + 32 * u);
-                }
+                for (int u = 0; u < 8; ++u) raw[u] = __ldg(row + q + 32 * u);
 #pragma unroll
-                for (int u = 0; u < 8; ++u) {
-                    if (q + 32 * u < groups) {
-                        float wv[COUNT];
-                        Format::decode(raw[u], wv);
-#pragma unroll
-                        for (int v = 0; v < COUNT / 4; ++v) {
-                            float4 b = xs4[(q + 32 * u) * (COUNT / 4) + v];
-                            acc = acc + wv[4 * v] * b.x;
-                            acc = acc + wv[4 * v + 1] * b.y;
-                            acc = acc + wv[4 * v + 2] * b.z;
-                            acc = acc + wv[4 * v + 3] * b.w;
-                        }
-                    }
-                }
+                for (int u = 0; u < 8; ++u) acc = dot_group<Format>(acc, raw[u], xs4 + (q + 32 * u) * (COUNT / 4));
             }
+            for (; q < groups; q += 32) acc = dot_group<Format>(acc, __ldg(row + q), xs4 + q * (COUNT / 4));
             acc = warp_sum(acc);
             if (lane == 0) {
                 float pre = acc + drive[(long long)t * n + r];
