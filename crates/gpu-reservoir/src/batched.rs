@@ -4,7 +4,7 @@ use cudarc::cublas::sys::{cublasMath_t, cublasSetMathMode};
 use cudarc::cublas::CudaBlas;
 use cudarc::driver::{CudaFunction, CudaSlice, CudaView, CudaViewMut, LaunchConfig, PushKernelArg};
 use ndarray::{Array2, ArrayView2};
-use reservoir_core::{Activation, ReservoirConfig, ReservoirError, ReservoirWeights};
+use reservoir_core::{Activation, HalfFormat, ReservoirConfig, ReservoirError, ReservoirWeights};
 
 use crate::bench::median_micros_per_step;
 use crate::blas::{blas_error, product_row_major, product_row_major_f16};
@@ -74,16 +74,13 @@ struct HalfStates<'a, 'b> {
 fn weights_to_f16(w: &Array2<f64>) -> Result<Vec<u16>> {
     w.iter()
         .map(|&v| {
-            let h = half::f16::from_f64(v);
-            if h.is_finite() {
-                Ok(h.to_bits())
-            } else {
-                Err(ReservoirError::invalid(
+            HalfFormat::F16.to_bits(v).ok_or_else(|| {
+                ReservoirError::invalid(
                     "batched reservoir",
                     format!("W has a weight ({v}) beyond f16's range (±65504): use GemmMath::F32 or Tf32"),
                 )
-                .into())
-            }
+                .into()
+            })
         })
         .collect()
 }

@@ -4,7 +4,7 @@ use cudarc::driver::sys::CUdevice_attribute;
 use cudarc::driver::{CudaFunction, CudaSlice, CudaView, LaunchConfig, PushKernelArg};
 
 use reservoir_core::esn::DENSE_DENSITY;
-use reservoir_core::{CsrMatrix, HalfFormat};
+use reservoir_core::{CsrMatrix, HalfFormat, ReservoirError};
 
 use crate::device::GpuDevice;
 use crate::error::{DriverContext, Result};
@@ -160,14 +160,18 @@ impl PersistentPlan {
                 device.upload_f32(&w.to_dense(), "uploading the dense W")?,
             )),
             PersistentWeights::DenseStreamedHalf(format) => {
-                let bits: Vec<u16> = w
+                let bits = w
                     .to_dense()
                     .iter()
-                    .map(|&v| match format {
-                        HalfFormat::F16 => half::f16::from_f64(v).to_bits(),
-                        HalfFormat::Bf16 => half::bf16::from_f64(v).to_bits(),
+                    .map(|&v| {
+                        format.to_bits(v).ok_or_else(|| {
+                            ReservoirError::invalid(
+                                "recurrent weights",
+                                format!("{v} is beyond the range of {format:?}"),
+                            )
+                        })
                     })
-                    .collect();
+                    .collect::<std::result::Result<Vec<u16>, _>>()?;
                 Some(DenseW::Half(
                     stream
                         .clone_htod(&bits)

@@ -4,12 +4,13 @@ mod common;
 
 use common::{fresh_seed, gpu, relative_error};
 use gpu_reservoir::{GemmMath, GpuBatchedReservoir};
-use half::f16;
 use ndarray::{Array1, Array2, ArrayView2};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use reservoir_core::activation::tanh_f32_in_place;
-use reservoir_core::{Activation, EchoStateNetwork, Reservoir, ReservoirConfig, ReservoirWeights};
+use reservoir_core::{
+    Activation, EchoStateNetwork, HalfFormat, Reservoir, ReservoirConfig, ReservoirWeights,
+};
 
 /// The f16 batched step on the CPU as the GPU computes it: W and every step's state rounded
 /// to f16 before the product (f16 products are exact, so the sum in f64 rounded to f32 is the
@@ -23,7 +24,7 @@ fn f16_reference(
     let w = weights
         .recurrent()
         .to_dense()
-        .mapv(|v| f16::from_f64(v).to_f64());
+        .mapv(|v| HalfFormat::F16.round(v).expect("W within f16's range"));
     let (w_in, bias) = (
         weights.input().mapv(|v| v as f32),
         weights.bias().mapv(|v| v as f32),
@@ -32,7 +33,11 @@ fn f16_reference(
     let mut x = vec![0.0f32; config.size];
     let mut states = Array2::zeros((inputs.nrows(), config.size));
     for (t, u) in inputs.rows().into_iter().enumerate() {
-        let operand = Array1::from_iter(x.iter().map(|&v| f16::from_f32(v).to_f64()));
+        let operand = Array1::from_iter(x.iter().map(|&v| {
+            HalfFormat::F16
+                .round(f64::from(v))
+                .expect("tanh states are within f16's range")
+        }));
         let mut pre: Vec<f32> = w.dot(&operand).iter().map(|&p| p as f32).collect();
         for (i, p) in pre.iter_mut().enumerate() {
             let mut drive = bias[i];

@@ -162,14 +162,30 @@ pub enum HalfFormat {
 }
 
 impl HalfFormat {
-    /// `v` rounded to the nearest value of the format (ties to even); `None` when that is not
-    /// finite (beyond the format's range, or `v` itself not finite).
-    pub fn round(self, v: f64) -> Option<f64> {
-        let rounded = match self {
-            HalfFormat::F16 => half::f16::from_f64(v).to_f64(),
-            HalfFormat::Bf16 => half::bf16::from_f64(v).to_f64(),
+    /// The bit pattern of `v` rounded to the nearest value of the format (ties to even), as a
+    /// device stores it; `None` when that is not finite (beyond the format's range, or `v`
+    /// itself not finite).
+    pub fn to_bits(self, v: f64) -> Option<u16> {
+        let (bits, finite) = match self {
+            HalfFormat::F16 => {
+                let h = half::f16::from_f64(v);
+                (h.to_bits(), h.is_finite())
+            }
+            HalfFormat::Bf16 => {
+                let h = half::bf16::from_f64(v);
+                (h.to_bits(), h.is_finite())
+            }
         };
-        rounded.is_finite().then_some(rounded)
+        finite.then_some(bits)
+    }
+
+    /// `v` rounded to the nearest value of the format (ties to even); `None` as for
+    /// [`HalfFormat::to_bits`].
+    pub fn round(self, v: f64) -> Option<f64> {
+        self.to_bits(v).map(|bits| match self {
+            HalfFormat::F16 => half::f16::from_bits(bits).to_f64(),
+            HalfFormat::Bf16 => half::bf16::from_bits(bits).to_f64(),
+        })
     }
 
     /// Whether `v` is exactly a value of the format.

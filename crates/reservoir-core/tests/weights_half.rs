@@ -21,6 +21,9 @@ fn rounding_is_to_nearest_even_within_the_range() {
     assert_eq!(HalfFormat::F16.round(70000.0), None);
     assert_eq!(HalfFormat::Bf16.round(70000.0), Some(70144.0));
     assert_eq!(HalfFormat::Bf16.round(f64::NAN), None);
+    assert_eq!(HalfFormat::F16.to_bits(0.1), Some(0x2E66));
+    assert_eq!(HalfFormat::Bf16.to_bits(-1.0), Some(0xBF80));
+    assert_eq!(HalfFormat::F16.to_bits(f64::INFINITY), None);
     assert!(HalfFormat::Bf16.holds(0.10009765625));
     assert!(!HalfFormat::Bf16.holds(0.1));
 }
