@@ -120,36 +120,33 @@ struct WeightsF32 {
     }
 };
 
-__device__ __forceinline__ float half_to_float(unsigned short h) {
+__device__ __forceinline__ float f16_to_float(unsigned short h) {
     float f;
     asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
     return f;
 }
 
-struct WeightsF16 {
+// bfloat16 is the upper half of an f32.
+__device__ __forceinline__ float bf16_to_float(unsigned short h) {
+    return __uint_as_float((unsigned int)h << 16);
+}
+
+// Eight 16-bit weights in 16 bytes, widened by `widen`.
+template <float (*widen)(unsigned short)>
+struct Weights16 {
     static constexpr int COUNT = 8;
     __device__ static void decode(uint4 raw, float* w) {
         const unsigned int words[4] = {raw.x, raw.y, raw.z, raw.w};
 #pragma unroll
         for (int k = 0; k < 4; ++k) {
-            w[2 * k] = half_to_float((unsigned short)(words[k] & 0xffffu));
-            w[2 * k + 1] = half_to_float((unsigned short)(words[k] >> 16));
+            w[2 * k] = widen((unsigned short)(words[k] & 0xffffu));
+            w[2 * k + 1] = widen((unsigned short)(words[k] >> 16));
         }
     }
 };
 
-// bfloat16 is the upper half of an f32.
-struct WeightsBf16 {
-    static constexpr int COUNT = 8;
-    __device__ static void decode(uint4 raw, float* w) {
-        const unsigned int words[4] = {raw.x, raw.y, raw.z, raw.w};
-#pragma unroll
-        for (int k = 0; k < 4; ++k) {
-            w[2 * k] = __uint_as_float(words[k] << 16);
-            w[2 * k + 1] = __uint_as_float(words[k] & 0xffff0000u);
-        }
-    }
-};
+using WeightsF16 = Weights16<f16_to_float>;
+using WeightsBf16 = Weights16<bf16_to_float>;
 
 // acc + the 16-byte group `raw` of a row times the matching values of x, in order.
 template <typename Format>

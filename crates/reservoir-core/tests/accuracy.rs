@@ -1,32 +1,12 @@
 //! Accuracy at parity with ReservoirPy on the protocols of REFERENCE.md §1–2 (fixed seeds).
 
-use reservoir_core::metrics::nrmse;
-use reservoir_core::readout::fit_ridge;
+mod common;
+
+use common::train_test_nrmse;
 use reservoir_core::tasks::mackey_glass::{mackey_glass, one_step_task, MackeyGlassOptions};
 use reservoir_core::tasks::memory::{memory_capacity, MemoryCapacityOptions};
 use reservoir_core::tasks::narma::narma10;
 use reservoir_core::{cpu_reservoir, Precision, ReadoutConfig, ReservoirConfig};
-
-/// Trains on the first `train` rows and returns the test NRMSE of the rest, continuing in time.
-fn train_test_nrmse(
-    config: &ReservoirConfig,
-    readout: &ReadoutConfig,
-    task: &reservoir_core::tasks::TaskData,
-    train: usize,
-) -> f64 {
-    let mut reservoir = cpu_reservoir(config).unwrap();
-    let (tr, te) = task.split(train).unwrap();
-    let fit = fit_ridge(
-        reservoir.as_mut(),
-        tr.inputs.view(),
-        tr.targets.view(),
-        readout,
-    )
-    .unwrap();
-    let states = reservoir.run(te.inputs.view()).unwrap();
-    let pred = fit.readout.predict(states.view()).unwrap();
-    nrmse(pred.view(), te.targets.view()).unwrap()
-}
 
 #[test]
 fn narma10_with_500_units_reaches_reservoirpy_parity() {
@@ -45,7 +25,12 @@ fn narma10_with_500_units_reaches_reservoirpy_parity() {
             ridge: 1e-6,
             washout: 100,
         };
-        let e = train_test_nrmse(&config, &readout, &task, 2000);
+        let e = train_test_nrmse(
+            cpu_reservoir(&config).unwrap().as_mut(),
+            &readout,
+            &task,
+            2000,
+        );
         println!("NARMA-10 seed {seed}: test NRMSE {e:.4}");
         worst = worst.max(e);
     }
@@ -71,7 +56,12 @@ fn mackey_glass_one_step_with_500_units_is_below_1e_4() {
             ridge: 1e-8,
             washout: 100,
         };
-        let e = train_test_nrmse(&config, &readout, &task, 5000);
+        let e = train_test_nrmse(
+            cpu_reservoir(&config).unwrap().as_mut(),
+            &readout,
+            &task,
+            5000,
+        );
         println!("Mackey-Glass one-step, {precision:?}: test NRMSE {e:.3e}");
         assert!(e <= 1e-4, "Mackey-Glass one-step NRMSE {e} ({precision:?})");
     }

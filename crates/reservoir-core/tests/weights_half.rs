@@ -1,12 +1,12 @@
 //! W rounded to 16-bit formats (`HalfFormat`): rounding, range errors, the spectral radius,
 //! and the accuracy cost on NARMA-10 and Mackey–Glass that the README quotes.
 
-use reservoir_core::metrics::nrmse;
-use reservoir_core::readout::fit_ridge;
+mod common;
+
+use common::train_test_nrmse;
 use reservoir_core::spectral::SpectralOptions;
 use reservoir_core::tasks::mackey_glass::{mackey_glass, one_step_task, MackeyGlassOptions};
 use reservoir_core::tasks::narma::narma10;
-use reservoir_core::tasks::TaskData;
 use reservoir_core::{
     cpu_reservoir_from_weights, HalfFormat, ReadoutConfig, ReservoirConfig, ReservoirWeights,
 };
@@ -80,29 +80,6 @@ fn rounded_weights_hold_their_format_and_keep_w_in_and_b() {
     assert!(weights.with_recurrent_rounded(HalfFormat::Bf16).is_ok());
 }
 
-/// Test NRMSE of a ridge readout trained on the first `train` rows of `task` (continuing in
-/// time), for the reservoir on `weights`.
-fn test_nrmse(
-    config: &ReservoirConfig,
-    weights: ReservoirWeights,
-    readout: &ReadoutConfig,
-    task: &TaskData,
-    train: usize,
-) -> f64 {
-    let mut reservoir = cpu_reservoir_from_weights(config, weights).unwrap();
-    let (tr, te) = task.split(train).unwrap();
-    let fit = fit_ridge(
-        reservoir.as_mut(),
-        tr.inputs.view(),
-        tr.targets.view(),
-        readout,
-    )
-    .unwrap();
-    let states = reservoir.run(te.inputs.view()).unwrap();
-    let pred = fit.readout.predict(states.view()).unwrap();
-    nrmse(pred.view(), te.targets.view()).unwrap()
-}
-
 /// NARMA-10 (`configs/narma10.toml`) and Mackey–Glass one-step (`configs/mackey_glass.toml` in
 /// f32, as the GPU computes) with W in f32, f16 and bf16, three weight seeds each.
 #[test]
@@ -131,11 +108,15 @@ fn accuracy_cost_of_half_precision_w_on_narma10_and_mackey_glass() {
                 ..Default::default()
             };
             let (weights, _) = ReservoirWeights::generate(&config).unwrap();
-            let full = test_nrmse(&config, weights.clone(), &readout, task, train);
+            let nrmse_on = |weights: ReservoirWeights| {
+                let mut reservoir = cpu_reservoir_from_weights(&config, weights).unwrap();
+                train_test_nrmse(reservoir.as_mut(), &readout, task, train)
+            };
+            let full = nrmse_on(weights.clone());
             let mut line = format!("{name}, seed {seed}: f32 W {full:.4e}");
             for (format, bound) in [(HalfFormat::F16, 1.02), (HalfFormat::Bf16, 1.05)] {
                 let rounded = weights.with_recurrent_rounded(format).unwrap();
-                let e = test_nrmse(&config, rounded, &readout, task, train);
+                let e = nrmse_on(rounded);
                 line += &format!(
                     ", {format:?} W {e:.4e} ({:+.1} %)",
                     100.0 * (e / full - 1.0)

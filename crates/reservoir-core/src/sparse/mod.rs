@@ -135,10 +135,10 @@ impl<T: Real> CsrMatrix<T> {
     }
 
     /// The same matrix with every value `v` replaced by `f(v)`, or the first error `f` gives.
-    pub fn try_map_values<E>(
+    pub fn try_map_values<U: Real, E>(
         &self,
-        f: impl FnMut(T) -> std::result::Result<T, E>,
-    ) -> std::result::Result<Self, E> {
+        f: impl FnMut(T) -> std::result::Result<U, E>,
+    ) -> std::result::Result<CsrMatrix<U>, E> {
         Ok(CsrMatrix {
             nrows: self.nrows,
             ncols: self.ncols,
@@ -155,17 +155,9 @@ impl<T: Real> CsrMatrix<T> {
 
     /// The same matrix with every value rounded to `U`.
     pub fn cast<U: Real>(&self) -> CsrMatrix<U> {
-        CsrMatrix {
-            nrows: self.nrows,
-            ncols: self.ncols,
-            row_ptr: self.row_ptr.clone(),
-            col_idx: self.col_idx.clone(),
-            values: self
-                .values
-                .iter()
-                .map(|v| U::from_f64(v.as_f64()))
-                .collect(),
-        }
+        let Ok(matrix) =
+            self.try_map_values(|v| Ok::<U, std::convert::Infallible>(U::from_f64(v.as_f64())));
+        matrix
     }
 
     /// The dense equivalent.

@@ -1,0 +1,21 @@
+//! Helpers shared by the accuracy tests.
+
+use reservoir_core::metrics::nrmse;
+use reservoir_core::readout::fit_ridge;
+use reservoir_core::tasks::TaskData;
+use reservoir_core::{ReadoutConfig, Reservoir};
+
+/// Trains a ridge readout on the first `train` rows of `task` and returns the test NRMSE of
+/// the rest, the reservoir continuing in time.
+pub fn train_test_nrmse(
+    reservoir: &mut (dyn Reservoir + Send),
+    readout: &ReadoutConfig,
+    task: &TaskData,
+    train: usize,
+) -> f64 {
+    let (tr, te) = task.split(train).unwrap();
+    let fit = fit_ridge(reservoir, tr.inputs.view(), tr.targets.view(), readout).unwrap();
+    let states = reservoir.run(te.inputs.view()).unwrap();
+    let pred = fit.readout.predict(states.view()).unwrap();
+    nrmse(pred.view(), te.targets.view()).unwrap()
+}
