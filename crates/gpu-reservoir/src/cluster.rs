@@ -15,8 +15,8 @@ use crate::error::{DriverContext, Result};
 use crate::kernels;
 
 /// Largest N the cluster kernel holds on chip: a block holds up to 64 rows of up to 1024
-/// columns (a third in shared memory, the rest in registers), and a cluster has at most 16
-/// blocks.
+/// columns (24 of every 64 in shared memory, the rest in registers), and a cluster has at most
+/// 16 blocks.
 pub const CLUSTER_MAX_N: usize = 1024;
 /// Threads per block (`CLUSTER_WARPS * 32` in the kernel).
 const THREADS: u32 = 512;
