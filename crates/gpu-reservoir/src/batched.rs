@@ -46,12 +46,14 @@ pub enum GemmMath {
     /// Plain f32 SGEMM (states agree with the CPU to f32 rounding).
     F32,
     /// TF32 tensor cores: f32 storage, 10-bit-mantissa products, f32 accumulation. Faster;
-    /// states drift from the f32 CPU reference by ~1e-3 relative (measured in the tests).
+    /// over 1,000 steps the states drift from the f32 CPU reference by 3e-4 relative
+    /// (`tests/batched_parity.rs`, H200).
     Tf32,
     /// f16 tensor cores: W and each step's X rounded to f16 (TF32's 10-bit mantissa, a range
-    /// of ±65504), products accumulated in f32, the states kept and updated in f32. Faster
-    /// than TF32 at the same rounding; `tanh` reservoirs only (their states stay in (−1, 1)),
-    /// and every weight of W must be within f16's range.
+    /// of ±65504), products accumulated in f32, the states kept and updated in f32. The
+    /// fastest (N = 1000, B = 512: 8.1 µs/step in a CUDA graph against TF32's 12.9, H200) at
+    /// TF32's drift; `tanh` reservoirs only (their states stay in (−1, 1)), and every weight
+    /// of W must be within f16's range.
     F16,
 }
 
