@@ -1,4 +1,4 @@
-// Temporal pattern detection on the GPU (NVRTC, --fmad=false). The CPU reference is
+// Temporal pattern detection on the GPU. The CPU reference is
 // reservoir-core's detection::{filter_pattern, PatternDetector::scores}: the same f64
 // operations in the same order, so the scores, and hence the detections, are identical.
 

@@ -1,19 +1,7 @@
-// Spike encoding on the GPU (compiled with NVRTC at run time, --fmad=false). The CPU reference
-// is reservoir-core's encoding::rate_sequence / rate and counter_rng: the same counter-based
-// generator and the same f32 probability, so both produce identical spikes for a seed.
-
-__device__ __forceinline__ unsigned long long mix64(unsigned long long z) {
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-// counter_rng::keyed_f32: the top 24 bits of mix64(key + (counter + 1) * GAMMA) in [0, 1).
-__device__ __forceinline__ float keyed_f32(unsigned long long key, unsigned long long counter) {
-    const unsigned long long gamma = 0x9E3779B97F4A7C15ull;
-    unsigned int bits = (unsigned int)(mix64(key + (counter + 1ull) * gamma) >> 32);
-    return (float)(bits >> 8) * (1.0f / 16777216.0f);
-}
+// Spike encoding on the GPU. The CPU reference is reservoir-core's encoding::rate_sequence /
+// rate and random::counter: the same counter-based generator and the same f32 probability, so
+// both produce identical spikes for a seed.
+#include "common.cuh"
 
 // encoding::rate_probability: clamp((x as f32) * gain + offset, 0, 1), two rounded operations;
 // a NaN gives 0.

@@ -1,4 +1,4 @@
-// The current-based LIF reservoir (NVRTC, --fmad=false), a thread per neuron.
+// The current-based LIF reservoir, a thread per neuron.
 // The CPU reference is reservoir-core's lif::LifNetwork::step (see the module docs of
 // reservoir_core::lif for the exact order); every operation below is the same f32 operation
 // in the same order, so spike trains and features are bit-identical to the CPU's.
@@ -16,6 +16,7 @@
 //   adds the inbox in ascending e, whatever order the atomics filled it in. A target that got
 //   more events than its inbox holds falls back to the gather. Cost: N plus the synaptic
 //   events.
+#include "common.cuh"
 
 // 1. Recurrent input by gather: syn plus W[i, j] for every j that spiked, ascending j.
 __device__ __forceinline__ float gather_recurrent(
@@ -69,7 +70,9 @@ __device__ __forceinline__ unsigned char lif_update(
     long long slot = (long long)head * n + i;
     counts[i] = counts[i] - window[slot] + spiked;
     window[slot] = spiked;
-    features[i] = feature == 0 ? trace[i] : (feature == 1 ? v[i] : (float)counts[i]);
+    features[i] = feature == LIF_FEATURE_TRACE
+                      ? trace[i]
+                      : (feature == LIF_FEATURE_MEMBRANE ? v[i] : (float)counts[i]);
     return spiked;
 }
 

@@ -1,16 +1,41 @@
-//! B independent sequences through one echo-state reservoir: one GEMM per step.
+//! Many independent sequences through one echo-state reservoir at once: the GPU's
+//! `Reservoir::run_many`, one GEMM per step for all of them.
 
 use cudarc::cublas::sys::{cublasMath_t, cublasSetMathMode};
 use cudarc::cublas::CudaBlas;
-use cudarc::driver::{CudaFunction, CudaSlice, CudaView, CudaViewMut, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaSlice, CudaView, CudaViewMut};
 use ndarray::{Array2, ArrayView2};
+use rand_chacha::ChaCha8Rng;
 use reservoir_core::{Activation, HalfFormat, ReservoirConfig, ReservoirError, ReservoirWeights};
 
-use crate::bench::median_micros_per_step;
-use crate::blas::{blas_error, product_row_major, product_row_major_f16};
-use crate::device::GpuDevice;
+use crate::driver::blas::{blas_error, product_row_major, product_row_major_f16};
+use crate::driver::GpuDevice;
 use crate::error::{DriverContext, Result};
-use crate::kernels;
+use crate::esn::noise_values;
+use crate::ops::esn::{activation_code, elementwise, input_drive, to_f16, EsnKernels, Update};
+
+/// Most bytes of one time chunk's drive and states (all sequences of a batch).
+const CHUNK_BYTES: usize = 1 << 28;
+
+/// Most bytes of a batch's states on the host (they are handed out once the batch is done).
+const HOST_BATCH_BYTES: usize = 1 << 29;
+
+/// Arithmetic of the per-step GEMM of [`crate::GpuReservoirComputer`]'s `run_many`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum GemmMath {
+    /// Plain f32 SGEMM (states agree with the CPU to f32 rounding). The default.
+    #[default]
+    F32,
+    /// TF32 tensor cores: f32 storage, 10-bit-mantissa products, f32 accumulation. Faster;
+    /// the states drift from the f32 CPU reference by about 3e-4 relative over 1,000 steps
+    /// (`tests/batched_parity.rs`).
+    Tf32,
+    /// f16 tensor cores: W and each step's X rounded to f16 (TF32's 10-bit mantissa, a range
+    /// of ±65504), products accumulated in f32, the states kept and updated in f32. The
+    /// fastest, at TF32's drift; `tanh` reservoirs only (their states stay in (−1, 1)), and
+    /// every weight of W must be within f16's range.
+    F16,
+}
 
 /// Sets the shared handle's math mode for `math` and puts the default back when dropped, so
 /// other users of the device's cuBLAS handle never see TF32 by surprise.
@@ -40,36 +65,12 @@ impl Drop for MathModeGuard<'_> {
     }
 }
 
-/// Arithmetic of the per-step GEMM.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum GemmMath {
-    /// Plain f32 SGEMM (states agree with the CPU to f32 rounding).
-    F32,
-    /// TF32 tensor cores: f32 storage, 10-bit-mantissa products, f32 accumulation. Faster;
-    /// over 1,000 steps the states drift from the f32 CPU reference by 3e-4 relative
-    /// (`tests/batched_parity.rs`, H200).
-    Tf32,
-    /// f16 tensor cores: W and each step's X rounded to f16 (TF32's 10-bit mantissa, a range
-    /// of ±65504), products accumulated in f32, the states kept and updated in f32. The
-    /// fastest (N = 1000, B = 512: 8.1 µs/step in a CUDA graph against TF32's 12.9, H200) at
-    /// TF32's drift; `tanh` reservoirs only (their states stay in (−1, 1)), and every weight
-    /// of W must be within f16's range.
-    F16,
-}
-
 /// W on the device in the GEMM's operand type.
 #[derive(Debug)]
 enum DeviceW {
     F32(CudaSlice<f32>),
     /// f16 bit patterns.
     F16(CudaSlice<u16>),
-}
-
-/// The f16 copies of this step's states (the GEMM operand) and of the next step's (written
-/// by the elementwise kernel), for [`GemmMath::F16`].
-struct HalfStates<'a, 'b> {
-    x: CudaView<'a, u16>,
-    next: &'b mut CudaSlice<u16>,
 }
 
 /// `W` in f16 bit patterns, rounded to nearest even; an error if a weight is beyond f16's range.
@@ -79,7 +80,10 @@ fn weights_to_f16(w: &Array2<f64>) -> Result<Vec<u16>> {
             HalfFormat::F16.to_bits(v).ok_or_else(|| {
                 ReservoirError::invalid(
                     "batched reservoir",
-                    format!("W has a weight ({v}) beyond f16's range (±65504): use GemmMath::F32 or Tf32"),
+                    format!(
+                        "W has a weight ({v}) beyond f16's range (±65504): use GemmMath::F32 or \
+                         Tf32"
+                    ),
                 )
                 .into()
             })
@@ -87,64 +91,61 @@ fn weights_to_f16(w: &Array2<f64>) -> Result<Vec<u16>> {
         .collect()
 }
 
-/// An echo-state reservoir that runs B sequences at once: the states are an N × B matrix X
-/// (column b = sequence b), and each step is `X ← (1 − a)·X + a·f(W·X + D_t)` with one cuBLAS
-/// GEMM for W·X and one elementwise launch. W is the reservoir's W, dense, in f32 (f16 for
-/// [`GemmMath::F16`]); the drive D_t = b + W_in·u_t of every sequence and step is computed up
-/// front with the input kernel.
+/// The many-sequence engine of one reservoir: its W dense in the GEMM's operand type. The
+/// states of B sequences are an N × B matrix X (column j = sequence j), and each step is
+/// `X ← (1 − a)·X + a·f(W·X + D_t)` with one cuBLAS GEMM for W·X and one elementwise launch;
+/// the drive D_t = b + W_in·u_t (+ noise) of every sequence and step of a time chunk is
+/// computed up front.
 #[derive(Debug)]
-pub struct GpuBatchedReservoir {
-    device: GpuDevice,
-    config: ReservoirConfig,
-    batch: usize,
+pub(crate) struct BatchEngine {
     w: DeviceW,
-    input: CudaSlice<f32>,
-    bias: CudaSlice<f32>,
-    state: CudaSlice<f32>,
-    elementwise: CudaFunction,
-    to_f16: CudaFunction,
     math: GemmMath,
 }
 
-impl GpuBatchedReservoir {
-    /// Generates `config`'s weights (as the CPU reservoir does) for `batch` sequences.
-    pub fn new_shared(
-        config: &ReservoirConfig,
-        batch: usize,
-        math: GemmMath,
-        device: &GpuDevice,
-    ) -> Result<Self> {
-        let (weights, _) = ReservoirWeights::generate(config)?;
-        Self::from_weights(config, &weights, batch, math, device)
-    }
+/// The reservoir parts the engine shares with its single-sequence runs.
+pub(crate) struct Shared<'a> {
+    pub device: &'a GpuDevice,
+    pub kernels: &'a EsnKernels,
+    pub config: &'a ReservoirConfig,
+    pub input: &'a CudaSlice<f32>,
+    pub bias: &'a CudaSlice<f32>,
+}
 
-    /// Uploads `weights` (W densified) for `batch` sequences.
-    pub fn from_weights(
+/// The buffers of one batch's time chunks, reused chunk after chunk.
+struct ChunkBuffers {
+    u: CudaSlice<f32>,
+    drive: CudaSlice<f32>,
+    noise: Option<CudaSlice<f32>>,
+    states: CudaSlice<f32>,
+    /// X after the last step of the previous chunk (zero before the first).
+    state: CudaSlice<f32>,
+    pre: CudaSlice<f32>,
+    halves: Option<[CudaSlice<u16>; 2]>,
+}
+
+impl BatchEngine {
+    /// Uploads W (densified) for `math`.
+    ///
+    /// # Errors
+    /// [`GemmMath::F16`] for a linear reservoir (its states can leave f16's range) or a W
+    /// beyond f16's range; any upload error.
+    pub(crate) fn new(
+        device: &GpuDevice,
         config: &ReservoirConfig,
         weights: &ReservoirWeights,
-        batch: usize,
         math: GemmMath,
-        device: &GpuDevice,
     ) -> Result<Self> {
-        config.validate().map_err(ReservoirError::from)?;
-        if batch == 0 || weights.size() != config.size || weights.input_size() != config.input_size
-        {
-            return Err(ReservoirError::invalid(
-                "batched reservoir",
-                "batch must be >= 1 and the weights must fit the config",
-            )
-            .into());
-        }
         let dense = weights.recurrent().to_dense();
         let w = match math {
             GemmMath::F32 | GemmMath::Tf32 => {
-                DeviceW::F32(device.upload_f32(&dense, "uploading W")?)
+                DeviceW::F32(device.upload_f32(&dense, "uploading the dense W")?)
             }
             GemmMath::F16 => {
-                if config.activation != Activation::Tanh {
+                if config.activation() != Activation::Tanh {
                     return Err(ReservoirError::invalid(
                         "batched reservoir",
-                        "GemmMath::F16 needs activation = tanh: a linear reservoir's states can leave f16's range",
+                        "GemmMath::F16 needs activation = tanh: a linear reservoir's states can \
+                         leave f16's range",
                     )
                     .into());
                 }
@@ -157,162 +158,269 @@ impl GpuBatchedReservoir {
                 )
             }
         };
-        let n = config.size;
-        Ok(Self {
-            w,
-            input: device.upload_f32(weights.input(), "uploading W_in")?,
-            bias: device.upload_f32(weights.bias(), "uploading b")?,
-            state: device
+        Ok(Self { w, math })
+    }
+
+    /// The arithmetic of the GEMM.
+    pub(crate) fn math(&self) -> GemmMath {
+        self.math
+    }
+
+    /// Runs `sequences` (checked: K columns, finite), each from the zero state, in batches of
+    /// consecutive sequences, and hands each one's states to `visit` in order. With `noise`
+    /// (the reservoir's noise stream), every sequence gets the draws a one-after-another run
+    /// would give it.
+    pub(crate) fn run(
+        &self,
+        shared: &Shared<'_>,
+        sequences: &[ArrayView2<f64>],
+        mut noise: Option<(&mut ChaCha8Rng, f64)>,
+        visit: &mut dyn FnMut(usize, ArrayView2<f64>) -> reservoir_core::Result<()>,
+    ) -> Result<()> {
+        let n = shared.config.size();
+        let mut start = 0;
+        while start < sequences.len() {
+            // Consecutive sequences whose states fit the host budget (at least one).
+            let mut end = start + 1;
+            let mut bytes = sequences[start].nrows() * n * 8;
+            while end < sequences.len() {
+                let more = sequences[end].nrows() * n * 8;
+                if bytes + more > HOST_BATCH_BYTES {
+                    break;
+                }
+                bytes += more;
+                end += 1;
+            }
+            let batch = &sequences[start..end];
+            let noise = match noise.as_mut() {
+                Some((rng, level)) => Some(draw_batch_noise(rng, *level, batch, n)),
+                None => None,
+            };
+            let states = self.run_batch(shared, batch, noise.as_deref())?;
+            for (offset, states) in states.iter().enumerate() {
+                visit(start + offset, states.view())?;
+            }
+            start = end;
+        }
+        Ok(())
+    }
+
+    /// One batch: time chunks of all its sequences stepped together; shorter sequences are
+    /// padded with zero inputs, which cannot reach their earlier states.
+    fn run_batch(
+        &self,
+        shared: &Shared<'_>,
+        batch: &[ArrayView2<f64>],
+        noise: Option<&[Vec<f32>]>,
+    ) -> Result<Vec<Array2<f64>>> {
+        let (n, k, b) = (
+            shared.config.size(),
+            shared.config.input_size(),
+            batch.len(),
+        );
+        let longest = batch.iter().map(|s| s.nrows()).max().unwrap_or(0);
+        let mut out: Vec<Array2<f64>> = batch
+            .iter()
+            .map(|s| Array2::zeros((s.nrows(), n)))
+            .collect();
+        if longest == 0 {
+            return Ok(out);
+        }
+        let chunk = (CHUNK_BYTES / (8 * n * b).max(1)).clamp(1, longest);
+        let mut buffers = self.buffers(shared, (n, k, b), chunk, noise.is_some())?;
+        let blas = shared.device.blas()?;
+        let _math = MathModeGuard::set(blas, self.math)?;
+        for first in (0..longest).step_by(chunk) {
+            let steps = chunk.min(longest - first);
+            self.run_chunk(shared, blas, &mut buffers, batch, noise, first, steps)?;
+            let host = shared
+                .device
                 .stream()
-                .alloc_zeros(n * batch)
-                .context("allocating the states")?,
-            elementwise: device
-                .nvrtc_function(&kernels::PERSISTENT, kernels::persistent::ELEMENTWISE)?,
-            to_f16: device.nvrtc_function(&kernels::PERSISTENT, kernels::persistent::TO_F16)?,
-            device: device.clone(),
-            config: config.clone(),
-            batch,
-            math,
+                .clone_dtoh(&buffers.states.slice(..steps * b * n))
+                .context("copying the states back")?;
+            for (j, states) in out.iter_mut().enumerate() {
+                for t in first..(first + steps).min(states.nrows()) {
+                    let row = &host[((t - first) * b + j) * n..][..n];
+                    for (dst, &src) in states.row_mut(t).iter_mut().zip(row) {
+                        *dst = f64::from(src);
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn buffers(
+        &self,
+        shared: &Shared<'_>,
+        (n, k, b): (usize, usize, usize),
+        chunk: usize,
+        noise: bool,
+    ) -> Result<ChunkBuffers> {
+        let s = shared.device.stream();
+        let alloc = |len: usize, what| s.alloc_zeros::<f32>(len).context(what);
+        let state = alloc(n * b, "allocating the batch's states")?;
+        let halves = match self.w {
+            DeviceW::F32(_) => None,
+            DeviceW::F16(_) => Some([
+                s.alloc_zeros::<u16>(n * b)
+                    .context("allocating f16 states")?,
+                s.alloc_zeros::<u16>(n * b)
+                    .context("allocating f16 states")?,
+            ]),
+        };
+        Ok(ChunkBuffers {
+            u: alloc(chunk * b * k, "allocating the batch's inputs")?,
+            drive: alloc(chunk * b * n, "allocating the batch's drive")?,
+            noise: if noise {
+                Some(alloc(chunk * b * n, "allocating the batch's noise")?)
+            } else {
+                None
+            },
+            states: alloc(chunk * b * n, "allocating the batch's states")?,
+            state,
+            pre: alloc(n * b, "allocating W·X")?,
+            halves,
         })
     }
 
-    /// Runs B sequences of equal length (each T × K) from the current states; returns each
-    /// sequence's states (T × N).
-    pub fn run(&mut self, sequences: &[ArrayView2<f64>]) -> Result<Vec<Array2<f64>>> {
-        let (n, k, b) = (self.config.size, self.config.input_size, self.batch);
-        let steps = sequences.first().map_or(0, |s| s.nrows());
-        if sequences.len() != b || sequences.iter().any(|s| s.dim() != (steps, k)) {
-            return Err(ReservoirError::shape(
-                "batched inputs",
-                format!("{b} sequences of T x {k}"),
-                format!("{} sequences", sequences.len()),
-            )
-            .into());
-        }
-        if sequences.iter().any(|s| s.iter().any(|v| !v.is_finite())) {
-            return Err(ReservoirError::invalid("batched inputs", "values must be finite").into());
-        }
-        if steps == 0 {
-            return Ok(vec![Array2::zeros((0, n)); b]);
-        }
-        // Row t·B + j of u is sequence j at step t, so drive row t·B + j is column j of D_t.
-        let mut u = Vec::with_capacity(steps * b * k);
-        for t in 0..steps {
-            for seq in sequences {
-                u.extend(seq.row(t).iter().map(|&v| v as f32));
+    /// Steps `first..first + steps` of every sequence of the batch, from `buffers.state`.
+    #[allow(clippy::too_many_arguments)]
+    fn run_chunk(
+        &self,
+        shared: &Shared<'_>,
+        blas: &CudaBlas,
+        buffers: &mut ChunkBuffers,
+        batch: &[ArrayView2<f64>],
+        noise: Option<&[Vec<f32>]>,
+        first: usize,
+        steps: usize,
+    ) -> Result<()> {
+        let (n, k, b) = (
+            shared.config.size(),
+            shared.config.input_size(),
+            batch.len(),
+        );
+        let s = shared.device.stream();
+        // Row t·B + j of u (and of the drive) is sequence j at step first + t.
+        let mut u = vec![0.0f32; steps * b * k];
+        for (j, sequence) in batch.iter().enumerate() {
+            for t in 0..steps.min(sequence.nrows().saturating_sub(first)) {
+                let row = &mut u[(t * b + j) * k..][..k];
+                for (dst, &src) in row.iter_mut().zip(sequence.row(first + t)) {
+                    *dst = src as f32;
+                }
             }
         }
-        let s = self.device.stream().clone();
-        let u = s.clone_htod(&u).context("uploading inputs")?;
-        let mut drive = s
-            .alloc_zeros::<f32>(steps * b * n)
-            .context("allocating the drive")?;
-        let mut states = s
-            .alloc_zeros::<f32>(steps * b * n)
-            .context("allocating the states")?;
-        let rows = i32::try_from(steps * b)
-            .map_err(|_| ReservoirError::invalid("batched inputs", "T·B exceeds 2^31 - 1"))?;
-        let mut launch = s.launch_builder(&self.device.gemv().matvec_input);
-        let (null, n_i, k_i): (u64, i32, i32) = (0, n as i32, k as i32);
-        launch
-            .arg(&u)
-            .arg(&self.input)
-            .arg(&self.bias)
-            .arg(&null)
-            .arg(&mut drive)
-            .arg(&rows)
-            .arg(&n_i)
-            .arg(&k_i);
-        // SAFETY: u is (T·B)×k, input n×k, bias n, drive (T·B)×n; no noise (null); the kernel
-        // guards idx < T·B·n.
-        unsafe { launch.launch(LaunchConfig::for_num_elems((steps * b * n) as u32)) }
-            .context("launching matvec_input_kernel")?;
-        let mut pre = s.alloc_zeros::<f32>(n * b).context("allocating W·X")?;
-        let mut halves = self.half_states(&self.state)?;
-        let blas = self.device.blas()?;
-        let _math = MathModeGuard::set(blas, self.math)?;
-        for t in 0..steps {
-            let (done, mut rest) = states.split_at_mut(t * n * b);
-            let mut next = rest.slice_mut(..n * b);
-            let x = if t == 0 {
-                self.state.slice(..)
-            } else {
-                done.slice((t - 1) * n * b..)
-            };
-            self.step(
-                blas,
-                &x,
-                half_pair(&mut halves, t),
-                &drive.slice(t * n * b..(t + 1) * n * b),
-                &mut pre,
-                &mut next,
+        s.memcpy_htod(&u, &mut buffers.u.slice_mut(..u.len()))
+            .context("uploading inputs")?;
+        if let (Some(noise), Some(device_noise)) = (noise, buffers.noise.as_mut()) {
+            let mut host = vec![0.0f32; steps * b * n];
+            for (j, drawn) in noise.iter().enumerate() {
+                let rows = steps.min((drawn.len() / n).saturating_sub(first));
+                for t in 0..rows {
+                    host[(t * b + j) * n..][..n].copy_from_slice(&drawn[(first + t) * n..][..n]);
+                }
+            }
+            s.memcpy_htod(&host, &mut device_noise.slice_mut(..host.len()))
+                .context("uploading the noise")?;
+        }
+        input_drive(
+            shared.device,
+            shared.kernels,
+            &buffers.u.slice(..steps * b * k),
+            &shared.input.slice(..),
+            &shared.bias.slice(..),
+            buffers
+                .noise
+                .as_ref()
+                .map(|noise| noise.slice(..steps * b * n))
+                .as_ref(),
+            &mut buffers.drive.slice_mut(..steps * b * n),
+            (steps * b, n, k),
+        )?;
+        if let Some([first_half, _]) = buffers.halves.as_mut() {
+            to_f16(
+                shared.device,
+                shared.kernels,
+                &buffers.state.slice(..),
+                &mut first_half.slice_mut(..),
+                n * b,
             )?;
         }
-        s.memcpy_dtod(&states.slice((steps - 1) * n * b..), &mut self.state)
-            .context("keeping the final states")?;
-        let host = s.clone_dtoh(&states).context("copying the states back")?;
-        Ok((0..b)
-            .map(|j| {
-                Array2::from_shape_fn((steps, n), |(t, i)| f64::from(host[(t * b + j) * n + i]))
-            })
-            .collect())
-    }
-
-    /// For [`GemmMath::F16`], two f16 state buffers, the first holding `x` rounded to f16
-    /// (the first step's operand); `None` for the f32 GEMMs.
-    fn half_states(&self, x: &CudaSlice<f32>) -> Result<Option<[CudaSlice<u16>; 2]>> {
-        if !matches!(self.w, DeviceW::F16(_)) {
-            return Ok(None);
+        let width = n * b;
+        for t in 0..steps {
+            let (done, mut rest) = buffers.states.split_at_mut(t * width);
+            let x = if t == 0 {
+                buffers.state.slice(..)
+            } else {
+                done.slice((t - 1) * width..)
+            };
+            let half = buffers.halves.as_mut().map(|[even, odd]| {
+                if t.is_multiple_of(2) {
+                    (even.slice(..), odd)
+                } else {
+                    (odd.slice(..), even)
+                }
+            });
+            self.step(
+                shared,
+                blas,
+                &x,
+                half,
+                &buffers.drive.slice(t * width..(t + 1) * width),
+                &mut buffers.pre,
+                &mut rest.slice_mut(..width),
+            )?;
         }
-        let s = self.device.stream();
-        let len = self.config.size * self.batch;
-        let mut first = s.alloc_zeros::<u16>(len).context("allocating f16 states")?;
-        let second = s.alloc_zeros::<u16>(len).context("allocating f16 states")?;
-        let len_i = len as i32;
-        let mut launch = s.launch_builder(&self.to_f16);
-        launch.arg(x).arg(&mut first).arg(&len_i);
-        // SAFETY: x and first hold n·b values; the kernel guards i < n·b.
-        unsafe { launch.launch(LaunchConfig::for_num_elems(len as u32)) }
-            .context("launching f32_to_f16")?;
-        Ok(Some([first, second]))
+        s.memcpy_dtod(
+            &buffers.states.slice((steps - 1) * width..steps * width),
+            &mut buffers.state,
+        )
+        .context("keeping the batch's last states")
     }
 
     /// One step: `pre = W·x` (GEMM), then `next = (1 − a)·x + a·f(pre + drive)`; with `half`
-    /// (an f16 W), the GEMM reads `half.x` and the step also writes `half.next`.
-    fn step(
+    /// (an f16 W: this step's f16 operand and the buffer for the next one), the GEMM reads
+    /// the operand and the step also writes the next.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn step(
         &self,
+        shared: &Shared<'_>,
         blas: &CudaBlas,
         x: &CudaView<'_, f32>,
-        half: Option<HalfStates<'_, '_>>,
+        half: Option<(CudaView<'_, u16>, &mut CudaSlice<u16>)>,
         drive: &CudaView<'_, f32>,
         pre: &mut CudaSlice<f32>,
         next: &mut CudaViewMut<'_, f32>,
     ) -> Result<()> {
-        let (n, b) = (self.config.size, self.batch);
+        let n = shared.config.size();
+        let width = x.len();
+        let b = width / n.max(1);
         let context = "the batched step GEMM";
-        let next_half = match (&self.w, half) {
+        let mut next_half = match (&self.w, half) {
             (DeviceW::F32(w), None) => {
                 product_row_major(
                     blas,
                     &w.slice(..),
                     x,
-                    &mut pre.slice_mut(..),
+                    &mut pre.slice_mut(..width),
                     (n, n, b),
                     context,
                 )?;
                 None
             }
-            (DeviceW::F16(w), Some(half)) => {
+            (DeviceW::F16(w), Some((x_half, next_half))) => {
                 product_row_major_f16(
                     blas,
-                    self.device.stream(),
+                    shared.device.stream(),
                     &w.slice(..),
-                    &half.x,
-                    &mut pre.slice_mut(..),
+                    &x_half,
+                    &mut pre.slice_mut(..width),
                     (n, n, b),
                     context,
                 )?;
-                Some(half.next)
+                Some(next_half.slice_mut(..width))
             }
             _ => {
                 return Err(ReservoirError::invalid(
@@ -322,88 +430,36 @@ impl GpuBatchedReservoir {
                 .into())
             }
         };
-        let activation: i32 = match self.config.activation {
-            Activation::Tanh => 0,
-            Activation::Identity => 1,
+        let update = Update {
+            leak: shared.config.leak_rate() as f32,
+            activation: activation_code(shared.config.activation()),
         };
-        let (total, leak) = ((n * b) as i32, self.config.leak_rate as f32);
-        let mut launch = self.device.stream().launch_builder(&self.elementwise);
-        launch.arg(&*pre).arg(drive).arg(x).arg(next);
-        let null = 0u64;
-        match next_half {
-            Some(half) => launch.arg(half),
-            None => launch.arg(&null),
-        };
-        launch.arg(&total).arg(&leak).arg(&activation);
-        // SAFETY: pre, drive, x and next hold n·b values, and so does the f16 copy when given
-        // (else null); the kernel guards i < n·b.
-        unsafe { launch.launch(LaunchConfig::for_num_elems(total as u32)) }
-            .context("launching esn_elementwise")?;
-        Ok(())
-    }
-
-    /// Median µs per step of `steps` steps on a fixed drive (no transfers), after a warm-up:
-    /// for the benchmark. With `graph`, the steps are captured once into a CUDA graph and the
-    /// graph is replayed, which removes the host's launch overhead between steps.
-    pub fn time_steps(&mut self, steps: usize, repeats: usize, graph: bool) -> Result<f64> {
-        let (n, b) = (self.config.size, self.batch);
-        let s = self.device.stream().clone();
-        let host_drive: Vec<f32> = (0..n * b)
-            .map(|i| ((i * 7919 % 1000) as f32 / 1000.0) - 0.5)
-            .collect();
-        let drive = s.clone_htod(&host_drive).context("uploading a drive")?;
-        let mut a = s.alloc_zeros::<f32>(n * b).context("allocating X")?;
-        let mut c = s.alloc_zeros::<f32>(n * b).context("allocating X")?;
-        let mut pre = s.alloc_zeros::<f32>(n * b).context("allocating W·X")?;
-        let mut halves = self.half_states(&a)?;
-        let blas = self.device.blas()?;
-        let _math = MathModeGuard::set(blas, self.math)?;
-        let mut enqueue = |me: &Self| -> Result<()> {
-            for t in 0..steps {
-                let (x, next) = if t % 2 == 0 {
-                    (&a, &mut c)
-                } else {
-                    (&c, &mut a)
-                };
-                me.step(
-                    blas,
-                    &x.slice(..),
-                    half_pair(&mut halves, t),
-                    &drive.slice(..),
-                    &mut pre,
-                    &mut next.slice_mut(..),
-                )?;
-            }
-            Ok(())
-        };
-        let captured = if graph {
-            Some(self.device.capture(|| enqueue(self))?)
-        } else {
-            None
-        };
-        let device = self.device.clone();
-        median_micros_per_step(&device, steps, repeats, || match &captured {
-            Some(graph) => graph.launch().context("replaying the graph"),
-            None => enqueue(self),
-        })
+        elementwise(
+            shared.device,
+            shared.kernels,
+            &pre.slice(..width),
+            drive,
+            x,
+            next,
+            next_half.as_mut(),
+            width,
+            update,
+        )
     }
 }
 
-/// Step t's f16 operand and the buffer for step t + 1's: the two buffers alternate.
-fn half_pair(halves: &mut Option<[CudaSlice<u16>; 2]>, t: usize) -> Option<HalfStates<'_, '_>> {
-    halves.as_mut().map(|[even, odd]| {
-        if t.is_multiple_of(2) {
-            HalfStates {
-                x: even.slice(..),
-                next: odd,
-            }
-        } else {
-            HalfStates {
-                x: odd.slice(..),
-                next: even,
-            }
-        }
-    })
+/// Each sequence's noise (Tᵢ × N values), drawn from `rng` sequence after sequence, step after
+/// step, unit after unit: what the CPU reservoir draws running them one after another.
+fn draw_batch_noise(
+    rng: &mut ChaCha8Rng,
+    level: f64,
+    batch: &[ArrayView2<f64>],
+    n: usize,
+) -> Vec<Vec<f32>> {
+    batch
+        .iter()
+        .map(|sequence| noise_values(rng, level, sequence.nrows() * n))
+        .collect()
 }
 
 #[cfg(test)]

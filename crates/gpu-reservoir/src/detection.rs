@@ -1,33 +1,39 @@
 //! Temporal pattern detection on the GPU, detection for detection the same as the CPU.
 
-use cudarc::driver::{LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, PushKernelArg};
 use ndarray::Array2;
 use reservoir_core::detection::{Detection, PatternDetector};
 use reservoir_core::spikes::SpikePattern;
 use reservoir_core::ReservoirError;
+use reservoir_kernels::detection;
 
-use crate::device::GpuDevice;
+use crate::driver::launch::{dim, per_item};
+use crate::driver::{GpuDevice, KernelSet, LoadedModule};
 use crate::error::{DriverContext, Result};
-use crate::kernels;
 
-fn launch_config(threads: usize) -> LaunchConfig {
-    LaunchConfig {
-        grid_dim: (threads.div_ceil(256) as u32, 1, 1),
-        block_dim: (256, 1, 1),
-        shared_mem_bytes: 0,
+/// The kernels of `detection.cu`.
+#[derive(Debug)]
+struct DetectionKernels {
+    filter: CudaFunction,
+    scores: CudaFunction,
+}
+
+impl KernelSet for DetectionKernels {
+    const MODULE: reservoir_kernels::Module = detection::MODULE;
+    fn load(module: &LoadedModule) -> Result<Self> {
+        Ok(Self {
+            filter: module.function(detection::FILTER)?,
+            scores: module.function(detection::SCORES)?,
+        })
     }
 }
 
-fn to_i32(value: usize, what: &str) -> Result<i32> {
-    i32::try_from(value).map_err(|_| {
-        ReservoirError::invalid("GPU pattern detection", format!("{what} exceeds 2^31 - 1")).into()
-    })
-}
+const WHAT: &str = "GPU pattern detection";
 
 /// [`PatternDetector::scores`] on the GPU: the stream is binned on the host, filtered with a
 /// thread per channel, and every (bin, template) score is one thread, with the CPU's f64
 /// operations in the CPU's order, so the matrix is bit-identical.
-pub fn gpu_scores(
+pub fn scores(
     device: &GpuDevice,
     detector: &PatternDetector,
     stream: &SpikePattern,
@@ -48,21 +54,17 @@ pub fn gpu_scores(
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for j in 0..n_templates {
         let Some((template, norm)) = detector.template(j) else {
-            return Err(ReservoirError::invalid(
-                "GPU pattern detection",
-                format!("template {j} is missing"),
-            )
-            .into());
+            return Err(ReservoirError::invalid(WHAT, format!("template {j} is missing")).into());
         };
         offsets.push(centred.len() as i64);
-        lengths.push(to_i32(template.nrows(), "a template length")?);
+        lengths.push(dim(template.nrows(), WHAT)?);
         norms.push(norm);
         centred.extend(template.iter().copied());
     }
     let (bins_i, channels_i, templates_i) = (
-        to_i32(bins, "bins")?,
-        to_i32(channels, "channels")?,
-        to_i32(n_templates, "templates")?,
+        dim(bins, WHAT)?,
+        dim(channels, WHAT)?,
+        dim(n_templates, WHAT)?,
     );
     let s = device.stream();
     let mut filtered = s
@@ -77,18 +79,17 @@ pub fn gpu_scores(
         .context("allocating the scores")?;
     let alpha = detector.alpha();
 
-    let filter = device.nvrtc_function(&kernels::DETECTION, kernels::detection::FILTER)?;
-    let mut launch = s.launch_builder(&filter);
+    let kernels = device.kernels::<DetectionKernels>()?;
+    let mut launch = s.launch_builder(&kernels.filter);
     launch
         .arg(&mut filtered)
         .arg(&bins_i)
         .arg(&channels_i)
         .arg(&alpha);
     // SAFETY: filtered holds bins·channels values; the kernel guards c < channels.
-    unsafe { launch.launch(launch_config(channels)) }.context("launching filter_kernel")?;
+    unsafe { launch.launch(per_item(channels)?) }.context("launching filter_kernel")?;
 
-    let score = device.nvrtc_function(&kernels::DETECTION, kernels::detection::SCORES)?;
-    let mut launch = s.launch_builder(&score);
+    let mut launch = s.launch_builder(&kernels.scores);
     launch
         .arg(&filtered)
         .arg(&bins_i)
@@ -102,20 +103,20 @@ pub fn gpu_scores(
     // SAFETY: template j occupies templates[offsets[j] .. offsets[j] + lengths[j]·channels];
     // windows are read only for t >= lengths[j] − 1 and lengths[j] <= bins; scores holds
     // bins·templates values and the kernel guards idx < bins·templates.
-    unsafe { launch.launch(launch_config(bins * n_templates)) }
+    unsafe { launch.launch(per_item(bins * n_templates)?) }
         .context("launching detection_scores_kernel")?;
     let host = s.clone_dtoh(&scores).context("copying the scores back")?;
     Ok(Array2::from_shape_vec((bins, n_templates), host)
-        .map_err(|e| ReservoirError::invalid("GPU pattern detection", e))?)
+        .map_err(|e| ReservoirError::invalid(WHAT, e))?)
 }
 
-/// [`PatternDetector::detect`] with the scores computed on the GPU ([`gpu_scores`]) and the
+/// [`PatternDetector::detect`] with the scores computed on the GPU ([`scores`]) and the
 /// same peak picking and suppression as the CPU.
-pub fn gpu_detect(
+pub fn detect(
     device: &GpuDevice,
     detector: &PatternDetector,
     stream: &SpikePattern,
 ) -> Result<Vec<Detection>> {
-    let scores = gpu_scores(device, detector, stream)?;
+    let scores = scores(device, detector, stream)?;
     Ok(detector.detections_from_scores(scores.view())?)
 }

@@ -1,18 +1,34 @@
 //! Rate encoding on the GPU, spike for spike the same as `reservoir_core::encoding`.
 
-use cudarc::driver::{LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, PushKernelArg};
 use ndarray::{Array2, ArrayView1, ArrayView2, Axis};
-use reservoir_core::counter_rng::stream_key;
 use reservoir_core::encoding::{RateOptions, STREAM_RATE};
+use reservoir_core::random::counter::stream_key;
 use reservoir_core::ReservoirError;
+use reservoir_kernels::encoding;
 
-use crate::device::GpuDevice;
+use crate::driver::launch::{dim, per_item};
+use crate::driver::{GpuDevice, KernelSet, LoadedModule};
 use crate::error::{DriverContext, Result};
-use crate::kernels;
+
+/// The kernel of `encoding.cu`.
+#[derive(Debug)]
+struct EncodingKernels {
+    rate: CudaFunction,
+}
+
+impl KernelSet for EncodingKernels {
+    const MODULE: reservoir_kernels::Module = encoding::MODULE;
+    fn load(module: &LoadedModule) -> Result<Self> {
+        Ok(Self {
+            rate: module.function(encoding::RATE)?,
+        })
+    }
+}
 
 /// `reservoir_core::encoding::rate_sequence` on the GPU: row `t` of `x` (T × K intensities)
 /// gives step `t`; spike iff `keyed_f32(stream_key(seed, STREAM_RATE), t·K + i) < p`.
-pub fn gpu_rate_sequence(
+pub fn rate_sequence(
     device: &GpuDevice,
     x: ArrayView2<f64>,
     options: RateOptions,
@@ -22,7 +38,7 @@ pub fn gpu_rate_sequence(
 }
 
 /// `reservoir_core::encoding::rate` on the GPU: a static input held for `steps` steps.
-pub fn gpu_rate(
+pub fn rate(
     device: &GpuDevice,
     x: ArrayView1<f64>,
     steps: usize,
@@ -55,10 +71,8 @@ fn encode(
     if total == 0 {
         return Ok(Array2::zeros((rows * repeat, k)));
     }
-    let dims = [rows, k, repeat].map(i32::try_from);
-    let [Ok(rows_i), Ok(k_i), Ok(repeat_i)] = dims else {
-        return Err(ReservoirError::invalid("rate encoder", "dimensions exceed 2^31 - 1").into());
-    };
+    const WHAT: &str = "rate encoder";
+    let (rows_i, k_i, repeat_i) = (dim(rows, WHAT)?, dim(k, WHAT)?, dim(repeat, WHAT)?);
     let stream = device.stream();
     let host: Vec<f64> = x.iter().copied().collect();
     let dx = stream
@@ -67,13 +81,13 @@ fn encode(
     let mut out = stream
         .alloc_zeros::<f32>(total)
         .context("allocating the spike trains")?;
-    let function = device.nvrtc_function(&kernels::ENCODING, kernels::encoding::RATE_ENCODE)?;
+    let kernels = device.kernels::<EncodingKernels>()?;
     let (gain, offset, key) = (
         options.gain as f32,
         options.offset as f32,
         stream_key(seed, STREAM_RATE),
     );
-    let mut launch = stream.launch_builder(&function);
+    let mut launch = stream.launch_builder(&kernels.rate);
     launch
         .arg(&dx)
         .arg(&rows_i)
@@ -83,16 +97,8 @@ fn encode(
         .arg(&offset)
         .arg(&key)
         .arg(&mut out);
-    let blocks = total.div_ceil(256) as u32;
     // SAFETY: x holds rows·k values, out rows·repeat·k; the kernel guards idx < rows·repeat·k.
-    unsafe {
-        launch.launch(LaunchConfig {
-            grid_dim: (blocks, 1, 1),
-            block_dim: (256, 1, 1),
-            shared_mem_bytes: 0,
-        })
-    }
-    .context("launching rate_encode_kernel")?;
+    unsafe { launch.launch(per_item(total)?) }.context("launching rate_encode_kernel")?;
     let spikes = stream
         .clone_dtoh(&out)
         .context("copying the spike trains back")?;

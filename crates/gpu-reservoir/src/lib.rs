@@ -5,48 +5,41 @@
 //! driver, NVRTC and cuBLAS or says which one is missing ([`probe()`](fn@probe)).
 //!
 //! ```text
-//! probe() ─► GpuDevice::shared(0) ─► GpuReservoirComputer::new_shared(&config, &device)
-//!            (context, stream,        (weights from reservoir-core, uploaded once;
-//!             kernels loaded once)     state stays on the device; states copied back once)
+//! probe() ─► GpuDevice::shared(ordinal) ─► GpuReservoirComputer::new_shared(&config, &device)
+//!            (context, stream; kernel         (weights from reservoir-core, uploaded once;
+//!             modules compiled on first use)   state stays on the device)
 //! ```
 //!
-//! Kernels live in `kernels/*.cu`: the echo-state kernels ship as PTX (with an NVRTC fallback
-//! when a driver rejects it), the others are compiled with NVRTC on first use. Every kernel
-//! has a CPU reference in `reservoir-core` and a test comparing them on fresh random inputs.
+//! Layers: [`driver`] (device, NVRTC, launches, cuBLAS, graphs) → `ops` (one typed
+//! operation per kernel, lengths checked) → the reservoirs ([`GpuReservoirComputer`],
+//! [`GpuLifNetwork`], [`GpuLaneRunner`]), which implement `reservoir-core`'s interfaces.
+//! Kernels come from `reservoir-kernels`, compiled with NVRTC for the device's architecture;
+//! every kernel has a CPU reference in `reservoir-core` and a test comparing them on fresh
+//! random inputs.
 
 #![warn(missing_docs)]
 
-pub mod backend;
-pub mod batched;
-pub mod bench;
-mod blas;
-pub mod cluster;
-mod csr;
+mod batched;
 pub mod detection;
-pub mod device;
+pub mod driver;
 pub mod encoding;
-pub mod error;
-pub mod esn;
-pub mod gram;
-pub mod kernels;
-pub mod lif;
-pub mod persistent;
-pub mod probe;
+mod error;
+mod esn;
+mod lanes;
+mod lif;
+mod ops;
+mod ridge_sums;
 pub mod spectral;
-pub mod sweep;
 
-pub use backend::{
-    build_reservoir, lane_runner_for, lif_for, reservoir_for, BackendFactory, Chosen,
-};
-pub use batched::{GemmMath, GpuBatchedReservoir};
-pub use detection::{gpu_detect, gpu_scores};
-pub use device::{GpuDevice, KernelSource};
-pub use encoding::{gpu_rate, gpu_rate_sequence};
+pub use batched::GemmMath;
+pub use driver::{probe, DeviceInfo, GpuDevice, GpuSupport};
 pub use error::{GpuError, Result};
-pub use esn::GpuReservoirComputer;
-pub use gram::DeviceRidgeSums;
-pub use lif::{GpuLifNetwork, LifStepPath};
-pub use persistent::{PersistentWeights, StepPath};
-pub use probe::{probe, DeviceInfo, GpuSupport};
-pub use spectral::gpu_spectral_radius;
-pub use sweep::GpuLaneRunner;
+pub use esn::{GpuReservoirComputer, BATCH_MIN_SEQUENCES, CHUNK_STEPS};
+pub use lanes::GpuLaneRunner;
+pub use lif::{
+    GpuLifNetwork, LifStepPath, LIF_CHUNK_BYTES, LIF_CHUNK_STEPS, LIF_EVENT_MIN_SYNAPSES,
+    LIF_INBOX_CAPACITY,
+};
+pub use ops::cluster::CLUSTER_MAX_N;
+pub use ops::persistent::{PersistentWeights, StepPath};
+pub use ridge_sums::DeviceRidgeSums;

@@ -2,20 +2,36 @@
 
 use std::cell::RefCell;
 
-use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaSlice, PushKernelArg};
 use reservoir_core::spectral::{
-    spectral_radius, LinearOperator, SpectralEstimate, SpectralOptions,
+    spectral_radius as radius_of, LinearOperator, SpectralEstimate, SpectralOptions,
 };
 use reservoir_core::{CsrMatrix, ReservoirError};
+use reservoir_kernels::spectral;
 
-use crate::csr::DeviceCsr;
-use crate::device::GpuDevice;
+use crate::driver::csr::DeviceCsr;
+use crate::driver::launch::{dim, warp_per_row};
+use crate::driver::{GpuDevice, KernelSet, LoadedModule};
 use crate::error::{DriverContext, GpuError, Result};
-use crate::kernels;
+
+/// The kernel of `spectral.cu`.
+#[derive(Debug)]
+struct SpectralKernels {
+    product: CudaFunction,
+}
+
+impl KernelSet for SpectralKernels {
+    const MODULE: reservoir_kernels::Module = spectral::MODULE;
+    fn load(module: &LoadedModule) -> Result<Self> {
+        Ok(Self {
+            product: module.function(spectral::CSR_PRODUCT_F64)?,
+        })
+    }
+}
 
 /// A square CSR matrix on the GPU as a [`LinearOperator`]: each product uploads x, runs
 /// `csr_matvec_f64` and downloads y. The first error is kept and reported by
-/// [`gpu_spectral_radius`] (the operator trait itself cannot fail).
+/// [`spectral_radius`] (the operator trait itself cannot fail).
 struct GpuCsrOperator<'a> {
     device: &'a GpuDevice,
     function: CudaFunction,
@@ -34,7 +50,7 @@ impl GpuCsrOperator<'_> {
         stream
             .memcpy_htod(x, &mut *dx)
             .context("uploading a power-iteration vector")?;
-        let n = self.n as i32;
+        let n = dim(self.n, "spectral radius")?;
         let mut launch = stream.launch_builder(&self.function);
         launch
             .arg(&self.matrix.row_ptr)
@@ -43,17 +59,9 @@ impl GpuCsrOperator<'_> {
             .arg(&*dx)
             .arg(&mut *dy)
             .arg(&n);
-        let threads = (self.n * 32).div_ceil(256) as u32;
         // SAFETY: row_ptr has n+1 entries ending at len(col_idx) = len(values); every column
-        // index < n = len(x); y has n entries.
-        unsafe {
-            launch.launch(LaunchConfig {
-                grid_dim: (threads, 1, 1),
-                block_dim: (256, 1, 1),
-                shared_mem_bytes: 0,
-            })
-        }
-        .context("launching csr_matvec_f64")?;
+        // index < n = len(x); y has n entries; a warp per row, guarded.
+        unsafe { launch.launch(warp_per_row(self.n)?) }.context("launching csr_matvec_f64")?;
         stream
             .memcpy_dtoh(&*dy, y)
             .context("downloading a power-iteration vector")?;
@@ -81,7 +89,7 @@ impl LinearOperator for GpuCsrOperator<'_> {
 /// The spectral radius of a square matrix, by `reservoir-core`'s algorithm (power steps and a
 /// restarted Arnoldi process, see `reservoir_core::spectral`) with every matrix-vector product
 /// computed on the GPU in `f64`. Agrees with the CPU estimate to rounding.
-pub fn gpu_spectral_radius(
+pub fn spectral_radius(
     device: &GpuDevice,
     matrix: &CsrMatrix<f64>,
     options: &SpectralOptions,
@@ -98,7 +106,7 @@ pub fn gpu_spectral_radius(
     let stream = device.stream();
     let operator = GpuCsrOperator {
         device,
-        function: device.nvrtc_function(&kernels::SPECTRAL, kernels::spectral::CSR_MATVEC_F64)?,
+        function: device.kernels::<SpectralKernels>()?.product.clone(),
         n,
         matrix: DeviceCsr::upload(device, matrix, |v| v)?,
         x: RefCell::new(
@@ -113,7 +121,7 @@ pub fn gpu_spectral_radius(
         ),
         error: RefCell::new(None),
     };
-    let estimate = spectral_radius(&operator, options);
+    let estimate = radius_of(&operator, options);
     if let Some(error) = operator.error.into_inner() {
         return Err(error);
     }

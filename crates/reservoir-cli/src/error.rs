@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use reservoir_core::{ConfigError, ReservoirError};
+use reservoir_runtime::RuntimeError;
 
 /// Result type of the command line.
 pub type Result<T, E = CliError> = std::result::Result<T, E>;
@@ -122,18 +123,19 @@ pub enum CliError {
         source: ConfigError,
     },
 
-    /// A core error, with what the command line was doing when it happened.
+    /// An engine error, with what the command line was doing when it happened.
     #[error("{context}: {source}")]
     Core {
         /// What was being done, naming the files involved.
         context: String,
-        /// The core's error.
-        source: ReservoirError,
+        /// The engine's error.
+        source: RuntimeError,
     },
 
-    /// A core error whose message already names its file (config parse, model load, I/O).
+    /// An engine error whose message already names its file or device (config parse, model
+    /// load, I/O, a device that cannot be used).
     #[error(transparent)]
-    CoreNamed(ReservoirError),
+    CoreNamed(RuntimeError),
 
     /// A file could not be written (the previous content, if any, is left as it was).
     #[error("cannot write {what} `{}`: {source}", path.display())]
@@ -170,13 +172,14 @@ pub enum CliError {
 }
 
 impl CliError {
-    /// Wraps a core error with what was being done, unless the core's message already names
-    /// its file.
-    pub fn core(context: impl Into<String>, source: ReservoirError) -> Self {
-        match source {
-            ReservoirError::ConfigParse { .. }
-            | ReservoirError::Io { .. }
-            | ReservoirError::ModelFormat { .. } => CliError::CoreNamed(source),
+    /// Wraps an engine error with what was being done, unless its message already names its
+    /// file or device.
+    pub fn core(context: impl Into<String>, source: impl Into<RuntimeError>) -> Self {
+        match source.into() {
+            source @ (RuntimeError::ConfigParse { .. }
+            | RuntimeError::Io { .. }
+            | RuntimeError::ModelFormat { .. }
+            | RuntimeError::Device { .. }) => CliError::CoreNamed(source),
             other => CliError::Core {
                 context: context.into(),
                 source: other,
@@ -184,26 +187,28 @@ impl CliError {
         }
     }
 
-    /// A core error from writing the `what` file: an I/O error names the file it could not write.
-    pub fn writing(what: &'static str, source: ReservoirError) -> Self {
-        match source {
-            ReservoirError::Io { path, source } => CliError::Write { what, path, source },
+    /// An engine error from writing the `what` file: an I/O error names the file it could
+    /// not write.
+    pub fn writing(what: &'static str, source: impl Into<RuntimeError>) -> Self {
+        match source.into() {
+            RuntimeError::Io { path, source } => CliError::Write { what, path, source },
             other => CliError::core(format!("writing the {what}"), other),
         }
     }
 
-    /// A core error from reading the `what` file: an I/O error names the file it could not read.
-    pub fn reading(what: &'static str, source: ReservoirError) -> Self {
-        match source {
-            ReservoirError::Io { path, source } => CliError::Read { what, path, source },
+    /// An engine error from reading the `what` file: an I/O error names the file it could not
+    /// read.
+    pub fn reading(what: &'static str, source: impl Into<RuntimeError>) -> Self {
+        match source.into() {
+            RuntimeError::Io { path, source } => CliError::Read { what, path, source },
             other => CliError::core(format!("reading the {what}"), other),
         }
     }
 
-    /// A core error from reading the config file at `path`: field errors get the file name.
-    pub fn config(path: &std::path::Path, source: ReservoirError) -> Self {
-        match source {
-            ReservoirError::Config(source) => CliError::Config {
+    /// An engine error from the config file at `path`: field errors get the file name.
+    pub fn config(path: &std::path::Path, source: impl Into<RuntimeError>) -> Self {
+        match source.into() {
+            RuntimeError::Core(ReservoirError::Config(source)) => CliError::Config {
                 path: path.to_path_buf(),
                 source,
             },
@@ -212,13 +217,13 @@ impl CliError {
     }
 }
 
-/// Context for `map_err` on a core result.
+/// Context for `map_err` on an engine result.
 pub trait CoreContext<T> {
     /// Wraps the error with `context` (see [`CliError::core`]).
     fn context(self, context: impl FnOnce() -> String) -> Result<T>;
 }
 
-impl<T> CoreContext<T> for std::result::Result<T, ReservoirError> {
+impl<T, E: Into<RuntimeError>> CoreContext<T> for std::result::Result<T, E> {
     fn context(self, context: impl FnOnce() -> String) -> Result<T> {
         self.map_err(|e| CliError::core(context(), e))
     }

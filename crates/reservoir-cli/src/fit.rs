@@ -5,13 +5,15 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use ndarray::{s, ArrayView2};
+use reservoir_core::fit::fit_ridge_with_progress;
 use reservoir_core::metrics::{nrmse, r2, rmse};
-use reservoir_core::readout::fit_ridge_with_progress;
-use reservoir_core::{ExperimentConfig, Model, ReservoirWeights};
-
-use crate::backend;
+use reservoir_core::ReservoirWeights;
+use reservoir_runtime::experiment::ExperimentConfig;
+use reservoir_runtime::model::Model;
+use reservoir_runtime::Dispatch;
 
 use crate::data::{parse_column_list, read_inputs_targets};
+use crate::device::{self, DeviceArg};
 use crate::error::{CliError, CoreContext, Result};
 use crate::output::check_output_folder;
 use crate::plot;
@@ -50,6 +52,8 @@ pub struct FitArgs {
     /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub device: DeviceArg,
 }
 
 /// Runs `reservoir fit`.
@@ -71,9 +75,14 @@ pub fn run(args: &FitArgs) -> Result<()> {
     // Timed: config parse, then (after the untimed data reads) weights, run and ridge.
     let parse_started = Instant::now();
     let origin = args.config.display().to_string();
-    let mut config = ExperimentConfig::from_toml(&config_text, &origin)
+    let config = ExperimentConfig::from_toml(&config_text, &origin)
         .map_err(|e| CliError::config(&args.config, e))?;
-    config.reservoir.input_size = inputs.len();
+    let reservoir_config = config
+        .reservoir()
+        .to_params()
+        .input_size(inputs.len())
+        .check()
+        .map_err(|e| CliError::config(&args.config, e.prefixed("reservoir")))?;
     let parse_seconds = parse_started.elapsed().as_secs_f64();
 
     let (train_inputs, train_targets) =
@@ -86,7 +95,7 @@ pub fn run(args: &FitArgs) -> Result<()> {
         None => None,
     };
     let n_train = train_inputs.nrows();
-    let washout = config.readout.washout;
+    let washout = config.readout().washout();
     if washout.saturating_add(MIN_SCORED_ROWS) > n_train {
         return Err(CliError::TooFewRows {
             path: args.train.clone(),
@@ -124,15 +133,19 @@ pub fn run(args: &FitArgs) -> Result<()> {
     }
 
     let fit_started = Instant::now();
-    let (weights, _) = ReservoirWeights::generate(&config.reservoir)
+    let (weights, _) = ReservoirWeights::generate(&reservoir_config)
         .map_err(|e| CliError::config(&args.config, e))?;
-    let (mut reservoir, backend) = backend::build(&config.reservoir, weights.clone())?;
+    let mut dispatch = Dispatch::new(args.device.or(config.device()));
+    let mut reservoir = dispatch
+        .echo_state(&reservoir_config, weights.clone())
+        .map_err(|e| CliError::core("building the reservoir", e))?;
+    let backend = device::only_placement(&dispatch);
     let bar = progress::bar("training", n_train, "rows");
     let fit = fit_ridge_with_progress(
         reservoir.as_mut(),
         train_inputs.view(),
         train_targets.view(),
-        &config.readout,
+        config.readout(),
         &mut |done, total| progress::advance(&bar, done, total),
     );
     bar.finish_and_clear();
@@ -176,11 +189,14 @@ pub fn run(args: &FitArgs) -> Result<()> {
     };
 
     if let Some(path) = &args.model {
+        let state = reservoir
+            .state()
+            .context(|| "reading the reservoir's final state".to_string())?;
         let model = Model {
-            config: config.reservoir.clone(),
+            config: reservoir_config.clone(),
             weights,
             readout: fit.readout.clone(),
-            state: reservoir.state(),
+            state,
             input_columns: inputs.clone(),
             target_columns: targets.clone(),
         };
@@ -194,7 +210,7 @@ pub fn run(args: &FitArgs) -> Result<()> {
         test: args.test.as_ref().map(|p| p.display().to_string()),
         inputs,
         targets,
-        size: config.reservoir.size,
+        size: reservoir_config.size(),
         backend,
         washout,
         n_train,

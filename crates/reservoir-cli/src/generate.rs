@@ -3,11 +3,11 @@
 use std::path::PathBuf;
 
 use ndarray::{concatenate, s, Array2, ArrayView2, Axis};
-use reservoir_core::persist::write_atomically;
-use reservoir_core::tasks::lorenz::{lorenz, LorenzInit, LorenzOptions};
-use reservoir_core::tasks::mackey_glass::{mackey_glass, one_step_task, MackeyGlassOptions};
-use reservoir_core::tasks::narma::narma10;
-use reservoir_core::tasks::{next_step_task, TaskData};
+use reservoir_runtime::model::write_atomically;
+use reservoir_runtime::tasks::lorenz::{lorenz, LorenzInit, LorenzOptions};
+use reservoir_runtime::tasks::mackey_glass::{mackey_glass, one_step_task, MackeyGlassOptions};
+use reservoir_runtime::tasks::narma::narma10;
+use reservoir_runtime::tasks::{next_step_task, TaskData};
 
 use crate::error::{CliError, CoreContext, Result};
 use crate::output::{check_output_folder, csv_bytes, csv_bytes_with_progress};

@@ -1,6 +1,6 @@
 //! `reservoir info`: what this machine has for the GPU backend (exits 0 without a GPU).
 
-use gpu_reservoir::{probe, GpuDevice, KernelSource};
+use gpu_reservoir::probe;
 use serde::Serialize;
 
 use crate::error::{CliError, Result};
@@ -18,26 +18,13 @@ pub struct InfoArgs {
 struct Info {
     #[serde(flatten)]
     support: gpu_reservoir::GpuSupport,
-    /// Where device 0's echo-state kernels came from, when a device could be opened.
-    kernels: Option<String>,
     cpu_threads: usize,
 }
 
 /// Runs `reservoir info`.
 pub fn run(args: &InfoArgs) -> Result<()> {
-    let support = probe();
-    let kernels = support.usable().then(|| match GpuDevice::shared(0) {
-        Ok(device) => match device.kernel_source() {
-            KernelSource::Ptx => "prebuilt PTX (kernels/ptx/neuromorphic_gemv.ptx)".to_string(),
-            KernelSource::NvrtcFallback { reason } => {
-                format!("NVRTC (the PTX was rejected: {reason})")
-            }
-        },
-        Err(e) => format!("device 0 could not be opened: {e}"),
-    });
     let info = Info {
-        support,
-        kernels,
+        support: probe(),
         cpu_threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
     };
     let text = if args.json {
@@ -79,14 +66,11 @@ fn describe(info: &Info) -> String {
             d.multiprocessors
         ));
     }
-    if let Some(kernels) = &info.kernels {
-        lines.push(format!("kernels      {kernels}"));
-    }
     lines.push(format!("CPU threads  {}", info.cpu_threads));
     lines.push(match &s.problem {
-        None => "GPU backend  usable (backend = \"auto\" runs on the GPU)".to_string(),
+        None => "GPU backend  usable (device = \"auto\" runs on GPU 0)".to_string(),
         Some(problem) => {
-            format!("GPU backend  not usable: {problem}; backend = \"auto\" runs on the CPU")
+            format!("GPU backend  not usable: {problem}; device = \"auto\" runs on the CPU")
         }
     });
     lines.join("\n") + "\n"

@@ -6,8 +6,8 @@
 //! terminal; otherwise standard error holds only `note:` and `error:` lines. A panic, which would be a bug, is reported the same way as an
 //! internal error, never as a panic message.
 
-mod backend;
 mod data;
+mod device;
 mod error;
 mod fit;
 mod generate;

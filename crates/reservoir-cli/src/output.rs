@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::Path;
 
 use ndarray::ArrayView2;
-use reservoir_core::persist::write_atomically;
+use reservoir_runtime::model::write_atomically;
 
 use crate::error::{CliError, Result};
 

@@ -4,11 +4,12 @@ use std::path::PathBuf;
 
 use ndarray::{s, Array2, ArrayView2};
 use reservoir_core::readout::LinearReadout;
-use reservoir_core::{Model, Reservoir, ReservoirError};
-
-use crate::backend;
+use reservoir_core::{Reservoir, ReservoirError};
+use reservoir_runtime::model::Model;
+use reservoir_runtime::{Device, Dispatch};
 
 use crate::data::read_inputs;
+use crate::device::{self, DeviceArg};
 use crate::error::{CliError, CoreContext, Result};
 use crate::output::{check_output_folder, csv_bytes, write_output};
 use crate::progress;
@@ -32,6 +33,8 @@ pub struct PredictArgs {
     /// time after the last row the model was fitted or tested on).
     #[arg(long)]
     pub reset: bool,
+    #[command(flatten)]
+    pub device: DeviceArg,
 }
 
 /// Runs `reservoir predict`.
@@ -50,7 +53,11 @@ pub fn run(args: &PredictArgs) -> Result<()> {
     } = model;
     let inputs = read_inputs("input file", &args.input, &input_columns)?;
     let model_path = args.model.display();
-    let (mut reservoir, _) = backend::build(&config, weights)?;
+    let mut dispatch = Dispatch::new(args.device.or(Device::Auto));
+    let mut reservoir = dispatch
+        .echo_state(&config, weights)
+        .map_err(|e| CliError::core(format!("building the reservoir of {model_path}"), e))?;
+    device::describe(&dispatch);
     if !args.reset {
         reservoir
             .set_state(state.view())

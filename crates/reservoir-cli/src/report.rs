@@ -1,6 +1,6 @@
 //! What `reservoir fit` prints: an aligned table for people, or one JSON object for programs.
 
-use reservoir_core::experiment::ExperimentReport;
+use reservoir_runtime::experiment::ExperimentReport;
 use serde::Serialize;
 
 use crate::error::{CliError, Result};
@@ -33,7 +33,7 @@ pub struct FitReport {
     /// Reservoir size N.
     pub size: usize,
     /// Where the reservoir ran: `cpu` or `cuda`.
-    pub backend: &'static str,
+    pub backend: String,
     /// Leading training rows dropped before fitting.
     pub washout: usize,
     /// Rows in the training file.
@@ -187,7 +187,7 @@ mod tests {
             inputs: vec!["u".into()],
             targets: vec!["y".into()],
             size: 200,
-            backend: "cpu",
+            backend: "cpu".into(),
             washout: 100,
             n_train: 1000,
             n_fit: 900,

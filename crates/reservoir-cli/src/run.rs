@@ -3,19 +3,22 @@
 
 use std::path::{Path, PathBuf};
 
-use gpu_reservoir::BackendFactory;
 use reservoir_core::detection::PatternDetector;
-use reservoir_core::{ExperimentConfig, RunHooks, RunOutcome, TaskConfig, TrainedModel};
+use reservoir_runtime::experiment::{
+    run_full, ExperimentConfig, RunHooks, RunOutcome, TaskConfig, TrainedModel,
+};
+use reservoir_runtime::Dispatch;
 
-use crate::backend;
+use crate::device::{self, DeviceArg};
 use crate::error::{CliError, CoreContext, Result};
 use crate::output::check_output_folder;
 use crate::plot;
 use crate::progress::Stages;
 use crate::report::print_run;
 
-/// The config `reservoir run` uses when none is given (the file `configs/default.toml`).
-pub const DEFAULT_CONFIG: &str = include_str!("../../../configs/default.toml");
+/// The config `reservoir run` uses when none is given (`default.toml` beside this crate's
+/// sources; `configs/default.toml` in the repository links to it).
+pub const DEFAULT_CONFIG: &str = include_str!("../default.toml");
 
 /// Arguments of `reservoir run`.
 #[derive(Debug, clap::Args)]
@@ -26,6 +29,8 @@ pub struct RunArgs {
     /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub device: DeviceArg,
     /// Save the trained model here (written atomically). Without it the model goes to
     /// `<config name>-model.bin` (`reservoir-model.bin` for the embedded default) in the current
     /// directory, unless --no-save. narma10 and mackey_glass save the echo-state readout as `reservoir fit` does (input
@@ -72,7 +77,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
         None => ExperimentConfig::from_toml(DEFAULT_CONFIG, "<embedded default config>")
             .map_err(|e| CliError::core("the embedded default config", e))?,
     };
-    let memory_capacity = matches!(config.task, Some(TaskConfig::MemoryCapacity { .. }));
+    let memory_capacity = matches!(config.task(), Some(TaskConfig::MemoryCapacity { .. }));
     if memory_capacity {
         for (flag, given) in [
             ("--model", args.model.is_some()),
@@ -92,7 +97,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
         || "the embedded default config".to_string(),
         |p| p.display().to_string(),
     );
-    let mut factory = BackendFactory::new(config.reservoir.backend);
+    let mut dispatch = Dispatch::new(args.device.or(config.device()));
     let mut stages = Stages::default();
     let result = {
         let mut progress = |stage: &str, done, total| stages.update(stage, done, total);
@@ -100,10 +105,10 @@ pub fn run(args: &RunArgs) -> Result<()> {
             progress: Some(&mut progress),
             keep_model: model_path.is_some() && !memory_capacity,
         };
-        config.run_full(&mut factory, &mut hooks)
+        run_full(&config, &mut dispatch, &mut hooks)
     };
     stages.clear();
-    let backend_name = backend::describe(&factory.chosen);
+    let backend_name = device::describe(&dispatch);
     let outcome = result.map_err(|e| match &args.config {
         Some(path) => CliError::config(path, e),
         None => CliError::core(format!("running {origin}"), e),
@@ -176,13 +181,13 @@ fn draw(path: &Path, config: &ExperimentConfig, outcome: &RunOutcome) -> Result<
         );
     }
     let (Some(data), Some(TaskConfig::SpikeClassification(options))) =
-        (&outcome.spike_data, &config.task)
+        (&outcome.spike_data, config.task())
     else {
         return Err(nothing());
     };
     let (index, sample) = (0, data.test.first().ok_or_else(nothing)?);
     let template = data.templates.get(sample.label).ok_or_else(nothing)?;
-    let detections = PatternDetector::new(data.templates.clone(), config.detector.clone())
+    let detections = PatternDetector::new(data.templates.clone(), config.detector().clone())
         .and_then(|detector| detector.detect(&sample.pattern))
         .context(|| format!("detecting the templates in test sample {index}"))?;
     plot::raster(path, index, sample, template, options, &detections)

@@ -2,11 +2,10 @@
 
 use std::path::PathBuf;
 
-use gpu_reservoir::BackendFactory;
-use reservoir_core::sweep::{run_sweep, SweepReport, SweepScore};
-use reservoir_core::Backend;
+use reservoir_runtime::sweep::{run_sweep, SweepReport, SweepScore};
+use reservoir_runtime::Dispatch;
 
-use crate::backend;
+use crate::device::{self, DeviceArg};
 use crate::error::{CliError, Result};
 use crate::output::write_stdout;
 use crate::report::{aligned, json_line, number};
@@ -27,30 +26,23 @@ pub struct SweepArgs {
     /// Show the K best results (default: the config's `[sweep] top`, itself 10 by default).
     #[arg(long, value_name = "K")]
     pub top: Option<usize>,
+    #[command(flatten)]
+    pub device: DeviceArg,
 }
 
 /// Runs `reservoir sweep`.
 pub fn run(args: &SweepArgs) -> Result<()> {
     let mut config = read_config(&args.config)?;
     if let Some(top) = args.top {
-        if top == 0 {
-            return Err(CliError::Argument {
-                flag: "--top",
-                message: "must be >= 1, got 0".into(),
-            });
-        }
-        config.sweep.get_or_insert_with(Default::default).top = top;
+        config = config.with_sweep_top(top).map_err(|e| CliError::Argument {
+            flag: "--top",
+            message: format!("{}, got {top}", e.rule),
+        })?;
     }
-    let mut factory = BackendFactory::new(config.reservoir.backend);
-    let result = run_sweep(&config, &mut factory);
-    backend::describe(&factory.chosen);
+    let mut dispatch = Dispatch::new(args.device.or(config.device()));
+    let result = run_sweep(&config, &mut dispatch);
+    device::describe(&dispatch);
     let report = result.map_err(|e| CliError::config(&args.config, e))?;
-    if config.reservoir.backend == Backend::Cuda && report.backend != "cuda" {
-        eprintln!(
-            "note: the lanes ran on the {}: this build has no GPU lane runner",
-            report.backend
-        );
-    }
     let text = if args.json {
         json_line(&report)?
     } else {
@@ -102,9 +94,9 @@ fn table(report: &SweepReport) -> String {
         rows.push(vec![
             (rank + 1).to_string(),
             r.lane.to_string(),
-            r.params.spectral_radius.to_string(),
-            r.params.leak_rate.to_string(),
-            r.params.input_scaling.to_string(),
+            r.params.spectral_radius().to_string(),
+            r.params.leak_rate().to_string(),
+            r.params.input_scaling().to_string(),
             ridge(r.ridge),
             number(r.train_nrmse),
             number(r.score),

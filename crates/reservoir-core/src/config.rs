@@ -1,10 +1,14 @@
-//! Reservoir and readout configuration: serde structs loadable from TOML, validated by `validate()`.
+//! Configuration: unchecked parameters that `check()` turns into a config that cannot be invalid.
 //!
-//! Unknown keys are an error (`deny_unknown_fields`), so a typo never silently falls back to a default.
+//! [`ReservoirParams`] and [`ReadoutParams`] are builders (and serde structs, so TOML and other
+//! formats load them; unknown keys are an error, so a typo never falls back to a default).
+//! Their `check()` returns a [`ReservoirConfig`] / [`ReadoutConfig`] or a [`ConfigError`]
+//! naming the first field that breaks its rule. Everything downstream takes the checked types
+//! and never validates them again.
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{ConfigError, ReservoirError, Result};
+use crate::error::ConfigError;
 
 /// Nonlinearity `f` of the echo-state update.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -39,62 +43,40 @@ pub enum Precision {
     F64,
 }
 
-/// Where a reservoir runs; the command line picks the backend from this.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum Backend {
-    /// The GPU when one is usable (and the config is one the GPU runs), otherwise the CPU,
-    /// with the reason said once.
-    #[default]
-    Auto,
-    /// Always the CPU.
-    Cpu,
-    /// Always the GPU; an error when none is usable.
-    Cuda,
-}
+/// Largest reservoir the engine builds; larger sizes are almost certainly a typo.
+pub const MAX_SIZE: usize = 1 << 24;
 
-/// The echo-state reservoir: `x(t+1) = (1 − a)·x(t) + a·f(W_in·u(t) + W·x(t) + b + noise)`.
+/// Unchecked parameters of the echo-state reservoir
+/// `x(t+1) = (1 − a)·x(t) + a·f(W_in·u(t) + W·x(t) + b + noise)`.
 ///
-/// Every field has a default (see [`ReservoirConfig::default`]); construct with struct-update
-/// syntax and call [`ReservoirConfig::validate`] (every constructor in this crate does).
+/// ```
+/// use reservoir_core::ReservoirParams;
+///
+/// let config = ReservoirParams::new().size(500).spectral_radius(0.9).leak_rate(1.0).check()?;
+/// assert_eq!(config.size(), 500);
+/// let error = ReservoirParams::new().leak_rate(1.5).check().unwrap_err();
+/// assert_eq!(error.to_string(), "invalid value for `leak_rate`: must be in (0, 1] (got 1.5)");
+/// # Ok::<(), reservoir_core::ConfigError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct ReservoirConfig {
-    /// Number of reservoir units N. Default 1000.
-    pub size: usize,
-    /// Number of input channels K. Default 1 (the command line takes it from the data).
-    pub input_size: usize,
-    /// Target spectral radius ρ(W) > 0; values ≥ 1 are allowed. Default 0.95.
-    pub spectral_radius: f64,
-    /// Density of the recurrent matrix W in (0, 1]: each unit receives `round(p·N)` (≥ 1)
-    /// connections. Default 0.1 (ReservoirPy's default).
-    pub connection_prob: f64,
-    /// Density of the input matrix W_in in (0, 1]: each input channel reaches `round(p·N)`
-    /// (≥ 1) units. Default 0.1.
-    pub input_connectivity: f64,
-    /// Leak rate a in (0, 1]. Default 0.3.
-    pub leak_rate: f64,
-    /// Scale of the input weights (≥ 0). Default 1.0.
-    pub input_scaling: f64,
-    /// Scale of the bias b, drawn uniform on (−s, s) for every unit (≥ 0). Default 0.0.
-    pub bias_scaling: f64,
-    /// Standard deviation of Gaussian noise added to the pre-activation every step (≥ 0).
-    /// Default 0.0.
-    pub noise_level: f64,
-    /// Nonlinearity. Default `tanh`.
-    pub activation: Activation,
-    /// Distribution of the non-zero weights of W and W_in. Default `uniform`.
-    pub weight_distribution: WeightDistribution,
-    /// Seed of every random draw (weights, noise). Default 42.
-    pub seed: u64,
-    /// Arithmetic of the state update. Default `f32` (the GPU computes in `f32` only).
-    pub precision: Precision,
-    /// Where to run: `auto` (default), `cpu` or `cuda`. The core library itself always runs on
-    /// the CPU; `gpu-reservoir` and the command line read this.
-    pub backend: Backend,
+pub struct ReservoirParams {
+    size: usize,
+    input_size: usize,
+    spectral_radius: f64,
+    connection_prob: f64,
+    input_connectivity: f64,
+    leak_rate: f64,
+    input_scaling: f64,
+    bias_scaling: f64,
+    noise_level: f64,
+    activation: Activation,
+    weight_distribution: WeightDistribution,
+    seed: u64,
+    precision: Precision,
 }
 
-impl Default for ReservoirConfig {
+impl Default for ReservoirParams {
     fn default() -> Self {
         Self {
             size: 1000,
@@ -110,13 +92,304 @@ impl Default for ReservoirConfig {
             weight_distribution: WeightDistribution::Uniform,
             seed: 42,
             precision: Precision::F32,
-            backend: Backend::Auto,
         }
     }
 }
 
-/// Largest reservoir the CPU engine builds; larger sizes are almost certainly a typo.
-pub const MAX_SIZE: usize = 1 << 24;
+impl ReservoirParams {
+    /// The defaults (each documented on its setter).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Number of reservoir units N, in 1..=[`MAX_SIZE`]. Default 1000.
+    pub fn size(mut self, size: usize) -> Self {
+        self.size = size;
+        self
+    }
+
+    /// Number of input channels K ≥ 1. Default 1 (the command line takes it from the data).
+    pub fn input_size(mut self, input_size: usize) -> Self {
+        self.input_size = input_size;
+        self
+    }
+
+    /// Target spectral radius ρ(W), finite and > 0; values ≥ 1 are allowed. Default 0.95.
+    pub fn spectral_radius(mut self, spectral_radius: f64) -> Self {
+        self.spectral_radius = spectral_radius;
+        self
+    }
+
+    /// Density of W in (0, 1]: each unit receives `round(p·N)` (≥ 1) connections. Default 0.1
+    /// (ReservoirPy's default).
+    pub fn connection_prob(mut self, connection_prob: f64) -> Self {
+        self.connection_prob = connection_prob;
+        self
+    }
+
+    /// Density of W_in in (0, 1]: each input channel reaches `round(p·N)` (≥ 1) units.
+    /// Default 0.1.
+    pub fn input_connectivity(mut self, input_connectivity: f64) -> Self {
+        self.input_connectivity = input_connectivity;
+        self
+    }
+
+    /// Leak rate a in (0, 1]. Default 0.3.
+    pub fn leak_rate(mut self, leak_rate: f64) -> Self {
+        self.leak_rate = leak_rate;
+        self
+    }
+
+    /// Scale of the input weights, finite and ≥ 0. Default 1.0.
+    pub fn input_scaling(mut self, input_scaling: f64) -> Self {
+        self.input_scaling = input_scaling;
+        self
+    }
+
+    /// Scale s of the bias b, drawn uniform on (−s, s) for every unit (finite, ≥ 0).
+    /// Default 0.0.
+    pub fn bias_scaling(mut self, bias_scaling: f64) -> Self {
+        self.bias_scaling = bias_scaling;
+        self
+    }
+
+    /// Standard deviation of Gaussian noise added to the pre-activation every step (finite,
+    /// ≥ 0). Default 0.0.
+    pub fn noise_level(mut self, noise_level: f64) -> Self {
+        self.noise_level = noise_level;
+        self
+    }
+
+    /// Nonlinearity. Default `tanh`.
+    pub fn activation(mut self, activation: Activation) -> Self {
+        self.activation = activation;
+        self
+    }
+
+    /// Distribution of the non-zero weights of W and W_in. Default `uniform`.
+    pub fn weight_distribution(mut self, weight_distribution: WeightDistribution) -> Self {
+        self.weight_distribution = weight_distribution;
+        self
+    }
+
+    /// Seed of every random draw (weights, noise). Default 42.
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+
+    /// Arithmetic of the state update. Default `f32` (the GPU computes in `f32` only).
+    pub fn precision(mut self, precision: Precision) -> Self {
+        self.precision = precision;
+        self
+    }
+
+    /// The checked config; the error names the first field that breaks its rule.
+    pub fn check(self) -> Result<ReservoirConfig, ConfigError> {
+        check_dimensions(self.size, self.input_size)?;
+        check_spectral_radius("spectral_radius", self.spectral_radius)?;
+        check_unit_interval("connection_prob", self.connection_prob)?;
+        check_unit_interval("input_connectivity", self.input_connectivity)?;
+        check_leak_rate("leak_rate", self.leak_rate)?;
+        check_input_scaling("input_scaling", self.input_scaling)?;
+        check_non_negative("bias_scaling", self.bias_scaling)?;
+        check_non_negative("noise_level", self.noise_level)?;
+        Ok(ReservoirConfig { params: self })
+    }
+}
+
+/// A checked echo-state configuration (from [`ReservoirParams::check`]): every value obeys its
+/// rule, so nothing that takes one validates it again. Serialises as its parameters and
+/// deserialises through `check()`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "ReservoirParams", into = "ReservoirParams")]
+pub struct ReservoirConfig {
+    params: ReservoirParams,
+}
+
+impl Default for ReservoirConfig {
+    /// The default parameters, which are valid.
+    fn default() -> Self {
+        Self {
+            params: ReservoirParams::default(),
+        }
+    }
+}
+
+impl TryFrom<ReservoirParams> for ReservoirConfig {
+    type Error = ConfigError;
+    fn try_from(params: ReservoirParams) -> Result<Self, ConfigError> {
+        params.check()
+    }
+}
+
+impl From<ReservoirConfig> for ReservoirParams {
+    fn from(config: ReservoirConfig) -> Self {
+        config.params
+    }
+}
+
+impl ReservoirConfig {
+    /// These values as parameters, to change some and check again.
+    pub fn to_params(&self) -> ReservoirParams {
+        self.params.clone()
+    }
+
+    /// Number of reservoir units N.
+    pub fn size(&self) -> usize {
+        self.params.size
+    }
+
+    /// Number of input channels K.
+    pub fn input_size(&self) -> usize {
+        self.params.input_size
+    }
+
+    /// Target spectral radius ρ(W).
+    pub fn spectral_radius(&self) -> f64 {
+        self.params.spectral_radius
+    }
+
+    /// Density of W.
+    pub fn connection_prob(&self) -> f64 {
+        self.params.connection_prob
+    }
+
+    /// Density of W_in.
+    pub fn input_connectivity(&self) -> f64 {
+        self.params.input_connectivity
+    }
+
+    /// Leak rate a.
+    pub fn leak_rate(&self) -> f64 {
+        self.params.leak_rate
+    }
+
+    /// Scale of the input weights.
+    pub fn input_scaling(&self) -> f64 {
+        self.params.input_scaling
+    }
+
+    /// Scale of the bias.
+    pub fn bias_scaling(&self) -> f64 {
+        self.params.bias_scaling
+    }
+
+    /// Standard deviation of the state noise.
+    pub fn noise_level(&self) -> f64 {
+        self.params.noise_level
+    }
+
+    /// Nonlinearity.
+    pub fn activation(&self) -> Activation {
+        self.params.activation
+    }
+
+    /// Distribution of the non-zero weights.
+    pub fn weight_distribution(&self) -> WeightDistribution {
+        self.params.weight_distribution
+    }
+
+    /// Seed of every random draw.
+    pub fn seed(&self) -> u64 {
+        self.params.seed
+    }
+
+    /// Arithmetic of the state update.
+    pub fn precision(&self) -> Precision {
+        self.params.precision
+    }
+}
+
+/// Unchecked parameters of the trained linear readout (ridge regression on the states).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ReadoutParams {
+    ridge: f64,
+    washout: usize,
+}
+
+impl Default for ReadoutParams {
+    fn default() -> Self {
+        Self {
+            ridge: 1e-6,
+            washout: 100,
+        }
+    }
+}
+
+impl ReadoutParams {
+    /// The defaults (each documented on its setter).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Ridge (Tikhonov) regularisation λ on the weights, finite and ≥ 0; the intercept is not
+    /// regularised. Default 1e-6.
+    pub fn ridge(mut self, ridge: f64) -> Self {
+        self.ridge = ridge;
+        self
+    }
+
+    /// Leading rows of each training sequence dropped before fitting (reservoir warm-up).
+    /// Default 100.
+    pub fn washout(mut self, washout: usize) -> Self {
+        self.washout = washout;
+        self
+    }
+
+    /// The checked config; the error names the field that breaks its rule.
+    pub fn check(self) -> Result<ReadoutConfig, ConfigError> {
+        check_ridge("ridge", self.ridge)?;
+        Ok(ReadoutConfig { params: self })
+    }
+}
+
+/// A checked readout configuration (from [`ReadoutParams::check`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "ReadoutParams", into = "ReadoutParams")]
+pub struct ReadoutConfig {
+    params: ReadoutParams,
+}
+
+impl Default for ReadoutConfig {
+    /// The default parameters, which are valid.
+    fn default() -> Self {
+        Self {
+            params: ReadoutParams::default(),
+        }
+    }
+}
+
+impl TryFrom<ReadoutParams> for ReadoutConfig {
+    type Error = ConfigError;
+    fn try_from(params: ReadoutParams) -> Result<Self, ConfigError> {
+        params.check()
+    }
+}
+
+impl From<ReadoutConfig> for ReadoutParams {
+    fn from(config: ReadoutConfig) -> Self {
+        config.params
+    }
+}
+
+impl ReadoutConfig {
+    /// These values as parameters, to change some and check again.
+    pub fn to_params(&self) -> ReadoutParams {
+        self.params.clone()
+    }
+
+    /// Ridge penalty λ.
+    pub fn ridge(&self) -> f64 {
+        self.params.ridge
+    }
+
+    /// Rows dropped before fitting.
+    pub fn washout(&self) -> usize {
+        self.params.washout
+    }
+}
 
 /// `Err(ConfigError { field, rule, value })` unless `ok`: the one rule check of every config.
 pub(crate) fn check(
@@ -150,7 +423,7 @@ fn check_non_negative(field: &str, value: f64) -> Result<(), ConfigError> {
     )
 }
 
-/// The rule of [`ReservoirConfig::spectral_radius`] (finite and > 0), for the value of `field`.
+/// The rule of a spectral radius (finite and > 0), for the value of `field`.
 pub(crate) fn check_spectral_radius(field: &str, value: f64) -> Result<(), ConfigError> {
     check(
         value.is_finite() && value > 0.0,
@@ -160,17 +433,17 @@ pub(crate) fn check_spectral_radius(field: &str, value: f64) -> Result<(), Confi
     )
 }
 
-/// The rule of [`ReservoirConfig::leak_rate`] (in (0, 1]), for the value of `field`.
+/// The rule of a leak rate (in (0, 1]), for the value of `field`.
 pub(crate) fn check_leak_rate(field: &str, value: f64) -> Result<(), ConfigError> {
     check_unit_interval(field, value)
 }
 
-/// The rule of [`ReservoirConfig::input_scaling`] (finite and >= 0), for the value of `field`.
+/// The rule of an input scaling (finite and >= 0), for the value of `field`.
 pub(crate) fn check_input_scaling(field: &str, value: f64) -> Result<(), ConfigError> {
     check_non_negative(field, value)
 }
 
-/// The rule of [`ReadoutConfig::ridge`] (finite and >= 0), for the value of `field`.
+/// The rule of a ridge penalty (finite and >= 0), for the value of `field`.
 pub(crate) fn check_ridge(field: &str, value: f64) -> Result<(), ConfigError> {
     check_non_negative(field, value)
 }
@@ -184,66 +457,4 @@ pub(crate) fn check_dimensions(size: usize, input_size: usize) -> Result<(), Con
         size,
     )?;
     check(input_size >= 1, "input_size", "must be >= 1", input_size)
-}
-
-impl ReservoirConfig {
-    /// Checks every field; the error names the first field that breaks its rule.
-    pub fn validate(&self) -> Result<(), ConfigError> {
-        check_dimensions(self.size, self.input_size)?;
-        check_spectral_radius("spectral_radius", self.spectral_radius)?;
-        check_unit_interval("connection_prob", self.connection_prob)?;
-        check_unit_interval("input_connectivity", self.input_connectivity)?;
-        check_leak_rate("leak_rate", self.leak_rate)?;
-        check_input_scaling("input_scaling", self.input_scaling)?;
-        check_non_negative("bias_scaling", self.bias_scaling)?;
-        check_non_negative("noise_level", self.noise_level)?;
-        Ok(())
-    }
-}
-
-/// The trained linear readout: ridge regression on the reservoir states.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct ReadoutConfig {
-    /// Ridge (Tikhonov) regularisation λ ≥ 0 on the weights; the intercept is not regularised.
-    /// Default 1e-6.
-    pub ridge: f64,
-    /// Leading rows of each training sequence dropped before fitting (reservoir warm-up).
-    /// Default 100.
-    pub washout: usize,
-}
-
-impl Default for ReadoutConfig {
-    fn default() -> Self {
-        Self {
-            ridge: 1e-6,
-            washout: 100,
-        }
-    }
-}
-
-impl ReadoutConfig {
-    /// Checks every field.
-    pub fn validate(&self) -> Result<(), ConfigError> {
-        check_ridge("ridge", self.ridge)
-    }
-}
-
-/// Parses TOML into `T`, turning the parser's message (key, line, column) into a typed error.
-pub fn parse_toml<T: serde::de::DeserializeOwned>(text: &str, origin: &str) -> Result<T> {
-    toml::from_str(text).map_err(|e| {
-        let place = e
-            .span()
-            .map(|span| {
-                let before = &text[..span.start.min(text.len())];
-                let line = before.matches('\n').count() + 1;
-                let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
-                format!("line {line}, column {column}: ")
-            })
-            .unwrap_or_default();
-        ReservoirError::ConfigParse {
-            origin: origin.to_string(),
-            message: format!("{place}{}", e.message().trim_end().replace('\n', " ")),
-        }
-    })
 }

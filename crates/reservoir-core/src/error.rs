@@ -1,6 +1,4 @@
-//! Typed errors for everything a caller, a file or the numbers can get wrong.
-
-use std::path::PathBuf;
+//! Typed errors for everything a caller or the numbers can get wrong.
 
 /// A configuration value broke one of its rules.
 ///
@@ -36,19 +34,11 @@ impl ConfigError {
 
 /// Every error the core library returns.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ReservoirError {
     /// A configuration value is out of range or inconsistent.
     #[error(transparent)]
     Config(#[from] ConfigError),
-
-    /// A TOML configuration could not be parsed (syntax, type or unknown key).
-    #[error("{origin}: {message}")]
-    ConfigParse {
-        /// The file (or `<embedded>`) the text came from.
-        origin: String,
-        /// The parser's message, naming the key and line.
-        message: String,
-    },
 
     /// Array shapes do not fit together.
     #[error("shape mismatch in {context}: expected {expected}, got {actual}")]
@@ -79,15 +69,6 @@ pub enum ReservoirError {
         message: String,
     },
 
-    /// Reading or writing a file failed.
-    #[error("{}: {source}", path.display())]
-    Io {
-        /// The file involved.
-        path: PathBuf,
-        /// The operating-system error.
-        source: std::io::Error,
-    },
-
     /// A compute backend (e.g. CUDA) failed; the backend's own error is kept as the source, so
     /// this crate does not depend on the driver crate.
     #[error("{backend} backend: {source}")]
@@ -96,15 +77,6 @@ pub enum ReservoirError {
         backend: &'static str,
         /// The backend's error.
         source: Box<dyn std::error::Error + Send + Sync>,
-    },
-
-    /// A saved model file is not one of ours, is truncated, corrupted or of another version.
-    #[error("{}: {message}", path.display())]
-    ModelFormat {
-        /// The model file.
-        path: PathBuf,
-        /// What is wrong with it.
-        message: String,
     },
 }
 

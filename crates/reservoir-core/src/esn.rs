@@ -7,18 +7,18 @@ use rand_chacha::ChaCha8Rng;
 use rand_distr::StandardNormal;
 
 use crate::activation::apply_in_place;
+use crate::checks::{check_run, check_state};
 use crate::config::{Precision, ReservoirConfig};
 use crate::error::Result;
+use crate::random::{stream_rng, Stream};
 use crate::real::Real;
-use crate::reservoir::{check_run_shapes, check_state, Reservoir};
-use crate::rng::{stream_rng, Stream};
+use crate::reservoir::Reservoir;
 use crate::sparse::CsrMatrix;
 use crate::weights::ReservoirWeights;
 
-/// Density at and above which W is stored dense. With SIMD gathers the CSR mat-vec beats the
-/// dense one up to ~0.7 density at N = 100 … 1000 (measured on the 2-core Xeon development
-/// machine: N = 1000 at p = 0.3, CSR 97 µs vs dense 227 µs; at p = 1, CSR 314 µs vs 178 µs).
-pub const DENSE_DENSITY: f64 = 0.7;
+/// Density at and above which W is stored dense: with SIMD gathers the CSR mat-vec beats the
+/// dense one up to about this density at N = 100 … 1000 (docs/performance.md).
+const DENSE_DENSITY: f64 = 0.7;
 
 /// W in the layout its CPU mat-vec is fastest in.
 #[derive(Debug, Clone)]
@@ -81,18 +81,18 @@ impl<T: Real> EchoStateNetwork<T> {
     /// Builds a reservoir on existing weights (a loaded model, or weights made elsewhere).
     ///
     /// # Errors
-    /// An invalid config, or weights whose sizes differ from `config.size` / `input_size`.
+    /// Weights whose sizes differ from the config's `size` / `input_size`.
     pub fn from_weights(config: &ReservoirConfig, weights: ReservoirWeights) -> Result<Self> {
         weights.check_fits(config)?;
-        let n = config.size;
+        let n = config.size();
         Ok(Self {
             recurrent: RecurrentLayout::new(weights.recurrent()),
             input_by_channel: weights.input().t().mapv(T::from_f64),
             bias: weights.bias().iter().map(|&b| T::from_f64(b)).collect(),
-            leak: T::from_f64(config.leak_rate),
+            leak: T::from_f64(config.leak_rate()),
             state: vec![T::zero(); n],
             pre_activation: vec![T::zero(); n],
-            noise: stream_rng(config.seed, Stream::Noise),
+            noise: stream_rng(config.seed(), Stream::Noise),
             config: config.clone(),
             weights,
         })
@@ -123,13 +123,14 @@ impl<T: Real> EchoStateNetwork<T> {
                 }
             }
         }
-        if self.config.noise_level > 0.0 {
+        let noise_level = self.config.noise_level();
+        if noise_level > 0.0 {
             for p in pre.iter_mut() {
                 let xi: f64 = self.noise.sample(StandardNormal);
-                *p += T::from_f64(self.config.noise_level * xi);
+                *p += T::from_f64(noise_level * xi);
             }
         }
-        apply_in_place(self.config.activation, pre);
+        apply_in_place(self.config.activation(), pre);
         let keep = T::one() - self.leak;
         for (x, &p) in self.state.iter_mut().zip(pre.iter()) {
             *x = keep * *x + self.leak * p;
@@ -139,23 +140,20 @@ impl<T: Real> EchoStateNetwork<T> {
 
 impl<T: Real> Reservoir for EchoStateNetwork<T> {
     fn size(&self) -> usize {
-        self.config.size
-    }
-
-    fn echo_state_weights(&self) -> Option<&ReservoirWeights> {
-        Some(&self.weights)
+        self.config.size()
     }
 
     fn input_size(&self) -> usize {
-        self.config.input_size
+        self.config.input_size()
     }
 
-    fn reset(&mut self) {
+    fn reset(&mut self) -> Result<()> {
         self.state.fill(T::zero());
+        Ok(())
     }
 
-    fn state(&self) -> Array1<f64> {
-        self.state.iter().map(|v| v.as_f64()).collect()
+    fn state(&self) -> Result<Array1<f64>> {
+        Ok(self.state.iter().map(|v| v.as_f64()).collect())
     }
 
     fn set_state(&mut self, state: ArrayView1<f64>) -> Result<()> {
@@ -167,7 +165,7 @@ impl<T: Real> Reservoir for EchoStateNetwork<T> {
     }
 
     fn run_into(&mut self, inputs: ArrayView2<f64>, mut states: ArrayViewMut2<f64>) -> Result<()> {
-        check_run_shapes(self.size(), self.input_size(), &inputs, &states)?;
+        check_run(self.size(), self.input_size(), &inputs, &states)?;
         for (u, mut out) in inputs.rows().into_iter().zip(states.rows_mut()) {
             self.step(u);
             for (o, x) in out.iter_mut().zip(&self.state) {
@@ -178,18 +176,15 @@ impl<T: Real> Reservoir for EchoStateNetwork<T> {
     }
 }
 
-/// A CPU echo-state reservoir for `config`, in the precision `config.precision` asks for.
-pub fn cpu_reservoir(config: &ReservoirConfig) -> Result<Box<dyn Reservoir + Send>> {
-    let (weights, _) = ReservoirWeights::generate(config)?;
-    cpu_reservoir_from_weights(config, weights)
-}
-
-/// Builds the reservoir for `weights` in the precision `config.precision` asks for.
-pub fn cpu_reservoir_from_weights(
+/// The CPU echo-state reservoir for `weights`, in the precision the config asks for.
+///
+/// # Errors
+/// Weights whose sizes differ from the config's.
+pub fn cpu_reservoir(
     config: &ReservoirConfig,
     weights: ReservoirWeights,
-) -> Result<Box<dyn Reservoir + Send>> {
-    Ok(match config.precision {
+) -> Result<Box<dyn Reservoir>> {
+    Ok(match config.precision() {
         Precision::F32 => Box::new(EchoStateNetwork::<f32>::from_weights(config, weights)?),
         Precision::F64 => Box::new(EchoStateNetwork::<f64>::from_weights(config, weights)?),
     })

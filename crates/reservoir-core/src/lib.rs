@@ -1,62 +1,65 @@
 //! # reservoir-core
 //!
-//! Reservoir computing on the CPU, with no GPU code. The data flows one way:
+//! The numerical engine of reservoir computing, on the CPU and with no GPU code: checked
+//! configs, seeded weights, spectral radius, echo-state and LIF reservoirs, spike patterns
+//! and encoders, readouts, metrics and temporal pattern detection. The data flows one way:
 //!
 //! ```text
-//! ReservoirConfig ──► ReservoirWeights::generate (seeded, spectral radius by power iteration)
-//!                 ──► EchoStateNetwork::run (inputs T × K → states T × N)
-//!                 ──► RidgeAccumulator / Rls (readout)  ──► predict ──► metrics
+//! ReservoirParams::check ──► ReservoirConfig ──► ReservoirWeights::generate (seeded)
+//!     ──► a Reservoir (EchoStateNetwork, LifNetwork, or a GPU one) ──► states
+//!     ──► readout (fit::fit_ridge, readout::Rls) ──► predictions ──► metrics
 //! ```
 //!
 //! Same config and seed give bit-identical weights and CPU states on every run.
 //!
 //! ```
-//! use reservoir_core::readout::fit_ridge;
-//! use reservoir_core::tasks::narma::narma10;
-//! use reservoir_core::{cpu_reservoir, metrics::nrmse, ReadoutConfig, ReservoirConfig};
+//! use ndarray::{s, Array2};
+//! use reservoir_core::{cpu_reservoir, fit, metrics, ReadoutParams, ReservoirParams, ReservoirWeights};
 //!
-//! let (train, test) = narma10(3000, 1)?.split(2000)?;
-//! let config = ReservoirConfig { size: 500, spectral_radius: 0.9, leak_rate: 1.0, ..Default::default() };
-//! let mut reservoir = cpu_reservoir(&config)?;
-//! let fit = fit_ridge(reservoir.as_mut(), train.inputs.view(), train.targets.view(), &ReadoutConfig::default())?;
-//! let predictions = fit.readout.predict(reservoir.run(test.inputs.view())?.view())?;
-//! let error = nrmse(predictions.view(), test.targets.view())?;
-//! assert!(error < 0.25, "test NRMSE {error}");
-//! # Ok::<(), reservoir_core::ReservoirError>(())
+//! // Predict sin(t + 0.1) from sin(t).
+//! let series = Array2::from_shape_fn((2001, 1), |(t, _)| (t as f64 * 0.1).sin());
+//! let (inputs, targets) = (series.slice(s![..2000, ..]), series.slice(s![1.., ..]));
+//! let config = ReservoirParams::new().size(200).spectral_radius(0.9).check()?;
+//! let (weights, _) = ReservoirWeights::generate(&config)?;
+//! let mut reservoir = cpu_reservoir(&config, weights)?;
+//! let readout = ReadoutParams::new().washout(100).check()?;
+//! let fit = fit::fit_ridge(reservoir.as_mut(), inputs.slice(s![..1500, ..]), targets.slice(s![..1500, ..]), &readout)?;
+//! let states = reservoir.run(inputs.slice(s![1500.., ..]))?;
+//! let predictions = fit.readout.predict(states.view())?;
+//! let error = metrics::nrmse(predictions.view(), targets.slice(s![1500.., ..]))?;
+//! assert!(error < 1e-3, "test NRMSE {error}");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
 #![warn(missing_docs)]
 
-pub mod activation;
+mod activation;
+pub mod checks;
 pub mod config;
-pub mod counter_rng;
 pub mod detection;
 pub mod encoding;
 pub mod error;
 pub mod esn;
-pub mod experiment;
+pub mod fit;
 pub mod forecast;
+pub mod lanes;
 pub mod lif;
 pub mod metrics;
-pub mod persist;
+pub mod random;
 pub mod readout;
 pub mod real;
 pub mod reservoir;
-pub mod rng;
 pub mod sparse;
 pub mod spectral;
 pub mod spikes;
-pub mod sweep;
-pub mod tasks;
 pub mod weights;
 
 pub use config::{
-    Activation, Backend, Precision, ReadoutConfig, ReservoirConfig, WeightDistribution,
+    Activation, Precision, ReadoutConfig, ReadoutParams, ReservoirConfig, ReservoirParams,
+    WeightDistribution,
 };
 pub use error::{ConfigError, ReservoirError, Result};
-pub use esn::{cpu_reservoir, cpu_reservoir_from_weights, EchoStateNetwork};
-pub use experiment::{ExperimentConfig, RunHooks, RunOutcome, TaskConfig, TrainedModel};
-pub use persist::{Model, SpikeModel};
+pub use esn::{cpu_reservoir, EchoStateNetwork};
 pub use reservoir::Reservoir;
 pub use sparse::CsrMatrix;
 pub use weights::{HalfFormat, ReservoirWeights};

@@ -11,7 +11,7 @@ use crate::config::{
     check_input_scaling, check_spectral_radius, ReservoirConfig, WeightDistribution,
 };
 use crate::error::{ReservoirError, Result};
-use crate::rng::{stream_rng, Stream};
+use crate::random::{stream_rng, Stream};
 use crate::sparse::CsrMatrix;
 use crate::spectral::{SpectralEstimate, SpectralOptions};
 
@@ -79,14 +79,12 @@ impl WeightDraws {
     /// config's `spectral_radius` and `input_scaling` are not used.
     ///
     /// # Errors
-    /// An invalid config, or a W whose spectral radius is zero (too sparse to recur) or could
-    /// not be estimated.
+    /// A W whose spectral radius is zero (too sparse to recur) or could not be estimated.
     pub fn draw(config: &ReservoirConfig) -> Result<Self> {
-        config.validate()?;
-        let n = config.size;
+        let n = config.size();
         let recurrent = ReservoirWeights::random_recurrent(config)?;
         let options = SpectralOptions {
-            seed: stream_rng(config.seed, Stream::Spectral).random(),
+            seed: stream_rng(config.seed(), Stream::Spectral).random(),
             ..SpectralOptions::default()
         };
         let estimate = recurrent.spectral_radius(&options)?;
@@ -105,21 +103,22 @@ impl WeightDraws {
                 format!(
                     "the recurrent matrix has spectral radius 0 (size {n}, connection_prob {}): \
                      it cannot be scaled; use a larger size or connection_prob",
-                    config.connection_prob
+                    config.connection_prob()
                 ),
             ));
         }
 
-        let mut rng = stream_rng(config.seed, Stream::Input);
-        let mut input = Array2::zeros((n, config.input_size));
-        for channel in 0..config.input_size {
-            for unit in sorted_sample(&mut rng, n, fan(config.input_connectivity, n)) {
-                input[(unit, channel)] = draw(&mut rng, config.weight_distribution);
+        let mut rng = stream_rng(config.seed(), Stream::Input);
+        let mut input = Array2::zeros((n, config.input_size()));
+        for channel in 0..config.input_size() {
+            for unit in sorted_sample(&mut rng, n, fan(config.input_connectivity(), n)) {
+                input[(unit, channel)] = draw(&mut rng, config.weight_distribution());
             }
         }
 
-        let mut rng = stream_rng(config.seed, Stream::Bias);
-        let bias = Array1::from_shape_fn(n, |_| config.bias_scaling * rng.random_range(-1.0..1.0));
+        let mut rng = stream_rng(config.seed(), Stream::Bias);
+        let bias =
+            Array1::from_shape_fn(n, |_| config.bias_scaling() * rng.random_range(-1.0..1.0));
         Ok(Self {
             recurrent,
             estimate,
@@ -213,7 +212,7 @@ impl ReservoirWeights {
         Self::from_parts(recurrent, self.input.clone(), self.bias.clone())
     }
 
-    /// Draws W, W_in and b for `config` and scales W to `config.spectral_radius`.
+    /// Draws W, W_in and b for `config` and scales W to its spectral radius.
     ///
     /// W has exactly `round(connection_prob·N)` (≥ 1) non-zeros per row at uniformly chosen
     /// columns; each input channel reaches exactly `round(input_connectivity·N)` (≥ 1) units.
@@ -221,17 +220,16 @@ impl ReservoirWeights {
     /// ([`WeightDraws::draw`], then [`WeightDraws::scaled`]).
     ///
     /// # Errors
-    /// An invalid config, or a W whose spectral radius is zero (too sparse to recur) or could
-    /// not be estimated.
+    /// A W whose spectral radius is zero (too sparse to recur) or could not be estimated.
     pub fn generate(config: &ReservoirConfig) -> Result<(Self, SpectralEstimate)> {
         let draws = WeightDraws::draw(config)?;
-        let weights = draws.scaled(config.spectral_radius, config.input_scaling)?;
+        let weights = draws.scaled(config.spectral_radius(), config.input_scaling())?;
         Ok((weights, draws.estimate))
     }
 
     fn random_recurrent(config: &ReservoirConfig) -> Result<CsrMatrix<f64>> {
-        let n = config.size;
-        let per_row = fan(config.connection_prob, n);
+        let n = config.size();
+        let per_row = fan(config.connection_prob(), n);
         let nnz = n
             .checked_mul(per_row)
             .filter(|&nnz| nnz <= u32::MAX as usize)
@@ -241,7 +239,7 @@ impl ReservoirWeights {
                     format!("{n} x {per_row} non-zeros exceed 2^32"),
                 )
             })?;
-        let mut rng = stream_rng(config.seed, Stream::Recurrent);
+        let mut rng = stream_rng(config.seed(), Stream::Recurrent);
         let mut row_ptr = Vec::with_capacity(n + 1);
         let mut col_idx = Vec::with_capacity(nnz);
         let mut values = Vec::with_capacity(nnz);
@@ -249,7 +247,7 @@ impl ReservoirWeights {
         for _ in 0..n {
             for col in sorted_sample(&mut rng, n, per_row) {
                 col_idx.push(col as u32);
-                values.push(draw(&mut rng, config.weight_distribution));
+                values.push(draw(&mut rng, config.weight_distribution()));
             }
             row_ptr.push(col_idx.len() as u32);
         }
@@ -290,13 +288,12 @@ impl ReservoirWeights {
         })
     }
 
-    /// Checks `config` and that these weights have its `size` and `input_size`: what every
+    /// Checks that these weights have the config's `size` and `input_size`: what every
     /// reservoir built on existing weights (CPU or GPU) checks first.
     pub fn check_fits(&self, config: &ReservoirConfig) -> Result<()> {
-        config.validate()?;
         check_sizes(
             "reservoir weights for this config",
-            (config.size, config.input_size),
+            (config.size(), config.input_size()),
             (self.size(), self.input_size()),
         )
     }

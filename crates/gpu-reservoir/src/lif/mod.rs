@@ -19,25 +19,25 @@
 //!
 //! [`LifNetwork`]: reservoir_core::lif::LifNetwork
 
-use cudarc::driver::{
-    CudaFunction, CudaSlice, CudaView, CudaViewMut, LaunchArgs, LaunchConfig, PushKernelArg,
-};
+use std::sync::Arc;
+
+use cudarc::driver::CudaSlice;
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2, ArrayViewMut2};
+use reservoir_core::checks::check_run;
 use reservoir_core::lif::{LifConfig, LifConstants, LifFeatures, LifInputMode, LifWeights};
-use reservoir_core::reservoir::check_run_shapes;
 use reservoir_core::spikes::{Spike, SpikePattern};
 use reservoir_core::{Reservoir, ReservoirError};
 
-use crate::csr::DeviceCsr;
-use crate::device::GpuDevice;
+use crate::driver::csr::DeviceCsr;
+use crate::driver::GpuDevice;
 use crate::error::{DriverContext, Result};
-use crate::kernels;
+use crate::ops::lif::{
+    deliver, event_step, gather_step, Inboxes, LifKernels, NeuronUpdate, Neurons, SpikeList,
+};
 
 mod path;
-mod timing;
 
 pub use path::{LifStepPath, LIF_EVENT_MIN_SYNAPSES};
-pub use timing::LifStepTiming;
 
 /// Most steps per chunk: the inputs, features and spike flags of a chunk live on the device
 /// together and are copied back once per chunk.
@@ -52,26 +52,9 @@ pub const LIF_CHUNK_BYTES: usize = 256 << 20;
 /// neuron and 5 Hz with dt = 0.1 ms); beyond the capacity the neuron gathers.
 pub const LIF_INBOX_CAPACITY: usize = 32;
 
-/// Threads per block of the step kernels (a thread per neuron).
-const THREADS: u32 = 256;
-
 /// Threads per block of the delivery: a block per spike walks the neuron's outgoing synapses,
 /// two passes at 1000 synapses per neuron (N = 10^5 at 1 %).
 const DELIVER_THREADS: u32 = 512;
-
-/// The neuron state that persists between runs.
-#[derive(Debug)]
-struct NeuronState {
-    v: CudaSlice<f32>,
-    i_syn: CudaSlice<f32>,
-    refractory: CudaSlice<u32>,
-    trace: CudaSlice<f32>,
-    counts: CudaSlice<u32>,
-    window: CudaSlice<u8>,
-    head: usize,
-    /// Spike flags of the last step (N).
-    last_spikes: CudaSlice<u8>,
-}
 
 /// The event-driven path's buffers: Wᵀ, the inboxes and two spike lists (one being filled by
 /// a step while the other's length is reset).
@@ -89,14 +72,6 @@ struct EventBuffers {
     deliver_blocks: u32,
 }
 
-/// The three kernels of `kernels/lif.cu`.
-#[derive(Debug)]
-struct LifKernels {
-    step: CudaFunction,
-    event_step: CudaFunction,
-    deliver: CudaFunction,
-}
-
 /// What [`GpuLifNetwork::count_events`] finds in a run's spike flags.
 struct EventCount {
     spikes: u64,
@@ -111,71 +86,22 @@ pub struct GpuLifNetwork {
     device: GpuDevice,
     config: LifConfig,
     constants: LifConstants,
-    kernels: LifKernels,
+    kernels: Arc<LifKernels>,
     path: LifStepPath,
     recurrent: DeviceCsr<f32>,
     events: EventBuffers,
     /// Out-degree of every neuron, to count synaptic events from the spike flags.
     out_degree: Vec<u32>,
     input_by_channel: CudaSlice<f32>,
-    state: NeuronState,
+    neurons: Neurons,
+    /// The window row that holds the oldest step.
+    head: usize,
+    /// Spike flags of the last step (N).
+    last_spikes: CudaSlice<u8>,
     spike_count: u64,
     synaptic_events: u64,
     /// Synaptic events of the last step's spikes, delivered (and counted) in the next step.
     undelivered: u64,
-}
-
-/// The arguments both step kernels end with: spike flags, input, state, constants, features.
-struct UpdateArgs<'v> {
-    before: CudaView<'v, u8>,
-    now: CudaViewMut<'v, u8>,
-    input_by_channel: &'v CudaSlice<f32>,
-    u_t: CudaView<'v, f32>,
-    k: i32,
-    v: &'v mut CudaSlice<f32>,
-    i_syn: &'v mut CudaSlice<f32>,
-    refractory: &'v mut CudaSlice<u32>,
-    trace: &'v mut CudaSlice<f32>,
-    counts: &'v mut CudaSlice<u32>,
-    window: &'v mut CudaSlice<u8>,
-    head: i32,
-    constants: LifConstants,
-    synaptic: i32,
-    feature: i32,
-    features_t: CudaViewMut<'v, f32>,
-    n: i32,
-}
-
-impl UpdateArgs<'_> {
-    fn push<'a>(&'a mut self, launch: &mut LaunchArgs<'a>) {
-        let c = &self.constants;
-        launch
-            .arg(&self.before)
-            .arg(&mut self.now)
-            .arg(self.input_by_channel)
-            .arg(&self.u_t)
-            .arg(&self.k)
-            .arg(&mut *self.v)
-            .arg(&mut *self.i_syn)
-            .arg(&mut *self.refractory)
-            .arg(&mut *self.trace)
-            .arg(&mut *self.counts)
-            .arg(&mut *self.window)
-            .arg(&self.head)
-            .arg(&c.alpha_m)
-            .arg(&c.alpha_syn)
-            .arg(&c.alpha_trace)
-            .arg(&c.drive_gain)
-            .arg(&c.v_rest)
-            .arg(&c.v_reset)
-            .arg(&c.threshold)
-            .arg(&c.bias)
-            .arg(&c.refractory_steps)
-            .arg(&self.synaptic)
-            .arg(&self.feature)
-            .arg(&mut self.features_t)
-            .arg(&self.n);
-    }
 }
 
 impl GpuLifNetwork {
@@ -193,21 +119,16 @@ impl GpuLifNetwork {
     ) -> Result<Self> {
         weights.check_fits(config)?;
         let s = device.stream();
-        let n = config.size;
+        let n = config.size();
         let input_t: Vec<f32> = weights.input().t().iter().map(|&x| x as f32).collect();
         let outgoing = weights.outgoing()?;
         let out_degree = outgoing.row_ptr().windows(2).map(|w| w[1] - w[0]).collect();
-        let function = |name| device.nvrtc_function(&kernels::LIF, name);
         let alloc = |len| {
             s.alloc_zeros::<u32>(len)
                 .context("allocating the spike lists")
         };
         Ok(Self {
-            kernels: LifKernels {
-                step: function(kernels::lif::STEP)?,
-                event_step: function(kernels::lif::EVENT_STEP)?,
-                deliver: function(kernels::lif::DELIVER)?,
-            },
+            kernels: device.kernels::<LifKernels>()?,
             path: LifStepPath::auto(weights.recurrent().nnz()),
             recurrent: DeviceCsr::upload(device, weights.recurrent(), |v| v as f32)?,
             events: EventBuffers {
@@ -224,19 +145,20 @@ impl GpuLifNetwork {
             },
             out_degree,
             input_by_channel: s.clone_htod(&input_t).context("uploading W_in")?,
-            state: NeuronState {
-                v: s.clone_htod(&vec![config.v_rest as f32; n])
+            neurons: Neurons {
+                v: s.clone_htod(&vec![config.v_rest() as f32; n])
                     .context("allocating the state")?,
                 i_syn: s.alloc_zeros(n).context("allocating the state")?,
                 refractory: s.alloc_zeros(n).context("allocating the state")?,
                 trace: s.alloc_zeros(n).context("allocating the state")?,
                 counts: s.alloc_zeros(n).context("allocating the state")?,
                 window: s
-                    .alloc_zeros(n * config.count_window_steps.max(1))
+                    .alloc_zeros(n * config.count_window_steps())
                     .context("allocating the state")?,
-                head: 0,
-                last_spikes: s.alloc_zeros(n).context("allocating the state")?,
+                window_steps: config.count_window_steps(),
             },
+            head: 0,
+            last_spikes: s.alloc_zeros(n).context("allocating the state")?,
             constants: LifConstants::new(config),
             config: config.clone(),
             device: device.clone(),
@@ -285,7 +207,7 @@ impl GpuLifNetwork {
             slice.len() * std::mem::size_of::<T>()
         }
         let csr = |m: &DeviceCsr<f32>| bytes(&m.row_ptr) + bytes(&m.col_idx) + bytes(&m.values);
-        let (st, ev) = (&self.state, &self.events);
+        let (st, ev) = (&self.neurons, &self.events);
         csr(&self.recurrent)
             + csr(&ev.outgoing)
             + bytes(&ev.inbox_count)
@@ -298,7 +220,7 @@ impl GpuLifNetwork {
             + bytes(&st.trace)
             + bytes(&st.counts)
             + bytes(&st.window)
-            + bytes(&st.last_spikes)
+            + bytes(&self.last_spikes)
     }
 
     /// Runs `inputs` (T × K) and returns the features (T × N) and the network's own spikes.
@@ -306,7 +228,7 @@ impl GpuLifNetwork {
         &mut self,
         inputs: ArrayView2<f64>,
     ) -> reservoir_core::Result<(Array2<f64>, SpikePattern)> {
-        let (steps, n, dt) = (inputs.nrows(), self.config.size, self.config.dt_ms);
+        let (steps, n, dt) = (inputs.nrows(), self.config.size(), self.config.dt_ms());
         let mut features = Array2::zeros((steps, n));
         let mut spikes = Vec::new();
         self.run_chunks(inputs, features.view_mut(), |start, flags| {
@@ -324,17 +246,10 @@ impl GpuLifNetwork {
         Ok((features, pattern))
     }
 
-    /// Runs a spike pattern (binned at `dt_ms`, counts kept) from the current state.
+    /// Runs a spike pattern from the current state, binned at the network's `dt_ms` (one
+    /// step per bin): [`Reservoir::run_pattern`] with the config's step.
     pub fn process_gpu(&mut self, pattern: &SpikePattern) -> reservoir_core::Result<Array2<f64>> {
-        if pattern.n_neurons() != self.config.input_size {
-            return Err(ReservoirError::shape(
-                "spike pattern channels",
-                self.config.input_size,
-                pattern.n_neurons(),
-            ));
-        }
-        let inputs = pattern.to_input_matrix(self.config.dt_ms)?;
-        self.run(inputs.view())
+        self.run_pattern(pattern, self.config.dt_ms())
     }
 
     /// Counts a run's spike flags (steps × N) as the CPU network does: a spike's synaptic
@@ -342,7 +257,7 @@ impl GpuLifNetwork {
     /// the events of the spikes of the step before the run. Returns (spikes, events delivered
     /// during the run, events of the last step's spikes, delivered by the next run).
     fn count_events(&self, flags: &[u8], carried: u64) -> EventCount {
-        let n = self.config.size.max(1);
+        let n = self.config.size().max(1);
         let last_step = flags.len().saturating_sub(n);
         let mut count = EventCount {
             spikes: 0,
@@ -369,10 +284,15 @@ impl GpuLifNetwork {
         mut states: ArrayViewMut2<f64>,
         mut on_flags: impl FnMut(usize, &[u8]),
     ) -> reservoir_core::Result<()> {
-        check_run_shapes(self.config.size, self.config.input_size, &inputs, &states)?;
+        check_run(
+            self.config.size(),
+            self.config.input_size(),
+            &inputs,
+            &states,
+        )?;
         check_finite(&inputs)?;
-        for start in (0..inputs.nrows()).step_by(chunk_steps(self.config.size)) {
-            let end = (start + chunk_steps(self.config.size)).min(inputs.nrows());
+        for start in (0..inputs.nrows()).step_by(chunk_steps(self.config.size())) {
+            let end = (start + chunk_steps(self.config.size())).min(inputs.nrows());
             let rows = ndarray::s![start..end, ..];
             let flags = self
                 .run_chunk(inputs.slice(rows), states.slice_mut(rows))
@@ -389,7 +309,7 @@ impl GpuLifNetwork {
         inputs: ArrayView2<f64>,
         mut out: ArrayViewMut2<f64>,
     ) -> Result<Vec<u8>> {
-        let (steps, n) = (inputs.nrows(), self.config.size);
+        let (steps, n) = (inputs.nrows(), self.config.size());
         let s = self.device.stream().clone();
         let host_u: Vec<f32> = inputs.iter().map(|&v| v as f32).collect();
         let u = s.clone_htod(&host_u).context("uploading inputs")?;
@@ -417,59 +337,35 @@ impl GpuLifNetwork {
     /// Queues `steps` steps (≥ 1) on the device's stream: inputs `u` (steps × K), features and
     /// spike flags written to `features` and `flags` (steps × N each); keeps the last step's
     /// flags for the next call.
-    fn enqueue_steps(
+    pub(crate) fn enqueue_steps(
         &mut self,
         u: &CudaSlice<f32>,
         features: &mut CudaSlice<f32>,
         flags: &mut CudaSlice<u8>,
         steps: usize,
     ) -> Result<()> {
-        let (n, k) = (self.config.size, self.config.input_size);
+        let (n, k) = (self.config.size(), self.config.input_size());
         if steps == 0 {
             return Ok(());
         }
-        let s = self.device.stream().clone();
-        let synaptic = i32::from(self.config.input_mode == LifInputMode::Synaptic);
-        let feature: i32 = match self.config.features {
-            LifFeatures::Trace => 0,
-            LifFeatures::Membrane => 1,
-            LifFeatures::Counts => 2,
-        };
-        let window_len = self.config.count_window_steps.max(1);
-        let per_neuron = LaunchConfig {
-            grid_dim: (n.div_ceil(THREADS as usize) as u32, 1, 1),
-            block_dim: (THREADS, 1, 1),
-            shared_mem_bytes: 0,
-        };
+        let synaptic_input = self.config.input_mode() == LifInputMode::Synaptic;
+        let features_kind = self.config.features();
         let Self {
+            device,
             kernels,
             path,
             recurrent: w,
             events: ev,
             input_by_channel,
-            state,
+            neurons,
+            head,
+            last_spikes,
             constants,
             ..
         } = self;
-        let NeuronState {
-            v,
-            i_syn,
-            refractory,
-            trace,
-            counts,
-            window,
-            head,
-            last_spikes,
-        } = state;
-        let deliver = LaunchConfig {
-            grid_dim: (ev.deliver_blocks, 1, 1),
-            block_dim: (DELIVER_THREADS, 1, 1),
-            shared_mem_bytes: 0,
-        };
-        let capacity = LIF_INBOX_CAPACITY as i32;
         for t in 0..steps {
             let (done, mut rest) = flags.split_at_mut(t * n);
-            let mut args = UpdateArgs {
+            let update = NeuronUpdate {
                 before: if t == 0 {
                     last_spikes.slice(..)
                 } else {
@@ -478,34 +374,19 @@ impl GpuLifNetwork {
                 now: rest.slice_mut(..n),
                 input_by_channel,
                 u_t: u.slice(t * k..(t + 1) * k),
-                k: k as i32,
-                v: &mut *v,
-                i_syn: &mut *i_syn,
-                refractory: &mut *refractory,
-                trace: &mut *trace,
-                counts: &mut *counts,
-                window: &mut *window,
-                head: *head as i32,
+                neurons: &mut *neurons,
+                head: *head,
                 constants: *constants,
-                synaptic,
-                feature,
+                synaptic_input,
+                features: features_kind,
                 features_t: features.slice_mut(t * n..(t + 1) * n),
-                n: n as i32,
             };
             match path {
                 LifStepPath::Gather => {
-                    let mut launch = s.launch_builder(&kernels.step);
-                    launch.arg(&w.row_ptr).arg(&w.col_idx).arg(&w.values);
-                    args.push(&mut launch);
-                    // SAFETY: W's CSR is n×n with row_ptr ending at len(col_idx) = len(values)
-                    // and every column < n; before, now, v, i_syn, refractory, trace, counts
-                    // and features_t hold n values; input_by_channel holds k·n, u_t k; window
-                    // holds window_len·n and head < window_len; the kernel guards i < n.
-                    unsafe { launch.launch(per_neuron) }.context("launching lif_step_kernel")?;
+                    gather_step(device, kernels, w, update)?;
                     ev.inbox_valid = false;
                 }
                 LifStepPath::EventDriven => {
-                    let valid = i32::from(ev.inbox_valid);
                     let [list_a, list_b] = &mut ev.lists;
                     let [total_a, total_b] = &mut ev.totals;
                     let (list, total, next_total) = if ev.parity == 0 {
@@ -513,56 +394,51 @@ impl GpuLifNetwork {
                     } else {
                         (list_b, total_b, total_a)
                     };
-                    let mut launch = s.launch_builder(&kernels.event_step);
-                    launch
-                        .arg(&w.row_ptr)
-                        .arg(&w.col_idx)
-                        .arg(&w.values)
-                        .arg(&ev.outgoing.values)
-                        .arg(&mut ev.inbox_count)
-                        .arg(&ev.inbox)
-                        .arg(&capacity)
-                        .arg(&valid)
-                        .arg(&mut *list)
-                        .arg(&mut *total);
-                    args.push(&mut launch);
-                    // SAFETY: as for lif_step_kernel; in addition out_weights holds nnz values
-                    // and every inbox entry is a synapse index < nnz written by the delivery;
-                    // inbox_count holds n, inbox n·capacity; the list holds n entries, enough
-                    // for every neuron, and its total (one u32) is 0 (zeroed by the last
-                    // delivery or at allocation). Every lane of a warp reaches the ballot.
-                    unsafe { launch.launch(per_neuron) }
-                        .context("launching lif_event_step_kernel")?;
-                    let mut launch = s.launch_builder(&kernels.deliver);
-                    launch
-                        .arg(&ev.outgoing.row_ptr)
-                        .arg(&ev.outgoing.col_idx)
-                        .arg(&*list)
-                        .arg(&*total)
-                        .arg(&mut ev.inbox_count)
-                        .arg(&mut ev.inbox)
-                        .arg(&capacity)
-                        .arg(&mut *next_total);
-                    // SAFETY: Wᵀ's CSR is n×n (row j = targets of neuron j, all < n, row_ptr
-                    // ending at nnz < 2^31); the list holds *total ≤ n neuron indices < n;
-                    // inbox_count holds n, inbox n·capacity, and slots ≥ capacity are not
-                    // written; next_total is the other list's one-u32 length.
-                    unsafe { launch.launch(deliver) }.context("launching lif_deliver_kernel")?;
+                    let mut inboxes = Inboxes {
+                        out_values: &ev.outgoing.values,
+                        count: &mut ev.inbox_count,
+                        slots: &mut ev.inbox,
+                        capacity: LIF_INBOX_CAPACITY,
+                    };
+                    let mut list = SpikeList {
+                        neurons: list,
+                        total,
+                    };
+                    event_step(
+                        device,
+                        kernels,
+                        w,
+                        &mut inboxes,
+                        ev.inbox_valid,
+                        &mut list,
+                        update,
+                    )?;
+                    deliver(
+                        device,
+                        kernels,
+                        &ev.outgoing,
+                        &list,
+                        &mut inboxes,
+                        next_total,
+                        (ev.deliver_blocks, DELIVER_THREADS),
+                    )?;
                     ev.parity = 1 - ev.parity;
                     ev.inbox_valid = true;
                 }
             }
-            *head = (*head + 1) % window_len;
+            *head = (*head + 1) % neurons.window_steps;
         }
-        s.memcpy_dtod(&flags.slice((steps - 1) * n..), last_spikes)
+        device
+            .stream()
+            .memcpy_dtod(&flags.slice((steps - 1) * n..), last_spikes)
             .context("keeping the last spikes")
     }
 
     fn reset_state(&mut self) -> Result<()> {
         let s = self.device.stream();
-        let n = self.config.size;
-        let st = &mut self.state;
-        s.memcpy_htod(&vec![self.config.v_rest as f32; n], &mut st.v)
+        let n = self.config.size();
+        let st = &mut self.neurons;
+        s.memcpy_htod(&vec![self.config.v_rest() as f32; n], &mut st.v)
             .context("resetting the state")?;
         s.memset_zeros(&mut st.i_syn)
             .context("resetting the state")?;
@@ -574,7 +450,7 @@ impl GpuLifNetwork {
             .context("resetting the state")?;
         s.memset_zeros(&mut st.window)
             .context("resetting the state")?;
-        s.memset_zeros(&mut st.last_spikes)
+        s.memset_zeros(&mut self.last_spikes)
             .context("resetting the state")?;
         let ev = &mut self.events;
         s.memset_zeros(&mut ev.inbox_count)
@@ -583,7 +459,7 @@ impl GpuLifNetwork {
             s.memset_zeros(total).context("resetting the spike lists")?;
         }
         (ev.parity, ev.inbox_valid) = (0, true);
-        st.head = 0;
+        self.head = 0;
         self.spike_count = 0;
         self.synaptic_events = 0;
         self.undelivered = 0;
@@ -610,38 +486,35 @@ fn check_finite(inputs: &ArrayView2<f64>) -> reservoir_core::Result<()> {
 
 impl Reservoir for GpuLifNetwork {
     fn size(&self) -> usize {
-        self.config.size
+        self.config.size()
     }
 
     fn input_size(&self) -> usize {
-        self.config.input_size
+        self.config.input_size()
     }
 
-    fn reset(&mut self) {
-        // A failure means a dead context, which the next run reports as a driver error.
-        let _ = self.reset_state();
+    fn reset(&mut self) -> reservoir_core::Result<()> {
+        Ok(self.reset_state()?)
     }
 
-    fn state(&self) -> Array1<f64> {
+    fn state(&self) -> reservoir_core::Result<Array1<f64>> {
         let s = self.device.stream();
-        let source = match self.config.features {
-            LifFeatures::Trace => s.clone_dtoh(&self.state.trace),
-            LifFeatures::Membrane => s.clone_dtoh(&self.state.v),
+        let values = match self.config.features() {
+            LifFeatures::Trace => s.clone_dtoh(&self.neurons.trace),
+            LifFeatures::Membrane => s.clone_dtoh(&self.neurons.v),
             LifFeatures::Counts => s
-                .clone_dtoh(&self.state.counts)
+                .clone_dtoh(&self.neurons.counts)
                 .map(|c| c.into_iter().map(|x| x as f32).collect()),
-        };
-        match source {
-            Ok(values) => values.into_iter().map(f64::from).collect(),
-            Err(_) => Array1::from_elem(self.config.size, f64::NAN),
         }
+        .context("copying the state back")?;
+        Ok(values.into_iter().map(f64::from).collect())
     }
 
     fn set_state(&mut self, state: ArrayView1<f64>) -> reservoir_core::Result<()> {
-        if state.len() != self.config.size {
+        if state.len() != self.config.size() {
             return Err(ReservoirError::shape(
                 "LIF membrane state",
-                self.config.size,
+                self.config.size(),
                 state.len(),
             ));
         }
@@ -654,7 +527,7 @@ impl Reservoir for GpuLifNetwork {
         let host: Vec<f32> = state.iter().map(|&v| v as f32).collect();
         self.device
             .stream()
-            .memcpy_htod(&host, &mut self.state.v)
+            .memcpy_htod(&host, &mut self.neurons.v)
             .context("uploading the membrane state")
             .map_err(ReservoirError::from)
     }

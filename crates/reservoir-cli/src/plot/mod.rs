@@ -19,7 +19,7 @@ use std::sync::OnceLock;
 
 use plotters::prelude::*;
 use plotters::style::{register_font, FontStyle};
-use reservoir_core::persist::write_atomically;
+use reservoir_runtime::model::write_atomically;
 
 use crate::error::{CliError, Result};
 

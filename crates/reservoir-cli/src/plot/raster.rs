@@ -6,7 +6,7 @@ use std::path::Path;
 use plotters::prelude::*;
 use reservoir_core::detection::Detection;
 use reservoir_core::spikes::SpikePattern;
-use reservoir_core::tasks::spike_classification::{LabelledPattern, SpikeClassificationOptions};
+use reservoir_runtime::tasks::spike_classification::{LabelledPattern, SpikeClassificationOptions};
 
 use super::{msg, render, tick_label, PlotResult, FONT, WIDTH};
 use crate::error::Result;

@@ -7,10 +7,10 @@
 //!
 //! | encoder | rule | randomness |
 //! |---|---|---|
-//! | [`rate`], [`rate_sequence`] | spike iff `u < clamp(x·gain + offset, 0, 1)` (snnTorch `spikegen.rate`) | [`counter_rng`](crate::counter_rng), stream [`STREAM_RATE`] |
+//! | [`rate`], [`rate_sequence`] | spike iff `u < clamp(x·gain + offset, 0, 1)` (snnTorch `spikegen.rate`) | [`random::counter`](crate::random::counter), stream [`STREAM_RATE`] |
 //! | [`latency`] | one spike per feature at `round(t)`, RC or linear code (snnTorch `spikegen.latency`) | none |
 //! | [`delta`] | `+1` when `x[t] − x[t−1] ≥ θ`, `−1` when `≤ −θ` (snnTorch `spikegen.delta`) | none |
-//! | [`population`] | Gaussian receptive fields, then Bernoulli per step | [`counter_rng`](crate::counter_rng), stream [`STREAM_POPULATION`] |
+//! | [`population`] | Gaussian receptive fields, then Bernoulli per step | [`random::counter`](crate::random::counter), stream [`STREAM_POPULATION`] |
 //! | [`poisson`] | exponential inter-spike intervals | ChaCha8, stream [`STREAM_POISSON`] |
 //!
 //! Options are checked before any work; a bad option is a [`ConfigError`] naming the field
@@ -33,8 +33,8 @@ pub use rate::{rate, rate_probability, rate_sequence, RateOptions};
 
 use ndarray::{ArrayView1, ArrayView2, ArrayViewMut2};
 
-use crate::counter_rng::keyed_f32;
 use crate::error::{ConfigError, ReservoirError, Result};
+use crate::random::counter::keyed_f32;
 
 /// Counter-RNG stream of [`rate`] and [`rate_sequence`] (`0x5241_5445`, ASCII "RATE").
 pub const STREAM_RATE: u64 = 0x5241_5445;

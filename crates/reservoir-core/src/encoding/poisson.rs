@@ -9,7 +9,7 @@ use crate::error::{ReservoirError, Result};
 use crate::spikes::{Spike, SpikePattern};
 
 /// ChaCha stream number of [`poisson`] (`0x504F_4953`, ASCII "POIS"); far from the engine's
-/// own streams (1–5 in [`crate::rng::Stream`]).
+/// own streams (1–5 in [`crate::random::Stream`]).
 pub const STREAM_POISSON: u64 = 0x504F_4953;
 
 /// Largest expected total spike count, `Σ rates_hz · duration_ms / 1000`, that [`poisson`]

@@ -5,8 +5,8 @@ use serde::{Deserialize, Serialize};
 
 use super::{bernoulli_rows, check, check_finite_1d, check_finite_2d, check_steps};
 use super::{rate_probability, STREAM_POPULATION};
-use crate::counter_rng::stream_key;
 use crate::error::{ConfigError, ReservoirError, Result};
+use crate::random::counter::stream_key;
 
 /// Options of [`population`] and [`population_activations`].
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

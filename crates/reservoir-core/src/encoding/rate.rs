@@ -4,8 +4,8 @@ use ndarray::{s, Array2, ArrayView1, ArrayView2, Axis};
 use serde::{Deserialize, Serialize};
 
 use super::{bernoulli_rows, check, check_finite_1d, check_finite_2d, check_steps, STREAM_RATE};
-use crate::counter_rng::stream_key;
 use crate::error::{ConfigError, Result};
+use crate::random::counter::stream_key;
 
 /// Options of [`rate`]: the spike probability of intensity `x` is
 /// `clamp(x·gain + offset, 0, 1)` (see [`rate_probability`] for the exact arithmetic).

@@ -42,16 +42,16 @@
 //!
 //! ```
 //! use ndarray::Array2;
-//! use reservoir_core::lif::{LifConfig, LifNetwork};
+//! use reservoir_core::lif::{LifNetwork, LifParams};
 //! use reservoir_core::Reservoir;
 //!
-//! let config = LifConfig { size: 200, ..Default::default() };
+//! let config = LifParams::new().size(200).check()?;
 //! let mut net = LifNetwork::new(&config)?;
 //! let inputs = Array2::from_shape_fn((2000, 1), |(t, _)| 0.5 + 0.5 * (t as f64 * 0.01).sin());
 //! let (states, spikes) = net.run_recording(inputs.view())?;
 //! assert_eq!(states.dim(), (2000, 200));
 //! assert_eq!(spikes.spikes().len() as u64, net.spike_count());
-//! # Ok::<(), reservoir_core::ReservoirError>(())
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
 mod config;
@@ -59,7 +59,7 @@ mod network;
 mod run;
 mod weights;
 
-pub use config::{LifConfig, LifFeatures, LifInputMode, MAX_COUNT_WINDOW};
+pub use config::{LifConfig, LifFeatures, LifInputMode, LifParams, MAX_COUNT_WINDOW};
 pub use network::{LifConstants, LifNetwork};
 pub use weights::{
     spectral_products, LifWeights, SPECTRAL_BUDGET, STREAM_INPUT, STREAM_RECURRENT, STREAM_SPECTRAL,

@@ -35,17 +35,17 @@ pub struct LifConstants {
 impl LifConstants {
     /// The constants of `config` (assumed valid).
     pub fn new(config: &LifConfig) -> Self {
-        let decay = |tau: f64| (-config.dt_ms / tau).exp() as f32;
-        let alpha_m = decay(config.tau_m_ms);
+        let decay = |tau: f64| (-config.dt_ms() / tau).exp() as f32;
+        let alpha_m = decay(config.tau_m_ms());
         Self {
             alpha_m,
-            alpha_syn: decay(config.tau_syn_ms),
-            alpha_trace: decay(config.trace_tau_ms),
-            drive_gain: (config.resistance * (1.0 - f64::from(alpha_m))) as f32,
-            v_rest: config.v_rest as f32,
-            v_reset: config.v_reset as f32,
-            threshold: config.threshold as f32,
-            bias: config.bias_current as f32,
+            alpha_syn: decay(config.tau_syn_ms()),
+            alpha_trace: decay(config.trace_tau_ms()),
+            drive_gain: (config.resistance() * (1.0 - f64::from(alpha_m))) as f32,
+            v_rest: config.v_rest() as f32,
+            v_reset: config.v_reset() as f32,
+            threshold: config.threshold() as f32,
+            bias: config.bias_current() as f32,
             refractory_steps: config.refractory_steps(),
         }
     }
@@ -53,7 +53,8 @@ impl LifConstants {
 
 /// A current-based LIF reservoir with event-driven recurrent propagation (see [`crate::lif`]
 /// for the exact update). Build it with [`LifNetwork::new`]; run it through
-/// [`crate::Reservoir`], [`LifNetwork::run_pattern`] or [`LifNetwork::run_recording`].
+/// [`crate::Reservoir`] (spike patterns with [`crate::Reservoir::run_pattern`]) or
+/// [`LifNetwork::run_recording`].
 #[derive(Debug, Clone)]
 pub struct LifNetwork {
     pub(super) config: LifConfig,
@@ -91,10 +92,10 @@ impl LifNetwork {
     /// Builds a network on existing weights (e.g. `LifWeights::from_parts` with W = 0).
     ///
     /// # Errors
-    /// An invalid config, or weights whose sizes differ from `config.size` / `input_size`.
+    /// An invalid config, or weights whose sizes differ from `config.size()` / `input_size`.
     pub fn from_weights(config: &LifConfig, weights: LifWeights) -> Result<Self> {
         weights.check_fits(config)?;
-        let n = config.size;
+        let n = config.size();
         let constants = LifConstants::new(config);
         let mut network = Self {
             outgoing: transposed(weights.recurrent(), |v| v as f32)?,
@@ -109,7 +110,7 @@ impl LifNetwork {
             refractory: vec![0; n],
             trace: vec![0.0; n],
             counts: vec![0; n],
-            window: vec![Vec::new(); config.count_window_steps],
+            window: vec![Vec::new(); config.count_window_steps()],
             window_head: 0,
             external: vec![0.0; n],
             spikes: Vec::new(),
@@ -149,10 +150,10 @@ impl LifNetwork {
     /// A shape error when `u` does not have K entries, an invalid-input error when one is not
     /// finite (in `f32`).
     pub fn step(&mut self, u: ArrayView1<f64>) -> Result<&[u32]> {
-        if u.len() != self.config.input_size {
+        if u.len() != self.config.input_size() {
             return Err(ReservoirError::shape(
                 "LIF step input",
-                self.config.input_size,
+                self.config.input_size(),
                 u.len(),
             ));
         }
@@ -184,7 +185,7 @@ impl LifNetwork {
         }
         // 2. Input: into I_syn (synaptic mode) or into this step's external current.
         self.external.fill(c.bias);
-        let input_target = match self.config.input_mode {
+        let input_target = match self.config.input_mode() {
             LifInputMode::Current => &mut self.external,
             LifInputMode::Synaptic => &mut self.i_syn,
         };

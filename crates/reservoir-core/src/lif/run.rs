@@ -1,13 +1,14 @@
-//! Running the LIF reservoir: the `Reservoir` interface, spike-pattern input and output,
-//! state accessors and throughput counters.
+//! Running the LIF reservoir: the `Reservoir` interface, its own spikes as a pattern, state
+//! accessors and throughput counters.
 
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2, ArrayViewMut1, ArrayViewMut2};
 
 use super::config::{LifConfig, LifFeatures};
 use super::network::{check_finite_f32, LifConstants, LifNetwork};
 use super::weights::LifWeights;
+use crate::checks::check_run;
 use crate::error::{ReservoirError, Result};
-use crate::reservoir::{check_run_shapes, Reservoir};
+use crate::reservoir::Reservoir;
 use crate::spikes::{Spike, SpikePattern};
 
 impl LifNetwork {
@@ -74,7 +75,7 @@ impl LifNetwork {
 
     /// Writes the chosen features of the current state into `out` (N entries).
     fn write_features(&self, mut out: ArrayViewMut1<f64>) {
-        match self.config.features {
+        match self.config.features() {
             LifFeatures::Trace => out.iter_mut().zip(&self.trace).for_each(|(o, &x)| {
                 *o = f64::from(x);
             }),
@@ -100,10 +101,10 @@ impl LifNetwork {
         &mut self,
         inputs: ArrayView2<f64>,
     ) -> Result<(Array2<f64>, SpikePattern)> {
-        let n = self.config.size;
+        let n = self.config.size();
         let mut states = Array2::zeros((inputs.nrows(), n));
         self.check_inputs(&inputs, &states.view_mut())?;
-        let dt = self.config.dt_ms;
+        let dt = self.config.dt_ms();
         let mut recorded = Vec::new();
         for (t, (u, out)) in inputs.rows().into_iter().zip(states.rows_mut()).enumerate() {
             self.step_trusted(u);
@@ -119,59 +120,42 @@ impl LifNetwork {
         Ok((states, pattern))
     }
 
-    /// Runs a spike pattern binned at `dt_ms` (entry = summed amplitudes per bin, see
-    /// [`SpikePattern::to_input_matrix`]) and returns the features (bins × N). Use
-    /// `input_mode = "synaptic"` for spike input so a spike's effect does not depend on dt.
-    ///
-    /// # Errors
-    /// A shape error when the pattern's `n_neurons` is not `input_size`.
-    pub fn run_pattern(&mut self, pattern: &SpikePattern) -> Result<Array2<f64>> {
-        if pattern.n_neurons() != self.config.input_size {
-            return Err(ReservoirError::shape(
-                "spike pattern channels (input_size)",
-                self.config.input_size,
-                pattern.n_neurons(),
-            ));
-        }
-        let inputs = pattern.to_input_matrix(self.config.dt_ms)?;
-        self.run(inputs.view())
-    }
-
     fn check_inputs(&self, inputs: &ArrayView2<f64>, states: &ArrayViewMut2<f64>) -> Result<()> {
-        check_run_shapes(self.config.size, self.config.input_size, inputs, states)?;
+        check_run(self.config.size(), self.config.input_size(), inputs, states)?;
         check_finite_f32(inputs.iter(), "LIF reservoir inputs")
     }
 }
 
 impl Reservoir for LifNetwork {
     fn size(&self) -> usize {
-        self.config.size
+        self.config.size()
     }
 
     fn input_size(&self) -> usize {
-        self.config.input_size
+        self.config.input_size()
     }
 
     /// Back to rest: v = v_rest (0 by default); I_syn, traces, counts, refractory counters,
     /// undelivered spikes and the throughput counters zero.
-    fn reset(&mut self) {
+    fn reset(&mut self) -> Result<()> {
         self.reset_state();
+        Ok(())
     }
 
-    /// The features chosen by `config.features` (traces, membrane potentials or counts).
-    fn state(&self) -> Array1<f64> {
-        let mut out = Array1::zeros(self.config.size);
+    /// The features chosen by `config.features()` (traces, membrane potentials or counts).
+    fn state(&self) -> Result<Array1<f64>> {
+        let mut out = Array1::zeros(self.config.size());
         self.write_features(out.view_mut());
-        out
+        Ok(out)
     }
 
     /// Sets the membrane potentials v (rounded to `f32`); everything else is kept. With
     /// `features = "membrane"` this inverts [`Reservoir::state`].
     fn set_state(&mut self, state: ArrayView1<f64>) -> Result<()> {
-        if state.len() != self.config.size {
+        if state.len() != self.config.size() {
             return Err(ReservoirError::shape(
                 "LIF membrane state",
-                self.config.size,
+                self.config.size(),
                 state.len(),
             ));
         }

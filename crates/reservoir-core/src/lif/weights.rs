@@ -169,35 +169,35 @@ impl LifWeights {
     /// or did not converge within the default 5000 products (small W only: larger ones stop
     /// at their budget by design).
     pub fn generate(config: &LifConfig) -> Result<Self> {
-        config.validate()?;
-        let n = config.size;
-        let n_exc = ((config.excitatory_fraction * n as f64).round() as usize).min(n);
+        let n = config.size();
+        let n_exc = ((config.excitatory_fraction() * n as f64).round() as usize).min(n);
         let excitatory: Vec<bool> = (0..n).map(|j| j < n_exc).collect();
-        let recurrent = if config.spectral_radius == 0.0 || n == 1 {
+        let recurrent = if config.spectral_radius() == 0.0 || n == 1 {
             CsrMatrix::from_parts(n, n, vec![0; n + 1], Vec::new(), Vec::new())?
         } else {
             Self::scaled_recurrent(config, n_exc)?
         };
-        let mut stream = rng(config.seed, STREAM_INPUT);
-        let mut input = Array2::zeros((n, config.input_size));
-        let fan_in = ((config.input_connectivity * n as f64).round() as usize).clamp(1, n);
-        for channel in 0..config.input_size {
+        let mut stream = rng(config.seed(), STREAM_INPUT);
+        let mut input = Array2::zeros((n, config.input_size()));
+        let fan_in = ((config.input_connectivity() * n as f64).round() as usize).clamp(1, n);
+        for channel in 0..config.input_size() {
             for unit in sorted_sample(&mut stream, n, fan_in) {
-                input[(unit, channel)] = config.input_scaling * stream.random_range(-1.0..1.0);
+                input[(unit, channel)] = config.input_scaling() * stream.random_range(-1.0..1.0);
             }
         }
         Self::from_parts(recurrent, input, excitatory)
     }
 
     fn scaled_recurrent(config: &LifConfig, n_exc: usize) -> Result<CsrMatrix<f64>> {
-        let n = config.size;
+        let n = config.size();
         let n_inh = n - n_exc;
         let gain = if n_exc > 0 && n_inh > 0 {
             n_exc as f64 / n_inh as f64
         } else {
             1.0
         };
-        let per_row = ((config.connection_prob * (n - 1) as f64).round() as usize).clamp(1, n - 1);
+        let per_row =
+            ((config.connection_prob() * (n - 1) as f64).round() as usize).clamp(1, n - 1);
         let nnz = n
             .checked_mul(per_row)
             .filter(|&nnz| nnz <= u32::MAX as usize)
@@ -207,7 +207,7 @@ impl LifWeights {
                     format!("{n} x {per_row} synapses exceed 2^32"),
                 )
             })?;
-        let mut stream = rng(config.seed, STREAM_RECURRENT);
+        let mut stream = rng(config.seed(), STREAM_RECURRENT);
         let mut row_ptr = Vec::with_capacity(n + 1);
         let mut col_idx = Vec::with_capacity(nnz);
         let mut values = Vec::with_capacity(nnz);
@@ -228,7 +228,7 @@ impl LifWeights {
         }
         let mut w = CsrMatrix::from_parts(n, n, row_ptr, col_idx, values)?;
         let options = SpectralOptions {
-            seed: rng(config.seed, STREAM_SPECTRAL).random(),
+            seed: rng(config.seed(), STREAM_SPECTRAL).random(),
             max_matvecs: spectral_products(nnz),
             ..SpectralOptions::default()
         };
@@ -243,11 +243,11 @@ impl LifWeights {
                     estimate.radius,
                     estimate.iterations,
                     estimate.converged,
-                    config.spectral_radius
+                    config.spectral_radius()
                 ),
             ));
         }
-        w.scale(config.spectral_radius / estimate.radius);
+        w.scale(config.spectral_radius() / estimate.radius);
         Ok(w)
     }
 
@@ -308,12 +308,11 @@ impl LifWeights {
         })
     }
 
-    /// Checks `config` and that these weights have its `size` and `input_size`.
+    /// Checks that these weights have the config's `size` and `input_size`.
     pub fn check_fits(&self, config: &LifConfig) -> Result<()> {
-        config.validate()?;
         crate::weights::check_sizes(
             "LIF weights for this config",
-            (config.size, config.input_size),
+            (config.size(), config.input_size()),
             (self.size(), self.input_size()),
         )
     }

@@ -7,6 +7,7 @@ use faer::{Accum, Mat, MatRef, Par, Side};
 use ndarray::{Array1, Array2, ArrayView2};
 
 use super::linear::LinearReadout;
+use crate::checks::check_finite_rows;
 use crate::error::{ReservoirError, Result};
 
 /// Running sums XᵀX, XᵀY, ΣX, ΣY, ΣY² and the row count, in `f64`.
@@ -420,22 +421,6 @@ impl SumScores {
     /// Σ r² over the outputs: the memory capacity when output k is the input delayed by k.
     pub fn total_squared_correlation(&self) -> f64 {
         self.squared_correlation.iter().sum()
-    }
-}
-
-/// An invalid-input error naming the first row of `a` (called `name`) with a value that is not
-/// finite: ridge sums over such a row would be meaningless.
-pub fn check_finite_rows(context: &str, name: &str, a: &ArrayView2<f64>) -> Result<()> {
-    match a
-        .rows()
-        .into_iter()
-        .position(|r| r.iter().any(|v| !v.is_finite()))
-    {
-        Some(row) => Err(ReservoirError::invalid(
-            context,
-            format!("{name} row {row} is not finite"),
-        )),
-        None => Ok(()),
     }
 }
 

@@ -1,0 +1,98 @@
+//! NVRTC: a kernel module compiled for the device's architecture, with the shared headers of
+//! `reservoir-kernels` given to the compiler (so `#include "common.cuh"` resolves without
+//! files on disk).
+
+use std::ffi::{c_char, CString};
+use std::mem::MaybeUninit;
+
+use cudarc::nvrtc::{result, sys, Ptx};
+use reservoir_kernels::{Module, HEADERS};
+
+use crate::error::{GpuError, Result};
+
+/// An NVRTC program, destroyed when dropped.
+struct Program(sys::nvrtcProgram);
+
+impl Drop for Program {
+    fn drop(&mut self) {
+        // SAFETY: the program was created by nvrtcCreateProgram and is destroyed once, here.
+        // A failure leaks only the program.
+        let _ = unsafe { result::destroy_program(self.0) };
+    }
+}
+
+/// `text` as a C string; NVRTC reads sources up to their first NUL.
+fn c_string(module: &Module, text: &str) -> Result<CString> {
+    CString::new(text).map_err(|_| GpuError::Compile {
+        module: module.name,
+        log: "the source holds a NUL byte".into(),
+    })
+}
+
+/// A string NVRTC returned (up to its NUL), lossily as text.
+fn text(bytes: &[c_char]) -> String {
+    let bytes: Vec<u8> = bytes
+        .iter()
+        .map(|&c| c as u8)
+        .take_while(|&b| b != 0)
+        .collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// Compiles `module` to PTX for compute capability `(major, minor)` with `--fmad=false`, so
+/// every kernel keeps the CPU reference's separately rounded multiplies and adds.
+pub(crate) fn compile(module: &Module, (major, minor): (i32, i32)) -> Result<Ptx> {
+    let source = c_string(module, module.source)?;
+    let name = c_string(module, module.name)?;
+    let header_texts = HEADERS
+        .iter()
+        .map(|(_, text)| c_string(module, text))
+        .collect::<Result<Vec<_>>>()?;
+    let header_names = HEADERS
+        .iter()
+        .map(|(name, _)| c_string(module, name))
+        .collect::<Result<Vec<_>>>()?;
+    let texts: Vec<*const c_char> = header_texts.iter().map(|t| t.as_ptr()).collect();
+    let names: Vec<*const c_char> = header_names.iter().map(|n| n.as_ptr()).collect();
+    let mut program = MaybeUninit::uninit();
+    // SAFETY: every pointer is a NUL-terminated string alive for the call; texts and names
+    // hold HEADERS.len() entries each.
+    unsafe {
+        sys::nvrtcCreateProgram(
+            program.as_mut_ptr(),
+            source.as_ptr(),
+            name.as_ptr(),
+            HEADERS.len() as i32,
+            texts.as_ptr(),
+            names.as_ptr(),
+        )
+    }
+    .result()
+    .map_err(|e| GpuError::Compile {
+        module: module.name,
+        log: format!("creating the program: {e:?}"),
+    })?;
+    // SAFETY: nvrtcCreateProgram succeeded, so the program is initialised.
+    let program = Program(unsafe { program.assume_init() });
+    let options = [
+        "--fmad=false".to_string(),
+        format!("--gpu-architecture=compute_{major}{minor}"),
+    ];
+    // SAFETY: the program is alive; the options are plain strings.
+    if let Err(e) = unsafe { result::compile_program(program.0, &options) } {
+        // SAFETY: as above; the log exists after a compilation attempt.
+        let log = unsafe { result::get_program_log(program.0) }
+            .map(|log| text(&log).trim().replace('\n', " "))
+            .unwrap_or_else(|_| format!("{e:?}"));
+        return Err(GpuError::Compile {
+            module: module.name,
+            log,
+        });
+    }
+    // SAFETY: the program compiled.
+    let ptx = unsafe { result::get_ptx(program.0) }.map_err(|e| GpuError::Compile {
+        module: module.name,
+        log: format!("reading the PTX: {e:?}"),
+    })?;
+    Ok(Ptx::from_src(text(&ptx)))
+}

@@ -1,0 +1,57 @@
+//! Sparse matrices on the device, in the layout every CSR kernel takes.
+
+use cudarc::driver::{CudaSlice, DeviceRepr};
+use reservoir_core::{CsrMatrix, ReservoirError};
+
+use super::GpuDevice;
+use crate::error::{DriverContext, Result};
+
+/// A CSR matrix on the device: `i32` row pointers and column indices, values in `T`.
+#[derive(Debug)]
+pub(crate) struct DeviceCsr<T> {
+    pub row_ptr: CudaSlice<i32>,
+    pub col_idx: CudaSlice<i32>,
+    pub values: CudaSlice<T>,
+}
+
+fn to_i32(values: &[u32]) -> Result<Vec<i32>> {
+    values
+        .iter()
+        .map(|&v| i32::try_from(v))
+        .collect::<std::result::Result<_, _>>()
+        .map_err(|_| {
+            ReservoirError::invalid(
+                "GPU upload",
+                "a CSR matrix with more than 2^31 - 1 non-zeros",
+            )
+            .into()
+        })
+}
+
+impl<T> DeviceCsr<T> {
+    /// Number of rows.
+    pub(crate) fn rows(&self) -> usize {
+        self.row_ptr.len().saturating_sub(1)
+    }
+}
+
+impl<T: DeviceRepr> DeviceCsr<T> {
+    /// Uploads `matrix`, converting each value with `convert` (e.g. rounding to `f32`).
+    pub(crate) fn upload(
+        device: &GpuDevice,
+        matrix: &CsrMatrix<f64>,
+        convert: impl Fn(f64) -> T,
+    ) -> Result<Self> {
+        let s = device.stream();
+        let values: Vec<T> = matrix.values().iter().map(|&v| convert(v)).collect();
+        Ok(Self {
+            row_ptr: s
+                .clone_htod(&to_i32(matrix.row_ptr())?)
+                .context("uploading a CSR matrix")?,
+            col_idx: s
+                .clone_htod(&to_i32(matrix.col_idx())?)
+                .context("uploading a CSR matrix")?,
+            values: s.clone_htod(&values).context("uploading a CSR matrix")?,
+        })
+    }
+}

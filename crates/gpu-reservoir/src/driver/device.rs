@@ -1,0 +1,245 @@
+//! One shared handle per GPU: context, stream, compiled kernel modules, cuBLAS handle.
+
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+
+use cudarc::cublas::CudaBlas;
+use cudarc::driver::sys::{
+    CUdevice_attribute, CUfunction_attribute, CUgraphInstantiate_flags, CUstreamCaptureMode,
+};
+use cudarc::driver::{CudaContext, CudaFunction, CudaGraph, CudaModule, CudaSlice, CudaStream};
+use reservoir_core::ReservoirError;
+use reservoir_kernels::Module;
+
+use super::compile::compile;
+use super::probe::{probe, DeviceInfo};
+use crate::error::{DriverContext, GpuError, Result};
+
+/// The functions of one kernel module, looked up once per device ([`GpuDevice::kernels`]) so
+/// that no launch looks a kernel up by name.
+pub(crate) trait KernelSet: Send + Sync + Sized + 'static {
+    /// The module the functions come from.
+    const MODULE: Module;
+    /// Looks the functions up in the loaded module.
+    fn load(module: &LoadedModule) -> Result<Self>;
+}
+
+/// A compiled module of a device, for [`KernelSet::load`].
+pub(crate) struct LoadedModule {
+    module: Arc<CudaModule>,
+}
+
+impl LoadedModule {
+    /// Entry point `name` of the module.
+    pub(crate) fn function(&self, name: &str) -> Result<CudaFunction> {
+        self.module
+            .load_function(name)
+            .context("looking up a kernel")
+    }
+}
+
+#[derive(Debug)]
+struct DeviceInner {
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    info: DeviceInfo,
+    kernel_sets: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
+    blas: OnceLock<CudaBlas>,
+}
+
+/// A GPU shared by everything built on it: cheap to clone (an `Arc` inside); kernel modules
+/// are compiled once per device, on first use.
+///
+/// All work goes to one stream, in order, so buffers never need cross-stream events. Two
+/// handles are equal when they are the same shared device.
+#[derive(Debug, Clone)]
+pub struct GpuDevice {
+    inner: Arc<DeviceInner>,
+}
+
+impl PartialEq for GpuDevice {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+}
+
+impl Eq for GpuDevice {}
+
+/// The lock of a cache; a panic elsewhere while it was held left it consistent (entries are
+/// only ever added whole), so a poisoned lock is taken as it is.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The process-wide devices of [`GpuDevice::shared`], by ordinal.
+fn registry() -> &'static Mutex<HashMap<usize, GpuDevice>> {
+    static DEVICES: OnceLock<Mutex<HashMap<usize, GpuDevice>>> = OnceLock::new();
+    DEVICES.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+impl GpuDevice {
+    /// The process-wide handle of GPU `ordinal`, created on first use and shared afterwards.
+    ///
+    /// # Errors
+    /// [`GpuError::Unavailable`] naming what is missing (driver, NVRTC, the device), or the
+    /// driver's error creating the context.
+    pub fn shared(ordinal: usize) -> Result<Self> {
+        let mut devices = lock(registry());
+        if let Some(device) = devices.get(&ordinal) {
+            return Ok(device.clone());
+        }
+        let device = Self::open(ordinal)?;
+        devices.insert(ordinal, device.clone());
+        Ok(device)
+    }
+
+    fn open(ordinal: usize) -> Result<Self> {
+        let support = probe();
+        if let Some(reason) = support.problem {
+            return Err(GpuError::Unavailable { reason });
+        }
+        let info = support
+            .devices
+            .into_iter()
+            .find(|d| d.ordinal == ordinal)
+            .ok_or_else(|| GpuError::Unavailable {
+                reason: format!("there is no CUDA device {ordinal}"),
+            })?;
+        let ctx = CudaContext::new(ordinal).context("creating the CUDA context")?;
+        // SAFETY: every buffer of this crate is used on the device's single stream only, so
+        // cudarc's per-buffer cross-stream events are not needed.
+        unsafe { ctx.disable_event_tracking() };
+        // A created stream, not the legacy default one: CUDA graphs can capture only the former.
+        let stream = ctx.new_stream().context("creating the device's stream")?;
+        Ok(Self {
+            inner: Arc::new(DeviceInner {
+                ctx,
+                stream,
+                info,
+                kernel_sets: Mutex::new(HashMap::new()),
+                blas: OnceLock::new(),
+            }),
+        })
+    }
+
+    /// The device's description.
+    pub fn info(&self) -> &DeviceInfo {
+        &self.inner.info
+    }
+
+    /// The stream all work of this device goes to (for code that launches its own kernels
+    /// beside this crate's).
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        &self.inner.stream
+    }
+
+    /// The CUDA context.
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.inner.ctx
+    }
+
+    /// The device's cuBLAS handle (on its stream), created on first use.
+    ///
+    /// # Errors
+    /// [`GpuError::Unavailable`] when libcublas cannot be loaded, or cuBLAS's own error.
+    pub fn blas(&self) -> Result<&CudaBlas> {
+        if let Some(blas) = self.inner.blas.get() {
+            return Ok(blas);
+        }
+        // SAFETY: only tries to dlopen libcublas; no cuBLAS function is called.
+        if !unsafe { cudarc::cublas::sys::is_culib_present() } {
+            return Err(GpuError::Unavailable {
+                reason: "the cuBLAS library (libcublas.so) was not found".into(),
+            });
+        }
+        let blas = CudaBlas::new(self.inner.stream.clone()).map_err(|source| GpuError::Blas {
+            context: "creating the cuBLAS handle",
+            source,
+        })?;
+        Ok(self.inner.blas.get_or_init(|| blas))
+    }
+
+    /// The functions of kernel set `K`, compiling and loading its module on first use.
+    pub(crate) fn kernels<K: KernelSet>(&self) -> Result<Arc<K>> {
+        let mut sets = lock(&self.inner.kernel_sets);
+        if let Some(set) = sets.get(&TypeId::of::<K>()) {
+            if let Ok(set) = set.clone().downcast::<K>() {
+                return Ok(set);
+            }
+        }
+        let ptx = compile(&K::MODULE, self.inner.info.compute_capability)?;
+        let module = self
+            .inner
+            .ctx
+            .load_module(ptx)
+            .context("loading a compiled kernel module")?;
+        let set = Arc::new(K::load(&LoadedModule { module })?);
+        sets.insert(TypeId::of::<K>(), set.clone());
+        Ok(set)
+    }
+
+    /// Reads an attribute of the device.
+    pub(crate) fn attribute(&self, attribute: CUdevice_attribute) -> Result<i32> {
+        self.inner
+            .ctx
+            .attribute(attribute)
+            .context("reading a device attribute")
+    }
+
+    /// Uploads `values` (weights, generated in f64) rounded to f32; `what` names the copy in
+    /// an error.
+    pub(crate) fn upload_f32<'a>(
+        &self,
+        values: impl IntoIterator<Item = &'a f64>,
+        what: &'static str,
+    ) -> Result<CudaSlice<f32>> {
+        let host: Vec<f32> = values.into_iter().map(|&v| v as f32).collect();
+        self.stream().clone_htod(&host).context(what)
+    }
+
+    /// Captures the launches `enqueue` puts on the device's stream into a CUDA graph
+    /// (instantiated and uploaded) instead of running them: replaying the graph runs the same
+    /// work without the host's cost per launch. `enqueue` must only launch (no copies from
+    /// the host, no synchronisation).
+    pub(crate) fn capture(&self, enqueue: impl FnOnce() -> Result<()>) -> Result<CudaGraph> {
+        let stream = self.stream();
+        stream
+            .begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+            .context("starting a graph capture")?;
+        let enqueued = enqueue();
+        let graph = stream
+            .end_capture(CUgraphInstantiate_flags(0))
+            .context("ending the graph capture")?;
+        enqueued?;
+        let graph = graph.ok_or_else(|| {
+            ReservoirError::invalid("CUDA graph capture", "nothing was launched to capture")
+        })?;
+        graph.upload().context("uploading the graph")?;
+        Ok(graph)
+    }
+
+    /// Lets `function` use as much dynamic shared memory as the device allows next to its
+    /// static shared memory, and returns that many bytes. Functions are shared by every plan on
+    /// the device, so the limit is always this maximum rather than one plan's size: a smaller
+    /// limit set by another plan (in another thread) would make this plan's launch fail. Each
+    /// launch states its own size.
+    pub(crate) fn allow_shared_memory(&self, function: &CudaFunction) -> Result<usize> {
+        let optin = self
+            .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?;
+        let fixed = function
+            .shared_size_bytes()
+            .context("reading the static shared memory")?;
+        let limit = (optin - fixed).max(0);
+        // SAFETY: sets a launch attribute of a function loaded on this context.
+        unsafe {
+            cudarc::driver::result::function::set_function_attribute(
+                function.cu_function(),
+                CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                limit,
+            )
+        }
+        .context("raising the dynamic shared-memory limit")?;
+        Ok(limit as usize)
+    }
+}

@@ -1,0 +1,14 @@
+//! The driver layer: the only code that calls cudarc's driver, NVRTC and cuBLAS directly.
+//! Above it, [`crate::ops`] launches kernels through typed operations and the reservoirs use
+//! those.
+
+pub(crate) mod blas;
+mod compile;
+pub(crate) mod csr;
+mod device;
+pub(crate) mod launch;
+mod probe;
+
+pub use device::GpuDevice;
+pub(crate) use device::{KernelSet, LoadedModule};
+pub use probe::{probe, DeviceInfo, GpuSupport};

@@ -1,0 +1,341 @@
+//! A sweep's lanes on the GPU: B echo-state reservoirs that share one random W, W_in and b and
+//! differ in spectral radius, leak rate and input scaling, stepped together with one SGEMM per
+//! step, their ridge sums kept on the device.
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaGraph, CudaSlice};
+use ndarray::{s, ArrayView2};
+use rand_chacha::ChaCha8Rng;
+use reservoir_core::lanes::{Lane, LaneData, LaneRunner, LaneSums};
+use reservoir_core::random::{stream_rng, Stream};
+use reservoir_core::{Precision, ReservoirConfig, ReservoirError, ReservoirWeights};
+
+use crate::driver::blas::product_row_major;
+use crate::driver::GpuDevice;
+use crate::error::{DriverContext, GpuError, Result};
+use crate::esn::{noise_values, CHUNK_STEPS};
+use crate::ops::esn::activation_code;
+use crate::ops::lanes::{lane_step, LaneKernels, LaneParameters, LaneStepInputs};
+use crate::ridge_sums::DeviceRidgeSums;
+
+/// Most bytes of f32 states one chunk of a sweep holds (all lanes): a chunk has
+/// `LANE_CHUNK_BYTES / (4·N·B)` steps, at least 1 and at most [`CHUNK_STEPS`].
+pub const LANE_CHUNK_BYTES: usize = 1 << 28;
+
+/// Runs a sweep's lanes together on one GPU (see [`LaneRunner`]).
+///
+/// The lanes are the columns of an N × B state matrix X. W₁ and W_in₁ are the base config's
+/// draws at spectral radius 1 and input scaling 1 (same seed ⇒ the same random structure as
+/// every lane's own config), uploaded once (W₁ dense). A chunk of steps first projects its
+/// inputs, v_t = W_in₁·u_t for every step (one SGEMM); each step is then one SGEMM P = W₁·X
+/// for all lanes and one elementwise launch
+/// `x_b ← (1 − a_b)·x_b + a_b·f(ρ_b·P_b + b + s_b·v_t + noise_t)`, so lane b is the reservoir
+/// of `lane.config(base)` to f32 rounding. Noise, when configured, is drawn on the host from
+/// the base seed's noise stream, as every CPU lane draws it (the lanes share one seed, hence
+/// one noise sequence). The rows of each chunk go to the lanes' training and validation
+/// [`DeviceRidgeSums`] on the device; the sums are copied back once per run.
+#[derive(Debug)]
+pub struct GpuLaneRunner {
+    device: GpuDevice,
+    kernels: Arc<LaneKernels>,
+    shared: Option<SharedWeights>,
+}
+
+/// The weights every lane shares, for the config they were drawn for.
+#[derive(Debug)]
+struct SharedWeights {
+    config: ReservoirConfig,
+    /// W₁, dense, row-major N × N.
+    w: CudaSlice<f32>,
+    /// W_in₁, row-major N × K.
+    input: CudaSlice<f32>,
+    /// b (N).
+    bias: CudaSlice<f32>,
+}
+
+/// The device buffers of one run of lanes: per-lane parameters, the states and a chunk's
+/// scratch.
+struct LaneRun {
+    n: usize,
+    k: usize,
+    lanes: usize,
+    chunk_steps: usize,
+    activation: i32,
+    radius: CudaSlice<f32>,
+    scaling: CudaSlice<f32>,
+    leak: CudaSlice<f32>,
+    /// X (N × B, column-major): the lanes' current states.
+    state: CudaSlice<f32>,
+    /// W₁·X of the current step.
+    product: CudaSlice<f32>,
+    /// A chunk's inputs (steps × K) and their projections v_t (steps × N).
+    inputs: CudaSlice<f32>,
+    drive: CudaSlice<f32>,
+    /// A chunk's noise (steps × N), with its level and stream, when noise_level > 0.
+    noise: Option<(CudaSlice<f32>, f64, ChaCha8Rng)>,
+    /// A chunk's states: row t is X after step t (B·N values, lane b at [b·N, (b + 1)·N)).
+    states: CudaSlice<f32>,
+    /// The steps of a full chunk captured as a CUDA graph (the buffers above are the same for
+    /// every chunk of a run, so one capture serves them all).
+    graph: Option<CudaGraph>,
+}
+
+impl GpuLaneRunner {
+    /// A runner on `device` (compiles the lane kernel on first use per device).
+    pub fn new(device: &GpuDevice) -> Result<Self> {
+        Ok(Self {
+            kernels: device.kernels::<LaneKernels>()?,
+            device: device.clone(),
+            shared: None,
+        })
+    }
+
+    /// Steps per chunk for N units and B lanes.
+    pub fn chunk_steps(n: usize, lanes: usize) -> usize {
+        (LANE_CHUNK_BYTES / (4 * n * lanes).max(1)).clamp(1, CHUNK_STEPS)
+    }
+
+    /// Checks the base and the lanes, draws (or reuses) the shared weights and allocates a
+    /// run's buffers for chunks of up to `chunk_steps` steps, every lane at the zero state.
+    fn prepare(
+        &mut self,
+        base: &ReservoirConfig,
+        lanes: &[Lane],
+        chunk_steps: usize,
+    ) -> Result<LaneRun> {
+        if base.precision() == Precision::F64 {
+            return Err(GpuError::Unsupported {
+                what: "precision = \"f64\"".into(),
+                reason: "the GPU lanes compute in f32; f64 runs on the CPU".into(),
+            });
+        }
+        let unit = base
+            .to_params()
+            .spectral_radius(1.0)
+            .input_scaling(1.0)
+            .check()
+            .map_err(ReservoirError::from)?;
+        if self.shared.as_ref().is_none_or(|w| w.config != unit) {
+            self.shared = Some(self.upload_shared(unit)?);
+        }
+        let (n, k, b) = (base.size(), base.input_size(), lanes.len());
+        let s = self.device.stream();
+        let per_lane = |value: fn(&Lane) -> f64| -> Result<CudaSlice<f32>> {
+            let host: Vec<f32> = lanes.iter().map(|lane| value(lane) as f32).collect();
+            s.clone_htod(&host)
+                .context("uploading the lanes' parameters")
+        };
+        let noise = if base.noise_level() > 0.0 {
+            Some((
+                s.alloc_zeros(chunk_steps * n)
+                    .context("allocating the noise")?,
+                base.noise_level(),
+                stream_rng(base.seed(), Stream::Noise),
+            ))
+        } else {
+            None
+        };
+        Ok(LaneRun {
+            n,
+            k,
+            lanes: b,
+            chunk_steps,
+            activation: activation_code(base.activation()),
+            radius: per_lane(Lane::spectral_radius)?,
+            scaling: per_lane(Lane::input_scaling)?,
+            leak: per_lane(Lane::leak_rate)?,
+            state: s.alloc_zeros(n * b).context("allocating the states")?,
+            product: s.alloc_zeros(n * b).context("allocating W·X")?,
+            inputs: s
+                .alloc_zeros(chunk_steps * k)
+                .context("allocating the inputs")?,
+            drive: s
+                .alloc_zeros(chunk_steps * n)
+                .context("allocating W_in·u")?,
+            noise,
+            states: s
+                .alloc_zeros(chunk_steps * n * b)
+                .context("allocating a chunk's states")?,
+            graph: None,
+        })
+    }
+
+    /// Draws the weights of `unit` (spectral radius 1, input scaling 1) and uploads them.
+    fn upload_shared(&self, unit: ReservoirConfig) -> Result<SharedWeights> {
+        let (weights, _) = ReservoirWeights::generate(&unit)?;
+        let device = &self.device;
+        Ok(SharedWeights {
+            w: device.upload_f32(&weights.recurrent().to_dense(), "uploading W")?,
+            input: device.upload_f32(weights.input(), "uploading W_in")?,
+            bias: device.upload_f32(weights.bias(), "uploading b")?,
+            config: unit,
+        })
+    }
+
+    /// Runs the rows of `inputs` (≤ the run's chunk steps) from the lanes' current states:
+    /// their states land in `run.states` (first rows) and the lanes keep the last. With
+    /// `replay` (a full chunk of a run that has several), the steps are the run's CUDA graph,
+    /// captured on first use: one launch instead of two per step.
+    fn run_chunk(&self, run: &mut LaneRun, inputs: ArrayView2<f64>, replay: bool) -> Result<()> {
+        let steps = inputs.nrows();
+        let s = self.device.stream().clone();
+        let host: Vec<f32> = inputs.iter().map(|&v| v as f32).collect();
+        s.memcpy_htod(&host, &mut run.inputs.slice_mut(..host.len()))
+            .context("uploading inputs")?;
+        if let Some((buffer, level, rng)) = run.noise.as_mut() {
+            let host = noise_values(rng, *level, steps * run.n);
+            s.memcpy_htod(&host, &mut buffer.slice_mut(..host.len()))
+                .context("uploading the noise")?;
+        }
+        let shared = self.shared()?;
+        // v_t = W_in₁·u_t for every step: u is row-major steps × K, i.e. column-major
+        // K × steps, so V (column-major N × steps) = W_in₁·U in one GEMM.
+        product_row_major(
+            self.device.blas()?,
+            &shared.input.slice(..),
+            &run.inputs.slice(..steps * run.k),
+            &mut run.drive.slice_mut(..steps * run.n),
+            (run.n, run.k, steps),
+            "projecting a sweep's inputs",
+        )?;
+        if replay && steps == run.chunk_steps {
+            if run.graph.is_none() {
+                let graph = self.device.capture(|| self.enqueue_steps(run, steps))?;
+                run.graph = Some(graph);
+            }
+            if let Some(graph) = &run.graph {
+                graph.launch().context("replaying the sweep's steps")?;
+            }
+        } else {
+            self.enqueue_steps(run, steps)?;
+        }
+        let width = run.n * run.lanes;
+        s.memcpy_dtod(
+            &run.states.slice((steps - 1) * width..steps * width),
+            &mut run.state,
+        )
+        .context("keeping the lanes' last states")?;
+        Ok(())
+    }
+
+    /// Enqueues `steps` steps from `run.state` on the chunk's projected inputs (and noise),
+    /// writing row t of `run.states`; `run.state` is left as it was.
+    fn enqueue_steps(&self, run: &mut LaneRun, steps: usize) -> Result<()> {
+        let shared = self.shared()?;
+        let blas = self.device.blas()?;
+        let (n, b) = (run.n, run.lanes);
+        let width = n * b;
+        let parameters = LaneParameters {
+            radius: &run.radius,
+            scaling: &run.scaling,
+            leak: &run.leak,
+            activation: run.activation,
+        };
+        for t in 0..steps {
+            let (done, mut rest) = run.states.split_at_mut(t * width);
+            let x = if t == 0 {
+                run.state.slice(..)
+            } else {
+                done.slice((t - 1) * width..)
+            };
+            product_row_major(
+                blas,
+                &shared.w.slice(..),
+                &x,
+                &mut run.product.slice_mut(..),
+                (n, n, b),
+                "the sweep step GEMM",
+            )?;
+            let input_t = run.drive.slice(t * n..(t + 1) * n);
+            let noise_t = run
+                .noise
+                .as_ref()
+                .map(|(buffer, _, _)| buffer.slice(t * n..(t + 1) * n));
+            let inputs = LaneStepInputs {
+                product: &run.product,
+                input_t: &input_t,
+                bias: &shared.bias,
+                noise_t: noise_t.as_ref(),
+            };
+            lane_step(
+                &self.device,
+                &self.kernels,
+                &inputs,
+                &parameters,
+                &x,
+                &mut rest.slice_mut(..width),
+                (n, b),
+            )?;
+        }
+        Ok(())
+    }
+
+    fn shared(&self) -> Result<&SharedWeights> {
+        self.shared.as_ref().ok_or_else(|| {
+            ReservoirError::invalid("sweep on the GPU", "the shared weights were not uploaded")
+                .into()
+        })
+    }
+
+    /// Runs every lane over `data` and returns its sums (see [`LaneRunner::run_lanes`]).
+    ///
+    /// # Errors
+    /// The errors of [`LaneData::check`], an invalid lane config, a base with
+    /// `precision = "f64"`, any driver or cuBLAS error.
+    pub fn run(
+        &mut self,
+        base: &ReservoirConfig,
+        lanes: &[Lane],
+        data: &LaneData<'_>,
+    ) -> Result<Vec<LaneSums>> {
+        data.check(base)?;
+        if lanes.is_empty() {
+            return Ok(Vec::new());
+        }
+        let (total, n, b) = (data.inputs.nrows(), base.size(), lanes.len());
+        let chunk = Self::chunk_steps(n, b).min(total);
+        let mut run = self.prepare(base, lanes, chunk)?;
+        // A graph pays for its capture when it replaces the launches of several chunks.
+        let replay = total / chunk >= 2;
+        let outputs = data.targets.ncols();
+        let mut train = DeviceRidgeSums::new(&self.device, n, outputs, b)?;
+        let mut validation = DeviceRidgeSums::new(&self.device, n, outputs, b)?;
+        let width = n * b;
+        for start in (0..total).step_by(chunk) {
+            let end = (start + chunk).min(total);
+            self.run_chunk(&mut run, data.inputs.slice(s![start..end, ..]), replay)?;
+            let parts = [
+                (&mut train, data.washout, data.train_rows),
+                (&mut validation, data.train_rows, total),
+            ];
+            for (sums, from, to) in parts {
+                let (first, last) = (from.clamp(start, end), to.clamp(start, end));
+                if first < last {
+                    sums.add(
+                        &run.states
+                            .slice((first - start) * width..(last - start) * width),
+                        data.targets.slice(s![first..last, ..]),
+                    )?;
+                }
+            }
+        }
+        Ok(train
+            .download()?
+            .into_iter()
+            .zip(validation.download()?)
+            .map(|(train, validation)| LaneSums { train, validation })
+            .collect())
+    }
+}
+
+impl LaneRunner for GpuLaneRunner {
+    fn run_lanes(
+        &mut self,
+        base: &ReservoirConfig,
+        lanes: &[Lane],
+        data: &LaneData<'_>,
+    ) -> reservoir_core::Result<Vec<LaneSums>> {
+        Ok(self.run(base, lanes, data)?)
+    }
+}

@@ -1,0 +1,92 @@
+//! Launches of `lanes.cu`: one step of a sweep's lanes after the shared product.
+
+use cudarc::driver::{CudaFunction, CudaSlice, CudaView, CudaViewMut, PushKernelArg};
+use reservoir_kernels::lanes;
+
+use crate::driver::launch::{dim, fits, per_item};
+use crate::driver::{GpuDevice, KernelSet, LoadedModule};
+use crate::error::{DriverContext, Result};
+
+/// The kernel of `lanes.cu`.
+#[derive(Debug)]
+pub(crate) struct LaneKernels {
+    step: CudaFunction,
+}
+
+impl KernelSet for LaneKernels {
+    const MODULE: reservoir_kernels::Module = lanes::MODULE;
+    fn load(module: &LoadedModule) -> Result<Self> {
+        Ok(Self {
+            step: module.function(lanes::STEP)?,
+        })
+    }
+}
+
+/// Each lane's own parameters (B values each).
+pub(crate) struct LaneParameters<'a> {
+    pub radius: &'a CudaSlice<f32>,
+    pub scaling: &'a CudaSlice<f32>,
+    pub leak: &'a CudaSlice<f32>,
+    pub activation: i32,
+}
+
+/// What one step of the lanes reads besides their states: W₁X (N × B, column-major), the
+/// step's projected input W_in₁u (N), the bias (N) and the step's noise (N, optional).
+pub(crate) struct LaneStepInputs<'a, 'v> {
+    pub product: &'a CudaSlice<f32>,
+    pub input_t: &'a CudaView<'v, f32>,
+    pub bias: &'a CudaSlice<f32>,
+    pub noise_t: Option<&'a CudaView<'v, f32>>,
+}
+
+/// `x_b ← (1 − a_b)·x_b + a_b·f(ρ_b·(W₁X)_b + b + s_b·W_in₁u + noise)` for the `lanes` lanes
+/// of `n` units: `x` and `next` are N × B (column-major), `next` not overlapping `x`.
+pub(crate) fn lane_step(
+    device: &GpuDevice,
+    kernels: &LaneKernels,
+    inputs: &LaneStepInputs<'_, '_>,
+    lanes: &LaneParameters<'_>,
+    x: &CudaView<'_, f32>,
+    next: &mut CudaViewMut<'_, f32>,
+    (n, b): (usize, usize),
+) -> Result<()> {
+    const WHAT: &str = "lane step";
+    let width = n.saturating_mul(b);
+    for len in [inputs.product.len(), x.len(), next.len()] {
+        fits(len, width, WHAT)?;
+    }
+    for len in [inputs.input_t.len(), inputs.bias.len()] {
+        fits(len, n, WHAT)?;
+    }
+    if let Some(noise) = inputs.noise_t {
+        fits(noise.len(), n, WHAT)?;
+    }
+    for len in [lanes.radius.len(), lanes.scaling.len(), lanes.leak.len()] {
+        fits(len, b, WHAT)?;
+    }
+    let (n_i, b_i) = (dim(n, WHAT)?, dim(b, WHAT)?);
+    let null: u64 = 0;
+    let mut launch = device.stream().launch_builder(&kernels.step);
+    launch
+        .arg(inputs.product)
+        .arg(inputs.input_t)
+        .arg(inputs.bias);
+    match inputs.noise_t {
+        Some(noise_t) => launch.arg(noise_t),
+        None => launch.arg(&null),
+    };
+    launch
+        .arg(lanes.radius)
+        .arg(lanes.scaling)
+        .arg(lanes.leak)
+        .arg(x)
+        .arg(next)
+        .arg(&n_i)
+        .arg(&b_i)
+        .arg(&lanes.activation);
+    // SAFETY: product, x and next hold n·b values (next does not overlap x); input_t, bias and
+    // noise_t (when given, else null) n; radius, scaling and leak b (checked above). The
+    // kernel guards idx < n·b.
+    unsafe { launch.launch(per_item(width)?) }.context("launching sweep_lane_step")?;
+    Ok(())
+}

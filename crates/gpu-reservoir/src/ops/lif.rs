@@ -1,0 +1,275 @@
+//! Launches of `lif.cu`: a LIF step by gather, an event-driven step and the delivery of its
+//! spikes. Each checks its buffers' lengths first.
+
+use cudarc::driver::PushKernelArg;
+use cudarc::driver::{CudaFunction, CudaSlice, CudaView, CudaViewMut, LaunchArgs, LaunchConfig};
+use reservoir_core::lif::{LifConstants, LifFeatures};
+use reservoir_kernels::lif;
+
+use crate::driver::csr::DeviceCsr;
+use crate::driver::launch::{dim, fits, per_item};
+use crate::driver::{GpuDevice, KernelSet, LoadedModule};
+use crate::error::{DriverContext, Result};
+
+/// The kernels of `lif.cu`.
+#[derive(Debug)]
+pub(crate) struct LifKernels {
+    step: CudaFunction,
+    event_step: CudaFunction,
+    deliver: CudaFunction,
+}
+
+impl KernelSet for LifKernels {
+    const MODULE: reservoir_kernels::Module = lif::MODULE;
+    fn load(module: &LoadedModule) -> Result<Self> {
+        Ok(Self {
+            step: module.function(lif::STEP)?,
+            event_step: module.function(lif::EVENT_STEP)?,
+            deliver: module.function(lif::DELIVER)?,
+        })
+    }
+}
+
+/// The kernels' code of what a LIF reservoir reports.
+pub(crate) fn feature_code(features: LifFeatures) -> i32 {
+    match features {
+        LifFeatures::Trace => reservoir_kernels::lif_feature::TRACE,
+        LifFeatures::Membrane => reservoir_kernels::lif_feature::MEMBRANE,
+        LifFeatures::Counts => reservoir_kernels::lif_feature::COUNTS,
+    }
+}
+
+/// The neuron state of a LIF network on the device.
+#[derive(Debug)]
+pub(crate) struct Neurons {
+    pub v: CudaSlice<f32>,
+    pub i_syn: CudaSlice<f32>,
+    pub refractory: CudaSlice<u32>,
+    pub trace: CudaSlice<f32>,
+    pub counts: CudaSlice<u32>,
+    /// The spike flags of the last `window_steps` steps (a ring of N-value rows).
+    pub window: CudaSlice<u8>,
+    pub window_steps: usize,
+}
+
+/// What both step kernels take after their recurrent-input arguments: last step's and this
+/// step's spike flags, the input, the neuron state, the constants and this step's features.
+pub(crate) struct NeuronUpdate<'v> {
+    pub before: CudaView<'v, u8>,
+    pub now: CudaViewMut<'v, u8>,
+    pub input_by_channel: &'v CudaSlice<f32>,
+    pub u_t: CudaView<'v, f32>,
+    pub neurons: &'v mut Neurons,
+    /// The ring row holding the oldest step of the window.
+    pub head: usize,
+    pub constants: LifConstants,
+    pub synaptic_input: bool,
+    pub features: LifFeatures,
+    pub features_t: CudaViewMut<'v, f32>,
+}
+
+/// The scalar arguments of a step, kept alive while the launch is built.
+struct Scalars {
+    k: i32,
+    head: i32,
+    synaptic: i32,
+    feature: i32,
+    n: i32,
+}
+
+impl NeuronUpdate<'_> {
+    /// Checks every buffer against N neurons and K channels.
+    fn check(&self, n: usize) -> Result<Scalars> {
+        const WHAT: &str = "LIF step";
+        let k = self.u_t.len();
+        let ns = &self.neurons;
+        for len in [
+            self.before.len(),
+            self.now.len(),
+            self.features_t.len(),
+            ns.v.len(),
+            ns.i_syn.len(),
+            ns.refractory.len(),
+            ns.trace.len(),
+            ns.counts.len(),
+        ] {
+            fits(len, n, WHAT)?;
+        }
+        fits(self.input_by_channel.len(), k.saturating_mul(n), WHAT)?;
+        fits(ns.window.len(), ns.window_steps.saturating_mul(n), WHAT)?;
+        if self.head >= ns.window_steps {
+            return Err(reservoir_core::ReservoirError::invalid(
+                WHAT,
+                format!("window row {} of {}", self.head, ns.window_steps),
+            )
+            .into());
+        }
+        Ok(Scalars {
+            k: dim(k, WHAT)?,
+            head: dim(self.head, WHAT)?,
+            synaptic: i32::from(self.synaptic_input),
+            feature: feature_code(self.features),
+            n: dim(n, WHAT)?,
+        })
+    }
+
+    fn push<'a>(&'a mut self, scalars: &'a Scalars, launch: &mut LaunchArgs<'a>) {
+        let c = &self.constants;
+        let ns = &mut *self.neurons;
+        launch
+            .arg(&self.before)
+            .arg(&mut self.now)
+            .arg(self.input_by_channel)
+            .arg(&self.u_t)
+            .arg(&scalars.k)
+            .arg(&mut ns.v)
+            .arg(&mut ns.i_syn)
+            .arg(&mut ns.refractory)
+            .arg(&mut ns.trace)
+            .arg(&mut ns.counts)
+            .arg(&mut ns.window)
+            .arg(&scalars.head)
+            .arg(&c.alpha_m)
+            .arg(&c.alpha_syn)
+            .arg(&c.alpha_trace)
+            .arg(&c.drive_gain)
+            .arg(&c.v_rest)
+            .arg(&c.v_reset)
+            .arg(&c.threshold)
+            .arg(&c.bias)
+            .arg(&c.refractory_steps)
+            .arg(&scalars.synaptic)
+            .arg(&scalars.feature)
+            .arg(&mut self.features_t)
+            .arg(&scalars.n);
+    }
+}
+
+/// One step by gather: each neuron scans its row of `w` (N × N) against last step's flags.
+pub(crate) fn gather_step(
+    device: &GpuDevice,
+    kernels: &LifKernels,
+    w: &DeviceCsr<f32>,
+    mut update: NeuronUpdate<'_>,
+) -> Result<()> {
+    let n = w.rows();
+    let scalars = update.check(n)?;
+    let mut launch = device.stream().launch_builder(&kernels.step);
+    launch.arg(&w.row_ptr).arg(&w.col_idx).arg(&w.values);
+    update.push(&scalars, &mut launch);
+    // SAFETY: W's CSR is n×n with row_ptr ending at len(col_idx) = len(values) and every
+    // column < n; the flags, the state and the features hold n values, input_by_channel k·n,
+    // u_t k, the window window_steps·n with head < window_steps (checked); guarded i < n.
+    unsafe { launch.launch(per_item(n)?) }.context("launching lif_step_kernel")?;
+    Ok(())
+}
+
+/// The inboxes of the event-driven path: per neuron a count and `capacity` synapse indices.
+pub(crate) struct Inboxes<'a> {
+    /// Wᵀ's values, indexed by synapse.
+    pub out_values: &'a CudaSlice<f32>,
+    pub count: &'a mut CudaSlice<u32>,
+    pub slots: &'a mut CudaSlice<u32>,
+    pub capacity: usize,
+}
+
+/// A spike list: up to N neuron indices and its length (one value).
+pub(crate) struct SpikeList<'a> {
+    pub neurons: &'a mut CudaSlice<u32>,
+    pub total: &'a mut CudaSlice<u32>,
+}
+
+/// One event-driven step: the recurrent input from the inboxes (or the gather over `w` where
+/// an inbox overflowed, or for every neuron when `inboxes_valid` is false), the update, and
+/// the neurons that spiked appended to `list` (whose length must be 0).
+pub(crate) fn event_step(
+    device: &GpuDevice,
+    kernels: &LifKernels,
+    w: &DeviceCsr<f32>,
+    inboxes: &mut Inboxes<'_>,
+    inboxes_valid: bool,
+    list: &mut SpikeList<'_>,
+    mut update: NeuronUpdate<'_>,
+) -> Result<()> {
+    const WHAT: &str = "event-driven LIF step";
+    let n = w.rows();
+    let scalars = update.check(n)?;
+    fits(inboxes.out_values.len(), w.values.len(), WHAT)?;
+    fits(inboxes.count.len(), n, WHAT)?;
+    fits(
+        inboxes.slots.len(),
+        n.saturating_mul(inboxes.capacity),
+        WHAT,
+    )?;
+    fits(list.neurons.len(), n, WHAT)?;
+    fits(list.total.len(), 1, WHAT)?;
+    let capacity = dim(inboxes.capacity, WHAT)?;
+    let valid = i32::from(inboxes_valid);
+    let mut launch = device.stream().launch_builder(&kernels.event_step);
+    launch
+        .arg(&w.row_ptr)
+        .arg(&w.col_idx)
+        .arg(&w.values)
+        .arg(inboxes.out_values)
+        .arg(&mut *inboxes.count)
+        .arg(&*inboxes.slots)
+        .arg(&capacity)
+        .arg(&valid)
+        .arg(&mut *list.neurons)
+        .arg(&mut *list.total);
+    update.push(&scalars, &mut launch);
+    // SAFETY: as for gather_step; in addition out_values holds nnz values and every inbox
+    // entry is a synapse index < nnz written by the delivery; the counts hold n, the slots
+    // n·capacity; the list holds n entries, enough for every neuron, and its length (one
+    // u32) is 0 (zeroed by the last delivery or at allocation). The grid covers whole warps,
+    // so every lane of a warp reaches the ballot.
+    unsafe { launch.launch(per_item(n)?) }.context("launching lif_event_step_kernel")?;
+    Ok(())
+}
+
+/// Delivers the spikes of `list` through `outgoing` (Wᵀ: row j = neuron j's targets) into the
+/// inboxes, `blocks` blocks of `threads`, and zeroes `next_total`, the length of the list the
+/// next step appends to.
+pub(crate) fn deliver(
+    device: &GpuDevice,
+    kernels: &LifKernels,
+    outgoing: &DeviceCsr<f32>,
+    list: &SpikeList<'_>,
+    inboxes: &mut Inboxes<'_>,
+    next_total: &mut CudaSlice<u32>,
+    (blocks, threads): (u32, u32),
+) -> Result<()> {
+    const WHAT: &str = "LIF spike delivery";
+    let n = outgoing.rows();
+    fits(list.neurons.len(), n, WHAT)?;
+    fits(list.total.len(), 1, WHAT)?;
+    fits(inboxes.count.len(), n, WHAT)?;
+    fits(
+        inboxes.slots.len(),
+        n.saturating_mul(inboxes.capacity),
+        WHAT,
+    )?;
+    fits(next_total.len(), 1, WHAT)?;
+    let capacity = dim(inboxes.capacity, WHAT)?;
+    let mut launch = device.stream().launch_builder(&kernels.deliver);
+    launch
+        .arg(&outgoing.row_ptr)
+        .arg(&outgoing.col_idx)
+        .arg(&*list.neurons)
+        .arg(&*list.total)
+        .arg(&mut *inboxes.count)
+        .arg(&mut *inboxes.slots)
+        .arg(&capacity)
+        .arg(next_total);
+    let config = LaunchConfig {
+        grid_dim: (blocks.max(1), 1, 1),
+        block_dim: (threads, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    // SAFETY: Wᵀ's CSR is n×n (row j = targets of neuron j, all < n, row_ptr ending at
+    // nnz < 2^31); the list holds *total ≤ n neuron indices < n (written by the step); the
+    // counts hold n, the slots n·capacity, and slots ≥ capacity are not written; next_total
+    // is one u32 (checked above).
+    unsafe { launch.launch(config) }.context("launching lif_deliver_kernel")?;
+    Ok(())
+}

@@ -1,0 +1,58 @@
+//! The `--device` flag, and what the command line says about where a job ran.
+
+use std::sync::Once;
+
+use reservoir_runtime::{Device, Dispatch, Placement};
+
+/// The `--device` argument: where to run (overrides the config's `device`).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct DeviceArg {
+    /// Where to run: `auto` (a GPU when one is usable, else the CPU), `cpu`, `cuda` (GPU 0)
+    /// or `cuda:N`. Overrides the config's `device`; the default is the config's (`auto`
+    /// without one).
+    #[arg(long, value_name = "DEVICE", value_parser = parse_device)]
+    pub device: Option<Device>,
+}
+
+fn parse_device(text: &str) -> Result<Device, String> {
+    text.parse()
+}
+
+impl DeviceArg {
+    /// The device asked for: the flag, else `configured`.
+    pub fn or(&self, configured: Device) -> Device {
+        self.device.unwrap_or(configured)
+    }
+}
+
+/// Where each reservoir of a job went (`esn: cuda, lif: cpu`), saying first why `auto` fell
+/// back to the CPU when it did.
+pub fn describe(dispatch: &Dispatch) -> String {
+    let mut names = Vec::with_capacity(dispatch.placements().len());
+    for (what, placement) in dispatch.placements() {
+        if let Placement::Cpu {
+            fallback: Some(reason),
+        } = placement
+        {
+            note_cpu_fallback(reason);
+        }
+        names.push(format!("{what}: {}", placement.name()));
+    }
+    names.join(", ")
+}
+
+/// Where the one reservoir of a job went (`cpu`, `cuda`, `cuda:1`), saying why `auto` fell
+/// back to the CPU when it did.
+pub fn only_placement(dispatch: &Dispatch) -> String {
+    describe(dispatch);
+    dispatch
+        .placements()
+        .last()
+        .map_or_else(|| "cpu".to_string(), |(_, placement)| placement.name())
+}
+
+/// Says once per process, as a `note:` line on standard error, why `auto` ran on the CPU.
+fn note_cpu_fallback(reason: &str) {
+    static SAID: Once = Once::new();
+    SAID.call_once(|| eprintln!("note: running on the CPU: {reason}"));
+}

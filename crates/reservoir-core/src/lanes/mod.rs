@@ -1,0 +1,235 @@
+//! Lanes: echo-state reservoirs that share one base config and seed (hence one random W, W_in
+//! and b) and differ only in spectral radius, leak rate and input scaling — the lanes of a
+//! hyper-parameter sweep.
+//!
+//! A [`LaneRunner`] runs every lane over the same data into ridge sums over the training rows
+//! and over the validation rows; readouts for any number of ridge values are then solved and
+//! scored from the sums alone. [`CpuLaneRunner`] runs lanes as CPU reservoirs, several at a
+//! time; the GPU backend steps them together, one batched product per step.
+
+use ndarray::{s, ArrayView2};
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::config::ReservoirConfig;
+use crate::error::{ConfigError, ReservoirError, Result};
+use crate::esn::cpu_reservoir;
+use crate::fit::accumulate_run;
+use crate::readout::RidgeAccumulator;
+use crate::weights::WeightDraws;
+
+/// One lane: a base config with its own spectral radius, leak rate and input scaling.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Lane {
+    config: ReservoirConfig,
+}
+
+/// The values that tell lanes apart, as reports show them.
+#[derive(Serialize)]
+struct LaneValues {
+    spectral_radius: f64,
+    leak_rate: f64,
+    input_scaling: f64,
+}
+
+impl Serialize for Lane {
+    /// As its three values (`spectral_radius`, `leak_rate`, `input_scaling`).
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        LaneValues {
+            spectral_radius: self.spectral_radius(),
+            leak_rate: self.leak_rate(),
+            input_scaling: self.input_scaling(),
+        }
+        .serialize(serializer)
+    }
+}
+
+impl Lane {
+    /// `base` with these values.
+    ///
+    /// # Errors
+    /// A value that breaks the rule of its field (the error names the field).
+    pub fn new(
+        base: &ReservoirConfig,
+        spectral_radius: f64,
+        leak_rate: f64,
+        input_scaling: f64,
+    ) -> Result<Self, ConfigError> {
+        let config = base
+            .to_params()
+            .spectral_radius(spectral_radius)
+            .leak_rate(leak_rate)
+            .input_scaling(input_scaling)
+            .check()?;
+        Ok(Self { config })
+    }
+
+    /// The reservoir the lane stands for. Its weights are the base config's random draws
+    /// (same seed) with W scaled to the lane's spectral radius and W_in to its input scaling.
+    pub fn config(&self) -> &ReservoirConfig {
+        &self.config
+    }
+
+    /// ρ(W) of the lane.
+    pub fn spectral_radius(&self) -> f64 {
+        self.config.spectral_radius()
+    }
+
+    /// Leak rate a of the lane.
+    pub fn leak_rate(&self) -> f64 {
+        self.config.leak_rate()
+    }
+
+    /// Scale of W_in of the lane.
+    pub fn input_scaling(&self) -> f64 {
+        self.config.input_scaling()
+    }
+}
+
+/// What every lane runs over: one input sequence (T × K) with its targets (T × M). Rows
+/// `washout..train_rows` train the readouts, rows `train_rows..T` score them.
+#[derive(Debug, Clone, Copy)]
+pub struct LaneData<'a> {
+    /// Inputs, T × K.
+    pub inputs: ArrayView2<'a, f64>,
+    /// Targets, T × M.
+    pub targets: ArrayView2<'a, f64>,
+    /// Leading rows run but not accumulated.
+    pub washout: usize,
+    /// End of the training rows; the validation rows follow.
+    pub train_rows: usize,
+}
+
+impl LaneData<'_> {
+    /// Checks the shapes against `base` and that training and validation both have rows.
+    ///
+    /// # Errors
+    /// A shape error naming the mismatch, an invalid-input error for an empty split.
+    pub fn check(&self, base: &ReservoirConfig) -> Result<()> {
+        let rows = self.inputs.nrows();
+        if self.inputs.ncols() != base.input_size() {
+            return Err(ReservoirError::shape(
+                "sweep inputs",
+                format!("{} columns (reservoir.input_size)", base.input_size()),
+                format!("{} columns", self.inputs.ncols()),
+            ));
+        }
+        if self.targets.nrows() != rows {
+            return Err(ReservoirError::shape(
+                "sweep targets",
+                format!("{rows} rows"),
+                format!("{} rows", self.targets.nrows()),
+            ));
+        }
+        if !(self.washout < self.train_rows && self.train_rows < rows) {
+            return Err(ReservoirError::invalid(
+                "sweep data",
+                format!(
+                    "need washout < train rows < rows, got washout {}, train rows {}, rows {rows}",
+                    self.washout, self.train_rows
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// One lane's ridge sums over the training rows and over the validation rows.
+#[derive(Debug, Clone)]
+pub struct LaneSums {
+    /// Sums over rows `washout..train_rows`.
+    pub train: RidgeAccumulator,
+    /// Sums over rows `train_rows..T`.
+    pub validation: RidgeAccumulator,
+}
+
+/// Runs the lanes of a sweep; the CPU and the GPU backends implement it.
+pub trait LaneRunner {
+    /// Runs every lane (each made from `base` by [`Lane::new`]) from the zero state over
+    /// `data.inputs` and returns its sums, in the order of `lanes`.
+    ///
+    /// # Errors
+    /// The errors of [`LaneData::check`] and any error of the runs.
+    fn run_lanes(
+        &mut self,
+        base: &ReservoirConfig,
+        lanes: &[Lane],
+        data: &LaneData<'_>,
+    ) -> Result<Vec<LaneSums>>;
+}
+
+/// Runs each lane as its own CPU reservoir, up to `threads` lanes at a time (each lane also
+/// streams its states to a second thread that adds them to its sums).
+///
+/// The random weights are drawn once ([`WeightDraws`]) and scaled for each lane, so a lane's
+/// reservoir is bit for bit the one [`cpu_reservoir`] builds for [`Lane::config`]. A lane is
+/// computed the same way whatever `threads` is: the sums are bit-identical to a sequential
+/// run, and in the order of the lanes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CpuLaneRunner {
+    threads: usize,
+}
+
+impl CpuLaneRunner {
+    /// A runner of up to `threads` lanes at a time (at least 1).
+    pub fn new(threads: usize) -> Self {
+        Self {
+            threads: threads.max(1),
+        }
+    }
+
+    /// A runner of as many lanes at a time as the machine runs threads.
+    pub fn all_cores() -> Self {
+        Self::new(std::thread::available_parallelism().map_or(1, |n| n.get()))
+    }
+}
+
+impl LaneRunner for CpuLaneRunner {
+    /// # Errors
+    /// The errors of [`LaneData::check`], and the first error of a lane in lane order.
+    fn run_lanes(
+        &mut self,
+        base: &ReservoirConfig,
+        lanes: &[Lane],
+        data: &LaneData<'_>,
+    ) -> Result<Vec<LaneSums>> {
+        data.check(base)?;
+        let draws = WeightDraws::draw(base)?;
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(self.threads)
+            .build()
+            .map_err(|e| ReservoirError::numerical("lane threads", e))?;
+        let sums: Vec<Result<LaneSums>> = pool.install(|| {
+            lanes
+                .par_iter()
+                .map(|lane| run_lane(&draws, lane, data))
+                .collect()
+        });
+        sums.into_iter().collect()
+    }
+}
+
+/// One lane's training and validation sums.
+fn run_lane(draws: &WeightDraws, lane: &Lane, data: &LaneData<'_>) -> Result<LaneSums> {
+    let config = lane.config();
+    let weights = draws.scaled(lane.spectral_radius(), lane.input_scaling())?;
+    let mut reservoir = cpu_reservoir(config, weights)?;
+    let (split, outputs) = (data.train_rows, data.targets.ncols());
+    let mut train = RidgeAccumulator::new(config.size(), outputs, 1);
+    accumulate_run(
+        reservoir.as_mut(),
+        data.inputs.slice(s![..split, ..]),
+        data.targets.slice(s![..split, ..]),
+        data.washout,
+        &mut train,
+    )?;
+    let mut validation = RidgeAccumulator::new(config.size(), outputs, 1);
+    accumulate_run(
+        reservoir.as_mut(),
+        data.inputs.slice(s![split.., ..]),
+        data.targets.slice(s![split.., ..]),
+        0,
+        &mut validation,
+    )?;
+    Ok(LaneSums { train, validation })
+}

@@ -1,0 +1,67 @@
+//! Errors of the runtime: the engine's own, the GPU's, and those of devices, config files and
+//! model files.
+
+use std::path::PathBuf;
+
+use gpu_reservoir::GpuError;
+use reservoir_core::{ConfigError, ReservoirError};
+
+use crate::device::Device;
+
+/// Everything the runtime can fail with.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RuntimeError {
+    /// An error of the engine (a config value, shapes, inputs, numerics, a backend).
+    #[error(transparent)]
+    Core(#[from] ReservoirError),
+
+    /// A GPU error (out of memory, unsupported on this device, driver, cuBLAS, ...).
+    #[error(transparent)]
+    Gpu(#[from] GpuError),
+
+    /// The device asked for cannot run this job.
+    #[error("device {device}: {reason}")]
+    Device {
+        /// The device asked for.
+        device: Device,
+        /// Why it cannot be used.
+        reason: String,
+    },
+
+    /// A TOML configuration could not be parsed (syntax, type or unknown key).
+    #[error("{origin}: {message}")]
+    ConfigParse {
+        /// The file (or `<embedded>`) the text came from.
+        origin: String,
+        /// The parser's message, naming the key and line.
+        message: String,
+    },
+
+    /// Reading or writing a file failed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file involved.
+        path: PathBuf,
+        /// The operating-system error.
+        source: std::io::Error,
+    },
+
+    /// A saved model file is not one of ours, is truncated, corrupted or of another version.
+    #[error("{}: {message}", path.display())]
+    ModelFormat {
+        /// The model file.
+        path: PathBuf,
+        /// What is wrong with it.
+        message: String,
+    },
+}
+
+impl From<ConfigError> for RuntimeError {
+    fn from(error: ConfigError) -> Self {
+        RuntimeError::Core(error.into())
+    }
+}
+
+/// Result type of the runtime.
+pub type Result<T, E = RuntimeError> = std::result::Result<T, E>;

@@ -1,0 +1,252 @@
+//! Config files: a top-level `device` key and the `[task]`, `[reservoir]`, `[readout]`,
+//! `[lif]`, `[detector]` and `[sweep]` tables, as [`ExperimentParams`] (what the file says)
+//! and [`ExperimentConfig`] (what `check()` made of it).
+
+use reservoir_core::detection::DetectorOptions;
+use reservoir_core::lif::{LifConfig, LifParams};
+use reservoir_core::{ConfigError, ReadoutConfig, ReadoutParams, ReservoirConfig, ReservoirParams};
+use serde::{Deserialize, Serialize};
+use toml::de::{DeTable, DeValue};
+
+use super::TaskConfig;
+use crate::device::Device;
+use crate::error::{Result, RuntimeError};
+use crate::sweep::{SweepConfig, SweepParams};
+
+/// A config file as written. Every table is optional and defaults as documented on its type.
+///
+/// `device` (`auto`, `cpu`, `cuda`, `cuda:N`) says where to run; configs written before it
+/// said so with `backend` in `[reservoir]`, which is still read. Where a job ran is never part
+/// of a trained model.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ExperimentParams {
+    /// Where to run (default `auto`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device: Option<Device>,
+    /// The `[task]` table (what `reservoir run` and `reservoir sweep` do).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task: Option<TaskConfig>,
+    /// The `[reservoir]` table.
+    pub reservoir: ReservoirParams,
+    /// The `[readout]` table.
+    pub readout: ReadoutParams,
+    /// The `[lif]` table: a LIF reservoir for the spike task (optional).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lif: Option<LifParams>,
+    /// The `[detector]` table: the template detector of the spike task.
+    pub detector: DetectorOptions,
+    /// The `[sweep]` table: the hyper-parameter grid of `reservoir sweep`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<SweepParams>,
+}
+
+/// A checked config (from [`ExperimentParams::check`]): every table obeys its rules and the
+/// tables agree with each other (a washout shorter than the training rows, a LIF stepping at
+/// the spike task's bin width, ...).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(into = "ExperimentParams")]
+pub struct ExperimentConfig {
+    device: Device,
+    task: Option<TaskConfig>,
+    reservoir: ReservoirConfig,
+    readout: ReadoutConfig,
+    lif: Option<LifConfig>,
+    detector: DetectorOptions,
+    sweep: Option<SweepConfig>,
+}
+
+impl From<ExperimentConfig> for ExperimentParams {
+    fn from(config: ExperimentConfig) -> Self {
+        Self {
+            device: Some(config.device),
+            task: config.task,
+            reservoir: config.reservoir.into(),
+            readout: config.readout.into(),
+            lif: config.lif.map(Into::into),
+            detector: config.detector,
+            sweep: config.sweep.map(Into::into),
+        }
+    }
+}
+
+/// A parse error of `text` as one line: the origin, the line and column, the parser's message.
+fn parse_error(text: &str, origin: &str, error: &toml::de::Error) -> RuntimeError {
+    located_error(text, origin, error.span(), error.message())
+}
+
+/// `message` about the part `span` of `text`, as one line naming `origin`, the line and column.
+fn located_error(
+    text: &str,
+    origin: &str,
+    span: Option<std::ops::Range<usize>>,
+    message: &str,
+) -> RuntimeError {
+    let place = span
+        .map(|span| {
+            let before = &text[..span.start.min(text.len())];
+            let line = before.matches('\n').count() + 1;
+            let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+            format!("line {line}, column {column}: ")
+        })
+        .unwrap_or_default();
+    RuntimeError::ConfigParse {
+        origin: origin.to_string(),
+        message: format!("{place}{}", message.trim_end().replace('\n', " ")),
+    }
+}
+
+/// Takes the old `backend` key out of the `[reservoir]` table of `root`: the device it names.
+fn take_legacy_backend(root: &mut DeTable<'_>, text: &str, origin: &str) -> Result<Option<Device>> {
+    let Some(DeValue::Table(reservoir)) = root.get_mut("reservoir").map(|v| v.get_mut()) else {
+        return Ok(None);
+    };
+    let Some(value) = reservoir.remove("backend") else {
+        return Ok(None);
+    };
+    let span = value.span();
+    let device = match value.get_ref().as_str() {
+        Some(name) => name.parse::<Device>(),
+        None => Err("expected a string: auto, cpu, cuda or cuda:N".to_string()),
+    };
+    device.map(Some).map_err(|message| {
+        located_error(
+            text,
+            origin,
+            Some(span),
+            &format!("reservoir.backend: {message}"),
+        )
+    })
+}
+
+impl ExperimentParams {
+    /// Parses TOML text; `origin` (a path or `<embedded>`) starts every message, which names
+    /// the line, the column and the key.
+    ///
+    /// # Errors
+    /// [`RuntimeError::ConfigParse`] for bad syntax, an unknown key, a value of the wrong
+    /// type, or a `device` and an old `[reservoir] backend` that disagree.
+    pub fn from_toml(text: &str, origin: &str) -> Result<Self> {
+        let mut root = DeTable::parse(text).map_err(|e| parse_error(text, origin, &e))?;
+        let legacy = take_legacy_backend(root.get_mut(), text, origin)?;
+        let mut params = Self::deserialize(toml::de::Deserializer::from(root))
+            .map_err(|e| parse_error(text, origin, &e))?;
+        if let Some(backend) = legacy {
+            match params.device {
+                Some(device) if device != backend => {
+                    return Err(RuntimeError::ConfigParse {
+                        origin: origin.to_string(),
+                        message: format!(
+                            "`device = \"{device}\"` and `[reservoir] backend = \"{backend}\"` \
+                             disagree; keep `device` only"
+                        ),
+                    })
+                }
+                _ => params.device = Some(backend),
+            }
+        }
+        Ok(params)
+    }
+
+    /// Checks every table and that they agree; field names carry their table
+    /// (`reservoir.leak_rate`, `task.train`, `sweep.ridge[1]`).
+    pub fn check(self) -> Result<ExperimentConfig, ConfigError> {
+        let reservoir = self
+            .reservoir
+            .check()
+            .map_err(|e| e.prefixed("reservoir"))?;
+        let readout = self.readout.check().map_err(|e| e.prefixed("readout"))?;
+        let lif = self
+            .lif
+            .map(|lif| lif.check().map_err(|e| e.prefixed("lif")))
+            .transpose()?;
+        self.detector
+            .validate()
+            .map_err(|e| e.prefixed("detector"))?;
+        let sweep = self
+            .sweep
+            .map(|sweep| {
+                sweep
+                    .check(&reservoir, &readout)
+                    .map_err(|e| e.prefixed("sweep"))
+            })
+            .transpose()?;
+        if let Some(task) = &self.task {
+            task.check(&readout, lif.as_ref())?;
+        }
+        Ok(ExperimentConfig {
+            device: self.device.unwrap_or_default(),
+            task: self.task,
+            reservoir,
+            readout,
+            lif,
+            detector: self.detector,
+            sweep,
+        })
+    }
+}
+
+impl ExperimentConfig {
+    /// Parses and checks TOML text (see [`ExperimentParams::from_toml`]); a rule broken is a
+    /// config error naming the table and field.
+    pub fn from_toml(text: &str, origin: &str) -> Result<Self> {
+        Ok(ExperimentParams::from_toml(text, origin)?.check()?)
+    }
+
+    /// These values as parameters, to change some and check again.
+    pub fn to_params(&self) -> ExperimentParams {
+        self.clone().into()
+    }
+
+    /// Where to run.
+    pub fn device(&self) -> Device {
+        self.device
+    }
+
+    /// This config on another device (where a job runs is not part of what it computes).
+    pub fn with_device(mut self, device: Device) -> Self {
+        self.device = device;
+        self
+    }
+
+    /// The `[task]` table.
+    pub fn task(&self) -> Option<&TaskConfig> {
+        self.task.as_ref()
+    }
+
+    /// The `[reservoir]` table.
+    pub fn reservoir(&self) -> &ReservoirConfig {
+        &self.reservoir
+    }
+
+    /// The `[readout]` table.
+    pub fn readout(&self) -> &ReadoutConfig {
+        &self.readout
+    }
+
+    /// The `[lif]` table.
+    pub fn lif(&self) -> Option<&LifConfig> {
+        self.lif.as_ref()
+    }
+
+    /// The `[detector]` table.
+    pub fn detector(&self) -> &DetectorOptions {
+        &self.detector
+    }
+
+    /// The `[sweep]` table.
+    pub fn sweep(&self) -> Option<&SweepConfig> {
+        self.sweep.as_ref()
+    }
+
+    /// This config showing the `top` best results of a sweep (a `[sweep]` table of the base
+    /// config's single lane when there was none).
+    ///
+    /// # Errors
+    /// `top` of 0.
+    pub fn with_sweep_top(mut self, top: usize) -> Result<Self, ConfigError> {
+        let sweep = self.sweep.take().unwrap_or_default();
+        self.sweep = Some(sweep.with_top(top).map_err(|e| e.prefixed("sweep"))?);
+        Ok(self)
+    }
+}

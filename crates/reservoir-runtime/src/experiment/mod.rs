@@ -1,0 +1,174 @@
+//! Experiments: a config's `[task]` run end to end on the device the config asks for.
+//!
+//! `reservoir fit` uses the `[reservoir]` and `[readout]` tables on CSV data; `reservoir run`
+//! runs the task with the protocols of [`crate::tasks`]; `reservoir sweep` runs its lanes. One
+//! file serves all three, so a task's reservoir can be refitted on exported CSV data
+//! unchanged.
+
+mod config;
+mod outcome;
+pub(crate) mod series;
+mod spikes;
+
+pub use config::{ExperimentConfig, ExperimentParams};
+pub use outcome::{ProgressFn, RunHooks, RunOutcome, TestSeries, TrainedModel};
+
+use std::time::Instant;
+
+use reservoir_core::lif::LifConfig;
+use reservoir_core::{ConfigError, ReadoutConfig};
+use serde::{Deserialize, Serialize};
+
+use crate::device::Dispatch;
+use crate::error::Result;
+use crate::tasks::spike_classification::SpikeClassificationOptions;
+
+/// What `reservoir run` does with the reservoir.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum TaskConfig {
+    /// Canonical NARMA-10: train on `train` rows, score every one of the next `test` rows.
+    Narma10 {
+        /// Training rows (the readout's washout is dropped from these).
+        train: usize,
+        /// Test rows, continuing the training run in time.
+        test: usize,
+        /// Seed of the input sequence.
+        seed: u64,
+    },
+    /// Mackey–Glass (τ = 17): one-step prediction, then a closed-loop forecast.
+    MackeyGlass {
+        /// Training rows (teacher-forced one-step prediction).
+        train: usize,
+        /// Test rows of the one-step task.
+        test: usize,
+        /// Closed-loop steps after training; NRMSE is reported at the last one (84 in the
+        /// literature's NRMSE84). 0 skips the forecast.
+        forecast: usize,
+    },
+    /// Spike-pattern classification (see `tasks::spike_classification`) by the `[reservoir]`
+    /// echo-state network and, when a `[lif]` table is given, a LIF network; plus the
+    /// template detector's recall and precision.
+    SpikeClassification(SpikeClassificationOptions),
+    /// Memory capacity (Jaeger 2001) of a one-input reservoir.
+    MemoryCapacity {
+        /// Largest delay.
+        max_delay: usize,
+        /// Training rows after the washout.
+        train: usize,
+        /// Held-out rows.
+        test: usize,
+    },
+}
+
+impl TaskConfig {
+    /// Checks the task against the readout (its washout must leave training rows) and the LIF
+    /// reservoir (it must step at the spike task's bin width); field names carry their table.
+    pub(crate) fn check(
+        &self,
+        readout: &ReadoutConfig,
+        lif: Option<&LifConfig>,
+    ) -> Result<(), ConfigError> {
+        let (train, test) = match self {
+            TaskConfig::Narma10 { train, test, .. }
+            | TaskConfig::MackeyGlass { train, test, .. } => (*train, *test),
+            TaskConfig::MemoryCapacity {
+                max_delay,
+                train,
+                test,
+            } => {
+                check_positive("task.max_delay", *max_delay)?;
+                (*train, *test)
+            }
+            TaskConfig::SpikeClassification(options) => return spikes::check(options, lif),
+        };
+        check_positive("task.train", train)?;
+        if test < 2 {
+            return Err(ConfigError::new("task.test", "must be >= 2", test));
+        }
+        if readout.washout() >= train {
+            return Err(ConfigError::new(
+                "readout.washout",
+                "must be < task.train",
+                readout.washout(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The task's name in reports, e.g. `narma10`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            TaskConfig::Narma10 { .. } => "narma10",
+            TaskConfig::MackeyGlass { .. } => "mackey_glass",
+            TaskConfig::SpikeClassification(_) => "spike_classification",
+            TaskConfig::MemoryCapacity { .. } => "memory_capacity",
+        }
+    }
+}
+
+/// One named figure of a report.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Figure {
+    /// Name, e.g. `test_nrmse`.
+    pub name: String,
+    /// Value.
+    pub value: f64,
+}
+
+/// What a run measured: scores and wall-clock timings, in order.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ExperimentReport {
+    /// Task kind, e.g. `narma10`.
+    pub task: String,
+    /// Reservoir units.
+    pub size: usize,
+    /// Scores (NRMSE, R², memory capacity, …).
+    pub metrics: Vec<Figure>,
+    /// Seconds per phase.
+    pub timings: Vec<Figure>,
+}
+
+fn figure(name: &str, value: f64) -> Figure {
+    Figure {
+        name: name.to_string(),
+        value,
+    }
+}
+
+fn check_positive(field: &str, value: usize) -> Result<(), ConfigError> {
+    if value == 0 {
+        return Err(ConfigError::new(field, "must be >= 1", value));
+    }
+    Ok(())
+}
+
+/// Runs the config's task on the devices `dispatch` picks and reports its scores and timings.
+///
+/// # Errors
+/// A config error naming `task` when there is no `[task]` table; any error of the run.
+pub fn run(config: &ExperimentConfig, dispatch: &mut Dispatch) -> Result<ExperimentReport> {
+    Ok(run_full(config, dispatch, &mut RunHooks::default())?.report)
+}
+
+/// [`run`] with progress calls, keeping the trained model when `hooks` asks for it, and the
+/// test data (see [`RunOutcome`]).
+pub fn run_full(
+    config: &ExperimentConfig,
+    dispatch: &mut Dispatch,
+    hooks: &mut RunHooks<'_>,
+) -> Result<RunOutcome> {
+    let task = config.task().ok_or_else(|| {
+        ConfigError::new("task", "a [task] table is required to run a config", "none")
+    })?;
+    let start = Instant::now();
+    let mut outcome = match task {
+        TaskConfig::SpikeClassification(options) => spikes::run(config, options, dispatch, hooks)?,
+        series_task => series::run(config, series_task, dispatch, hooks)?,
+    };
+    outcome
+        .report
+        .timings
+        .push(figure("total_seconds", start.elapsed().as_secs_f64()));
+    Ok(outcome)
+}

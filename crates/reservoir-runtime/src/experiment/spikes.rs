@@ -1,0 +1,155 @@
+//! The spike-pattern task of `reservoir run`: classify planted patterns with an echo-state and
+//! (when `[lif]` is given) a LIF reservoir, and find the templates with the pattern detector.
+
+use std::time::Instant;
+
+use reservoir_core::detection::{DetectorOptions, PatternDetector};
+use reservoir_core::lif::{LifConfig, LifWeights};
+use reservoir_core::{ConfigError, ReservoirWeights};
+
+use super::{
+    figure, ExperimentConfig, ExperimentReport, Figure, RunHooks, RunOutcome, TrainedModel,
+};
+use crate::device::Dispatch;
+use crate::error::Result;
+use crate::model::SpikeModel;
+use crate::tasks::spike_classification::{
+    classify_with_progress, generate, SpikeClassificationData, SpikeClassificationOptions,
+};
+
+/// Generates the data, classifies it with each configured reservoir and runs the detector.
+pub(super) fn run(
+    config: &ExperimentConfig,
+    options: &SpikeClassificationOptions,
+    dispatch: &mut Dispatch,
+    hooks: &mut RunHooks<'_>,
+) -> Result<RunOutcome> {
+    let mut metrics = Vec::new();
+    let mut timings = Vec::new();
+    let t = Instant::now();
+    let data = generate(options)?;
+    timings.push(figure("generate_seconds", t.elapsed().as_secs_f64()));
+
+    let t = Instant::now();
+    let esn_config = config
+        .reservoir()
+        .to_params()
+        .input_size(options.channels)
+        .check()?;
+    let (weights, _) = ReservoirWeights::generate(&esn_config)?;
+    let mut esn = dispatch.echo_state(&esn_config, weights.clone())?;
+    let (esn_readout, esn_report) = classify_with_progress(
+        esn.as_mut(),
+        &data,
+        options,
+        config.readout().ridge(),
+        &mut |done, total| hooks.report("esn", done, total),
+    )?;
+    metrics.push(figure("esn_test_accuracy", esn_report.test_accuracy));
+    metrics.push(figure("esn_train_accuracy", esn_report.train_accuracy));
+    timings.push(figure("esn_seconds", t.elapsed().as_secs_f64()));
+
+    if let Some(lif) = config.lif() {
+        let t = Instant::now();
+        let lif_config = lif.to_params().input_size(options.channels).check()?;
+        let lif_weights = LifWeights::generate(&lif_config)?;
+        let mut network = dispatch.lif(&lif_config, lif_weights)?;
+        let (_, lif_report) = classify_with_progress(
+            network.as_mut(),
+            &data,
+            options,
+            config.readout().ridge(),
+            &mut |done, total| hooks.report("lif", done, total),
+        )?;
+        metrics.push(figure("lif_test_accuracy", lif_report.test_accuracy));
+        metrics.push(figure("lif_train_accuracy", lif_report.train_accuracy));
+        timings.push(figure("lif_seconds", t.elapsed().as_secs_f64()));
+    }
+
+    let t = Instant::now();
+    detection_summary(&data, options, config.detector(), &mut metrics, hooks)?;
+    timings.push(figure("detection_seconds", t.elapsed().as_secs_f64()));
+    let size = esn_config.size();
+    let model = if hooks.keep_model {
+        Some(TrainedModel::SpikeClassifier(SpikeModel {
+            state: esn.state()?,
+            config: esn_config,
+            weights,
+            readout: esn_readout,
+            task: options.clone(),
+        }))
+    } else {
+        None
+    };
+    Ok(RunOutcome {
+        report: ExperimentReport {
+            task: "spike_classification".into(),
+            size,
+            metrics,
+            timings,
+        },
+        model,
+        test_series: None,
+        spike_data: Some(data),
+    })
+}
+
+/// Checks the task's options and that the LIF network (if any) bins the samples as the task
+/// does.
+pub(super) fn check(
+    options: &SpikeClassificationOptions,
+    lif: Option<&LifConfig>,
+) -> Result<(), ConfigError> {
+    options.validate()?;
+    if let Some(lif) = lif {
+        if lif.dt_ms() != options.dt_ms {
+            return Err(ConfigError::new(
+                "lif.dt_ms",
+                "must equal task.dt_ms (one LIF step per input bin)",
+                lif.dt_ms(),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Runs the template detector over every test sample. A detection is right when it names the
+/// sample's class and ends within one template length of where the planted template ends.
+/// Reports recall (samples whose template was found), precision (right detections over all
+/// detections) and the detections per sample.
+fn detection_summary(
+    data: &SpikeClassificationData,
+    options: &SpikeClassificationOptions,
+    detector_options: &DetectorOptions,
+    metrics: &mut Vec<Figure>,
+    hooks: &mut RunHooks<'_>,
+) -> Result<()> {
+    let detector = PatternDetector::new(data.templates.clone(), detector_options.clone())?;
+    let expected_end = options.onset_ms + options.pattern_ms;
+    let (mut found, mut right, mut total) = (0usize, 0usize, 0usize);
+    for (i, sample) in data.test.iter().enumerate() {
+        let detections = detector.detect(&sample.pattern)?;
+        hooks.report("detection", i + 1, data.test.len());
+        let correct = detections
+            .iter()
+            .filter(|d| {
+                d.template == sample.label && (d.time_ms - expected_end).abs() <= options.pattern_ms
+            })
+            .count();
+        found += usize::from(correct > 0);
+        right += correct;
+        total += detections.len();
+    }
+    let samples = data.test.len().max(1) as f64;
+    metrics.push(figure("detection_recall", found as f64 / samples));
+    metrics.push(figure(
+        "detection_precision",
+        if total == 0 {
+            0.0
+        } else {
+            right as f64 / total as f64
+        },
+    ));
+    metrics.push(figure("detections_per_sample", total as f64 / samples));
+    Ok(())
+}

@@ -1,0 +1,33 @@
+//! # reservoir-runtime
+//!
+//! Runs the reservoir engine for users: [`Dispatch`] builds every reservoir on the
+//! [`Device`] asked for (`auto`, `cpu`, `cuda`, `cuda:N`); [`experiment`] runs a config's task
+//! end to end; [`sweep`] runs hyper-parameter lanes and ranks them; [`model`] saves and loads
+//! trained models; [`tasks`] generates the benchmark tasks (NARMA-10, Mackey–Glass, Lorenz,
+//! memory capacity, spike-pattern classification).
+//!
+//! ```
+//! use reservoir_runtime::experiment::{run, ExperimentConfig};
+//! use reservoir_runtime::{Device, Dispatch};
+//!
+//! let config = ExperimentConfig::from_toml(
+//!     "[task]\nkind = \"narma10\"\ntrain = 1500\ntest = 500\nseed = 1\n\
+//!      [reservoir]\nsize = 200\nleak_rate = 1.0\n",
+//!     "<example>",
+//! )?;
+//! let report = run(&config, &mut Dispatch::new(Device::Cpu))?;
+//! assert_eq!(report.task, "narma10");
+//! # Ok::<(), reservoir_runtime::RuntimeError>(())
+//! ```
+
+#![warn(missing_docs)]
+
+pub mod device;
+pub mod error;
+pub mod experiment;
+pub mod model;
+pub mod sweep;
+pub mod tasks;
+
+pub use device::{Device, Dispatch, Placement};
+pub use error::{Result, RuntimeError};

@@ -1,0 +1,130 @@
+//! The spike-pattern classifier as a file: the echo-state reservoir, its readout on segment
+//! means, and the task options that say how a pattern becomes features.
+
+use std::path::Path;
+
+use ndarray::{Array1, Array2};
+use serde::{Deserialize, Serialize};
+
+use reservoir_core::readout::LinearReadout;
+use reservoir_core::spikes::SpikePattern;
+use reservoir_core::{Reservoir, ReservoirConfig, ReservoirError, ReservoirWeights};
+
+use super::{legacy, load_checked, save_checked};
+use crate::error::{Result, RuntimeError};
+use crate::tasks::spike_classification::{
+    predict_classes, sample_features, SpikeClassificationOptions,
+};
+
+/// First eight bytes of every spike-classifier file ([`SpikeModel`]).
+pub const SPIKE_MAGIC: [u8; 8] = *b"RSVSPIKE";
+
+/// A trained spike-pattern classifier (what `reservoir run` saves for `spike_classification`).
+///
+/// A pattern is classified as in training: the reservoir is reset, runs over the pattern
+/// binned at `task.dt_ms`, the mean state over each of `task.segments` equal runs of bins is
+/// concatenated (segments × N features), and the class is the readout's largest output.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SpikeModel {
+    /// The echo-state reservoir's configuration (`input_size` = the task's channels).
+    pub config: ReservoirConfig,
+    /// The reservoir's weights, stored rather than regenerated.
+    pub weights: ReservoirWeights,
+    /// One-hot ridge readout: segments × N features → one output per class.
+    pub readout: LinearReadout,
+    /// The reservoir state after the last sample it ran (each pattern starts from zero).
+    pub state: Array1<f64>,
+    /// The task it was trained on: channels, classes, `dt_ms`, `segments`, and how the data
+    /// were drawn.
+    #[serde(with = "options_as_toml")]
+    pub task: SpikeClassificationOptions,
+}
+
+/// The task options are stored as their TOML text: the encoder inside them is an internally
+/// tagged enum, which bincode (not self-describing) cannot decode directly.
+pub(super) mod options_as_toml {
+    use serde::{de::Error as _, ser::Error as _, Deserialize, Deserializer, Serializer};
+
+    use crate::tasks::spike_classification::SpikeClassificationOptions;
+
+    pub fn serialize<S: Serializer>(
+        options: &SpikeClassificationOptions,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        let text = toml::to_string(options).map_err(S::Error::custom)?;
+        s.serialize_str(&text)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<SpikeClassificationOptions, D::Error> {
+        let text = String::deserialize(d)?;
+        toml::from_str(&text).map_err(D::Error::custom)
+    }
+}
+
+impl SpikeModel {
+    /// Checks that the parts fit together (channels, units, segments, classes).
+    pub fn validate(&self) -> Result<(), ReservoirError> {
+        self.task.validate()?;
+        let n = self.weights.size();
+        let consistent = self.config.size() == n
+            && self.config.input_size() == self.weights.input_size()
+            && self.config.input_size() == self.task.channels
+            && self.readout.n_features() == self.task.segments * n
+            && self.readout.n_outputs() == self.task.classes
+            && self.state.len() == n;
+        if !consistent {
+            return Err(ReservoirError::invalid(
+                "spike model",
+                "config, weights, readout, state and task disagree on sizes",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Writes the model to `path` atomically (temporary file, then rename).
+    pub fn save(&self, path: &Path) -> Result<()> {
+        self.validate()?;
+        save_checked(path, &SPIKE_MAGIC, self)
+    }
+
+    /// Reads a model written by [`SpikeModel::save`].
+    ///
+    /// # Errors
+    /// As [`Model::load`](super::Model::load); a series model file says so.
+    pub fn load(path: &Path) -> Result<Self> {
+        let model: SpikeModel = load_checked::<_, legacy::SpikeModelV1>(path, &SPIKE_MAGIC)?;
+        model.validate().map_err(|e| RuntimeError::ModelFormat {
+            path: path.to_path_buf(),
+            message: format!("inconsistent model: {e}"),
+        })?;
+        Ok(model)
+    }
+
+    /// The class of each pattern, run through `reservoir` (this model's, on any backend).
+    ///
+    /// # Errors
+    /// A pattern whose channel count is not the model's, or any error of the run.
+    pub fn classify(
+        &self,
+        reservoir: &mut dyn Reservoir,
+        patterns: &[&SpikePattern],
+    ) -> Result<Vec<usize>, ReservoirError> {
+        let n = reservoir.size();
+        let width = self.task.segments * n;
+        let mut features = Array2::zeros((patterns.len(), width));
+        for (i, pattern) in patterns.iter().enumerate() {
+            if pattern.n_neurons() != self.task.channels {
+                return Err(ReservoirError::shape(
+                    "spike pattern channels",
+                    self.task.channels,
+                    pattern.n_neurons(),
+                ));
+            }
+            let row = sample_features(reservoir, pattern, self.task.dt_ms, self.task.segments)?;
+            features.row_mut(i).assign(&row);
+        }
+        predict_classes(&self.readout, &features)
+    }
+}

@@ -1,0 +1,210 @@
+//! The `[sweep]` table of a config: the grid of `reservoir sweep`.
+
+use serde::{Deserialize, Serialize};
+
+use reservoir_core::lanes::Lane;
+use reservoir_core::{ConfigError, ReadoutConfig, ReservoirConfig};
+
+/// The `[sweep]` table as written: lists of hyper-parameter values whose Cartesian product
+/// gives the lanes, and the ridge penalties every lane's readout is solved for.
+///
+/// A list that is absent stands for the base config's single value (`[reservoir]` for the
+/// lane parameters, `[readout] ridge` for `ridge`); a config without a `[sweep]` table sweeps
+/// one lane, the base config itself.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SweepParams {
+    /// Spectral radii of the lanes (each finite and > 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spectral_radius: Option<Vec<f64>>,
+    /// Leak rates of the lanes (each in (0, 1]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leak_rate: Option<Vec<f64>>,
+    /// Input scalings of the lanes (each finite and >= 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_scaling: Option<Vec<f64>>,
+    /// Ridge penalties solved for on every lane (each finite and >= 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ridge: Option<Vec<f64>>,
+    /// Number of best results a report shows (>= 1). Default 10.
+    #[serde(default = "default_top")]
+    pub top: usize,
+}
+
+fn default_top() -> usize {
+    10
+}
+
+impl Default for SweepParams {
+    fn default() -> Self {
+        Self {
+            spectral_radius: None,
+            leak_rate: None,
+            input_scaling: None,
+            ridge: None,
+            top: default_top(),
+        }
+    }
+}
+
+/// `values` (the list `field`), each checked by `rule`; an error names the list and the index,
+/// e.g. `leak_rate[2]`. An absent list is empty: the base config's value.
+fn checked_list(
+    field: &str,
+    values: Option<Vec<f64>>,
+    rule: impl Fn(f64) -> Result<(), ConfigError>,
+) -> Result<Vec<f64>, ConfigError> {
+    let Some(values) = values else {
+        return Ok(Vec::new());
+    };
+    if values.is_empty() {
+        return Err(ConfigError::new(field, "must not be empty", "[]"));
+    }
+    for (index, &value) in values.iter().enumerate() {
+        rule(value).map_err(|mut e| {
+            e.field = format!("{field}[{index}]");
+            e
+        })?;
+    }
+    Ok(values)
+}
+
+impl SweepParams {
+    /// Checks every list against the base config: non-empty, each value obeying the rule of
+    /// the field it sweeps (the rules of [`reservoir_core::ReservoirParams::check`] and
+    /// [`reservoir_core::ReadoutParams::check`]); an absent list stands for the base config's
+    /// value.
+    pub fn check(
+        self,
+        base: &ReservoirConfig,
+        readout: &ReadoutConfig,
+    ) -> Result<SweepConfig, ConfigError> {
+        let lane_rule = |change: fn(
+            reservoir_core::ReservoirParams,
+            f64,
+        ) -> reservoir_core::ReservoirParams| {
+            move |value: f64| change(base.to_params(), value).check().map(drop)
+        };
+        let spectral_radius = checked_list(
+            "spectral_radius",
+            self.spectral_radius,
+            lane_rule(|p, v| p.spectral_radius(v)),
+        )?;
+        let leak_rate = checked_list(
+            "leak_rate",
+            self.leak_rate,
+            lane_rule(|p, v| p.leak_rate(v)),
+        )?;
+        let input_scaling = checked_list(
+            "input_scaling",
+            self.input_scaling,
+            lane_rule(|p, v| p.input_scaling(v)),
+        )?;
+        let ridge = checked_list("ridge", self.ridge, |v| {
+            readout.to_params().ridge(v).check().map(drop)
+        })?;
+        SweepConfig {
+            spectral_radius,
+            leak_rate,
+            input_scaling,
+            ridge,
+            top: 1,
+        }
+        .with_top(self.top)
+    }
+}
+
+/// A checked `[sweep]` table (from [`SweepParams::check`]): lists of valid values, an empty one
+/// standing for the base config's value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SweepConfig {
+    spectral_radius: Vec<f64>,
+    leak_rate: Vec<f64>,
+    input_scaling: Vec<f64>,
+    ridge: Vec<f64>,
+    top: usize,
+}
+
+impl Default for SweepConfig {
+    /// One lane, the base config itself, solved for its own ridge: what a config without a
+    /// `[sweep]` table sweeps.
+    fn default() -> Self {
+        Self {
+            spectral_radius: Vec::new(),
+            leak_rate: Vec::new(),
+            input_scaling: Vec::new(),
+            ridge: Vec::new(),
+            top: default_top(),
+        }
+    }
+}
+
+impl From<SweepConfig> for SweepParams {
+    fn from(config: SweepConfig) -> Self {
+        let list = |values: Vec<f64>| (!values.is_empty()).then_some(values);
+        Self {
+            spectral_radius: list(config.spectral_radius),
+            leak_rate: list(config.leak_rate),
+            input_scaling: list(config.input_scaling),
+            ridge: list(config.ridge),
+            top: config.top,
+        }
+    }
+}
+
+impl SweepConfig {
+    /// These lists showing the `top` best results.
+    ///
+    /// # Errors
+    /// `top` of 0.
+    pub fn with_top(mut self, top: usize) -> Result<Self, ConfigError> {
+        if top == 0 {
+            return Err(ConfigError::new("top", "must be >= 1", top));
+        }
+        self.top = top;
+        Ok(self)
+    }
+
+    /// Number of best results a report shows.
+    pub fn top(&self) -> usize {
+        self.top
+    }
+
+    /// The lanes around `base`: every combination of the three lists, spectral radius varying
+    /// slowest and input scaling fastest (lane `(i·L + j)·S + k` has the i-th radius, the j-th
+    /// leak rate and the k-th input scaling, for L leak rates and S input scalings). An empty
+    /// list (the default table) stands for the base's value.
+    ///
+    /// # Errors
+    /// None for the base the lists were checked against; a config error otherwise.
+    pub fn lanes(&self, base: &ReservoirConfig) -> Result<Vec<Lane>, ConfigError> {
+        let or_base = |list: &[f64], value: f64| {
+            if list.is_empty() {
+                vec![value]
+            } else {
+                list.to_vec()
+            }
+        };
+        let radii = or_base(&self.spectral_radius, base.spectral_radius());
+        let leaks = or_base(&self.leak_rate, base.leak_rate());
+        let scalings = or_base(&self.input_scaling, base.input_scaling());
+        let mut lanes = Vec::with_capacity(radii.len() * leaks.len() * scalings.len());
+        for &spectral_radius in &radii {
+            for &leak_rate in &leaks {
+                for &input_scaling in &scalings {
+                    lanes.push(Lane::new(base, spectral_radius, leak_rate, input_scaling)?);
+                }
+            }
+        }
+        Ok(lanes)
+    }
+
+    /// The ridge penalties, in the order given (`[readout] ridge` when the list is empty).
+    pub fn ridges(&self, readout: &ReadoutConfig) -> Vec<f64> {
+        if self.ridge.is_empty() {
+            vec![readout.ridge()]
+        } else {
+            self.ridge.clone()
+        }
+    }
+}

@@ -1,0 +1,324 @@
+//! Hyper-parameter sweeps: a config's `[sweep]` lanes ([`reservoir_core::lanes`]) run over its
+//! task, then a readout solved for every lane and ridge value from the lane's sums, and every
+//! (lane, ridge) ranked by its validation score.
+
+mod config;
+
+pub use config::{SweepConfig, SweepParams};
+
+use std::cmp::Ordering;
+use std::time::Instant;
+
+use rayon::prelude::*;
+use reservoir_core::lanes::{Lane, LaneData, LaneSums};
+use reservoir_core::{ConfigError, ReservoirError};
+use serde::Serialize;
+
+use crate::device::Dispatch;
+use crate::error::Result;
+use crate::experiment::series::{series_reservoir, series_task};
+use crate::experiment::{ExperimentConfig, TaskConfig};
+
+/// Host memory a batch of lanes' sums may take; larger sweeps run in batches of lanes
+/// (each lane holds two F × F Gram matrices in `f64`: 4 MB at N = 500, 64 MB at N = 2000).
+pub const SWEEP_SUMS_BUDGET_BYTES: usize = 1 << 30;
+
+/// What a sweep ranks its results by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SweepScore {
+    /// NRMSE on the validation rows (narma10, mackey_glass): lower is better.
+    ValidationNrmse,
+    /// Memory capacity on the validation rows (memory_capacity): higher is better.
+    MemoryCapacity,
+}
+
+impl SweepScore {
+    /// `validation_nrmse` or `memory_capacity`.
+    pub fn name(self) -> &'static str {
+        match self {
+            SweepScore::ValidationNrmse => "validation_nrmse",
+            SweepScore::MemoryCapacity => "memory_capacity",
+        }
+    }
+
+    /// `Less` when `a` is the better score.
+    fn compare(self, a: f64, b: f64) -> Ordering {
+        match self {
+            SweepScore::ValidationNrmse => a.total_cmp(&b),
+            SweepScore::MemoryCapacity => b.total_cmp(&a),
+        }
+    }
+}
+
+/// One lane's readout for one ridge value, scored.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SweepResult {
+    /// Index of the lane in grid order (see [`SweepConfig::lanes`]).
+    pub lane: usize,
+    /// The lane's hyper-parameters.
+    #[serde(flatten)]
+    pub params: Lane,
+    /// Ridge penalty of the readout.
+    pub ridge: f64,
+    /// NRMSE on the training rows (averaged over outputs; memory capacity has one per delay).
+    pub train_nrmse: f64,
+    /// The validation score ([`SweepReport::score`]).
+    pub score: f64,
+}
+
+/// A (lane, ridge) whose readout could not be solved or scored, e.g. a singular system with
+/// ridge 0.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SweepFailure {
+    /// Index of the lane in grid order.
+    pub lane: usize,
+    /// The lane's hyper-parameters.
+    #[serde(flatten)]
+    pub params: Lane,
+    /// Ridge penalty.
+    pub ridge: f64,
+    /// Why it failed.
+    pub error: String,
+}
+
+/// Wall-clock seconds of a sweep's phases.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct SweepTimings {
+    /// Building the task's data.
+    pub data_seconds: f64,
+    /// Running every lane into its sums (weights included), as the runner reports back.
+    pub run_seconds: f64,
+    /// Solving and scoring every (lane, ridge) from the sums.
+    pub solve_seconds: f64,
+    /// The whole sweep.
+    pub total_seconds: f64,
+}
+
+/// What a sweep measured.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SweepReport {
+    /// Task kind, e.g. `narma10`.
+    pub task: String,
+    /// Reservoir units N.
+    pub size: usize,
+    /// Where the lanes ran: `cpu`, `cuda` or `cuda:N`.
+    pub backend: String,
+    /// What `score` is.
+    pub score: SweepScore,
+    /// Number of lanes.
+    pub lanes: usize,
+    /// Ridge values solved for on every lane.
+    pub ridges: usize,
+    /// Rows (time steps) each lane ran.
+    pub steps: usize,
+    /// Training rows fitted per lane (after the washout).
+    pub train_rows: usize,
+    /// Validation rows scored per lane.
+    pub validation_rows: usize,
+    /// Number of best results to show (`[sweep] top`).
+    pub top: usize,
+    /// Every (lane, ridge) result, best first; ties keep grid order, lane then ridge.
+    pub results: Vec<SweepResult>,
+    /// The (lane, ridge) pairs that failed, in grid order.
+    pub failures: Vec<SweepFailure>,
+    /// Seconds per phase.
+    pub timings: SweepTimings,
+    /// lanes × steps / run seconds.
+    pub lane_steps_per_second: f64,
+}
+
+impl SweepReport {
+    /// The `top` best results.
+    pub fn best(&self) -> &[SweepResult] {
+        &self.results[..self.top.min(self.results.len())]
+    }
+}
+
+/// Runs the sweep of `config`: the lanes of its `[sweep]` table (one lane, the base config,
+/// without one) over the rows of its `[task]`, on the device `dispatch` picks, then solves a
+/// readout for every lane and ridge value from the lane's training sums and scores it on the
+/// lane's validation sums ([`reservoir_core::readout::RidgeAccumulator::score`]).
+///
+/// The rows are those of `reservoir run` on the same config: narma10 and mackey_glass
+/// (one-step) train on the `train` rows after `[readout] washout` and are scored by NRMSE on
+/// the `test` rows; memory_capacity is scored by MC on its held-out rows. A sweep of one lane
+/// and one ridge gives `reservoir run`'s test NRMSE to rounding.
+///
+/// # Errors
+/// No `[task]` or the spike task (config errors naming `task` and `task.kind`), any error of
+/// the lane runner, and, when every (lane, ridge) fails, the first failure.
+pub fn run_sweep(config: &ExperimentConfig, dispatch: &mut Dispatch) -> Result<SweepReport> {
+    sweep_in_batches(config, dispatch, SWEEP_SUMS_BUDGET_BYTES)
+}
+
+/// [`run_sweep`] with lanes run in batches whose sums fit in `budget_bytes`.
+fn sweep_in_batches(
+    config: &ExperimentConfig,
+    dispatch: &mut Dispatch,
+    budget_bytes: usize,
+) -> Result<SweepReport> {
+    let start = Instant::now();
+    let task = config.task().ok_or_else(|| {
+        ConfigError::new(
+            "task",
+            "a [task] table is required to sweep a config",
+            "none",
+        )
+    })?;
+    if let TaskConfig::SpikeClassification(_) = task {
+        return Err(ConfigError::new(
+            "task.kind",
+            "cannot be swept: sweeps run narma10, mackey_glass and memory_capacity",
+            "spike_classification",
+        )
+        .into());
+    }
+    let score = match task {
+        TaskConfig::MemoryCapacity { .. } => SweepScore::MemoryCapacity,
+        _ => SweepScore::ValidationNrmse,
+    };
+    let sweep = config.sweep().cloned().unwrap_or_default();
+    let base = series_reservoir(config)?;
+    let lanes = sweep.lanes(&base)?;
+    let ridges = sweep.ridges(config.readout());
+    let rows = series_task(config, task)?;
+    let data = LaneData {
+        inputs: rows.data.inputs.view(),
+        targets: rows.data.targets.view(),
+        washout: rows.washout,
+        train_rows: rows.train_rows,
+    };
+    data.check(&base)?;
+    let data_seconds = start.elapsed().as_secs_f64();
+
+    let mut runner = dispatch.lane_runner(&base)?;
+    let backend = dispatch
+        .placements()
+        .last()
+        .map_or_else(|| "cpu".to_string(), |(_, placement)| placement.name());
+    let batch = lanes_per_batch(base.size(), rows.data.targets.ncols(), budget_bytes);
+    let (mut run_seconds, mut solve_seconds) = (0.0, 0.0);
+    let (mut results, mut failures) = (Vec::new(), Vec::new());
+    for (batch_index, batch_lanes) in lanes.chunks(batch).enumerate() {
+        let t = Instant::now();
+        let sums = runner.run_lanes(&base, batch_lanes, &data)?;
+        run_seconds += t.elapsed().as_secs_f64();
+        if sums.len() != batch_lanes.len() {
+            return Err(ReservoirError::shape(
+                "sweep lane sums",
+                format!("{} lanes", batch_lanes.len()),
+                format!("{} lanes", sums.len()),
+            )
+            .into());
+        }
+        let t = Instant::now();
+        let pairs: Vec<(usize, f64)> = (0..batch_lanes.len())
+            .flat_map(|offset| ridges.iter().map(move |&ridge| (offset, ridge)))
+            .collect();
+        let outcomes: Vec<reservoir_core::Result<(f64, f64)>> = pairs
+            .par_iter()
+            .map(|&(offset, ridge)| solve_and_score(&sums[offset], ridge, score))
+            .collect();
+        for (&(offset, ridge), outcome) in pairs.iter().zip(outcomes) {
+            let (lane, params) = (batch_index * batch + offset, batch_lanes[offset].clone());
+            match outcome {
+                Ok((train_nrmse, value)) => results.push(SweepResult {
+                    lane,
+                    params,
+                    ridge,
+                    train_nrmse,
+                    score: value,
+                }),
+                Err(e) => failures.push(SweepFailure {
+                    lane,
+                    params,
+                    ridge,
+                    error: e.to_string(),
+                }),
+            }
+        }
+        solve_seconds += t.elapsed().as_secs_f64();
+    }
+    if results.is_empty() {
+        let first = failures.first().map_or("no lanes", |f| f.error.as_str());
+        return Err(ReservoirError::numerical(
+            "sweep",
+            format!("no (lane, ridge) could be solved and scored; the first: {first}"),
+        )
+        .into());
+    }
+    // A stable sort: equal scores keep grid order.
+    results.sort_by(|a, b| score.compare(a.score, b.score));
+    let steps = rows.data.len();
+    Ok(SweepReport {
+        task: rows.kind.to_string(),
+        size: base.size(),
+        backend,
+        score,
+        lanes: lanes.len(),
+        ridges: ridges.len(),
+        steps,
+        train_rows: rows.train_rows - rows.washout,
+        validation_rows: steps - rows.train_rows,
+        top: sweep.top(),
+        results,
+        failures,
+        timings: SweepTimings {
+            data_seconds,
+            run_seconds,
+            solve_seconds,
+            total_seconds: start.elapsed().as_secs_f64(),
+        },
+        lane_steps_per_second: (lanes.len() * steps) as f64 / run_seconds,
+    })
+}
+
+/// Lanes whose sums fit in `budget_bytes` (at least one).
+fn lanes_per_batch(features: usize, outputs: usize, budget_bytes: usize) -> usize {
+    let per_accumulator = 8 * (features * features + features * outputs + features + 2 * outputs);
+    (budget_bytes / (2 * per_accumulator)).max(1)
+}
+
+/// The readout for `ridge` from the training sums: its training NRMSE and validation score.
+fn solve_and_score(
+    sums: &LaneSums,
+    ridge: f64,
+    score: SweepScore,
+) -> reservoir_core::Result<(f64, f64)> {
+    let fit = sums.train.solve(ridge)?;
+    let validation = sums.validation.score(&fit.readout)?;
+    let value = match score {
+        SweepScore::ValidationNrmse => validation.mean_nrmse(),
+        SweepScore::MemoryCapacity => validation.total_squared_correlation(),
+    };
+    Ok((fit.train_nrmse, value))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::Device;
+
+    #[test]
+    fn lanes_in_batches_give_the_results_of_one_batch() {
+        let config = ExperimentConfig::from_toml(
+            "[task]\nkind = \"narma10\"\ntrain = 300\ntest = 100\nseed = 1\n\
+             [reservoir]\nsize = 20\nseed = 2\n[readout]\nwashout = 20\n\
+             [sweep]\nspectral_radius = [0.5, 0.9, 1.2]\nleak_rate = [0.4, 1.0]\n\
+             ridge = [1e-6, 1e-2]\n",
+            "<test>",
+        )
+        .unwrap();
+        // One lane's two accumulators of 20 features and 1 output take 7,072 bytes: six lanes
+        // run one at a time, or as a batch of four and a batch of two.
+        assert_eq!(lanes_per_batch(20, 1, 7_072 * 4), 4);
+        let cpu = || Dispatch::new(Device::Cpu);
+        let whole = sweep_in_batches(&config, &mut cpu(), SWEEP_SUMS_BUDGET_BYTES).unwrap();
+        for budget in [1, 7_072 * 4] {
+            let batched = sweep_in_batches(&config, &mut cpu(), budget).unwrap();
+            assert_eq!(batched.results, whole.results, "budget {budget}");
+        }
+        assert_eq!(whole.results.len(), 12);
+    }
+}

@@ -1,0 +1,139 @@
+//! Features, training and scoring of the spike-pattern classifier.
+
+use ndarray::{s, Array1, Array2};
+use serde::Serialize;
+
+use super::{LabelledPattern, SpikeClassificationData, SpikeClassificationOptions};
+use reservoir_core::error::{ReservoirError, Result};
+use reservoir_core::readout::{LinearReadout, RidgeAccumulator};
+use reservoir_core::reservoir::Reservoir;
+use reservoir_core::spikes::SpikePattern;
+
+/// The readout features of one sample: the reservoir is reset, runs over the binned pattern,
+/// and the mean state over each of `segments` equal runs of bins is concatenated
+/// (segments × N values).
+pub fn sample_features(
+    reservoir: &mut dyn Reservoir,
+    pattern: &SpikePattern,
+    dt_ms: f64,
+    segments: usize,
+) -> Result<Array1<f64>> {
+    reservoir.reset()?;
+    let states = reservoir.run_pattern(pattern, dt_ms)?;
+    let (bins, n) = states.dim();
+    if segments == 0 || segments > bins {
+        return Err(ReservoirError::invalid(
+            "sample features",
+            format!("{segments} segments for {bins} bins"),
+        ));
+    }
+    let mut features = Array1::zeros(segments * n);
+    for k in 0..segments {
+        let (start, end) = (k * bins / segments, (k + 1) * bins / segments);
+        let mean =
+            states.slice(s![start..end, ..]).sum_axis(ndarray::Axis(0)) / (end - start) as f64;
+        features.slice_mut(s![k * n..(k + 1) * n]).assign(&mean);
+    }
+    Ok(features)
+}
+
+/// Accuracy of a classifier, with its confusion matrix (rows: true class, columns: predicted).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ClassificationReport {
+    /// Fraction of test samples classified correctly.
+    pub test_accuracy: f64,
+    /// Fraction of training samples classified correctly.
+    pub train_accuracy: f64,
+    /// Counts of (true, predicted) over the test samples.
+    pub confusion: Vec<Vec<usize>>,
+}
+
+/// Trains a one-hot ridge readout on the training samples' features and scores the test set.
+pub fn classify(
+    reservoir: &mut dyn Reservoir,
+    data: &SpikeClassificationData,
+    options: &SpikeClassificationOptions,
+    ridge: f64,
+) -> Result<(LinearReadout, ClassificationReport)> {
+    classify_with_progress(reservoir, data, options, ridge, &mut |_, _| {})
+}
+
+/// [`classify`], calling `progress(samples_run, total_samples)` after each sample (training
+/// samples first, then test samples) has run through the reservoir.
+pub fn classify_with_progress(
+    reservoir: &mut dyn Reservoir,
+    data: &SpikeClassificationData,
+    options: &SpikeClassificationOptions,
+    ridge: f64,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<(LinearReadout, ClassificationReport)> {
+    let total = data.train.len() + data.test.len();
+    let mut done = 0;
+    let mut features = |reservoir: &mut dyn Reservoir,
+                        set: &[LabelledPattern]|
+     -> Result<Array2<f64>> {
+        let rows = set
+            .iter()
+            .map(|s| {
+                let row = sample_features(reservoir, &s.pattern, options.dt_ms, options.segments);
+                done += 1;
+                progress(done, total);
+                row
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let width = rows.first().map_or(0, |r| r.len());
+        let flat: Vec<f64> = rows.iter().flat_map(|r| r.iter().copied()).collect();
+        Array2::from_shape_vec((rows.len(), width), flat)
+            .map_err(|e| ReservoirError::invalid("sample features", e))
+    };
+    let one_hot = |set: &[LabelledPattern]| {
+        Array2::from_shape_fn((set.len(), options.classes), |(i, c)| {
+            f64::from(u8::from(set[i].label == c))
+        })
+    };
+    let train_x = features(reservoir, &data.train)?;
+    let mut acc = RidgeAccumulator::new(train_x.ncols(), options.classes, 0);
+    acc.add(train_x.view(), one_hot(&data.train).view())?;
+    let readout = acc.solve(ridge)?.readout;
+    let test_x = features(reservoir, &data.test)?;
+    let mut confusion = vec![vec![0; options.classes]; options.classes];
+    let test_predictions = predict_classes(&readout, &test_x)?;
+    for (sample, &predicted) in data.test.iter().zip(&test_predictions) {
+        confusion[sample.label][predicted] += 1;
+    }
+    let accuracy = |predicted: &[usize], set: &[LabelledPattern]| {
+        predicted
+            .iter()
+            .zip(set)
+            .filter(|(p, s)| **p == s.label)
+            .count() as f64
+            / set.len().max(1) as f64
+    };
+    let report = ClassificationReport {
+        test_accuracy: accuracy(&test_predictions, &data.test),
+        train_accuracy: accuracy(&predict_classes(&readout, &train_x)?, &data.train),
+        confusion,
+    };
+    Ok((readout, report))
+}
+
+/// The class with the largest readout output for each row of features.
+pub fn predict_classes(readout: &LinearReadout, features: &Array2<f64>) -> Result<Vec<usize>> {
+    let scores = readout.predict(features.view())?;
+    Ok(scores
+        .rows()
+        .into_iter()
+        .map(|row| {
+            row.iter()
+                .enumerate()
+                .fold((0, f64::NEG_INFINITY), |best, (c, &v)| {
+                    if v > best.1 {
+                        (c, v)
+                    } else {
+                        best
+                    }
+                })
+                .0
+        })
+        .collect())
+}

@@ -1,0 +1,95 @@
+// Echo-state kernels of one step at a time: the input drive of a whole chunk, the step as two
+// launches (the seed's matvec_reservoir_kernel + leaky_integration_kernel) or one
+// (esn_step_fused), and the elementwise update after a cuBLAS product (the batched step).
+// The update is x(t+1) = (1 - a) x(t) + a f(W_in u(t) + W x(t) + b + noise(t)).
+#include "common.cuh"
+
+// drive[t, i] = b[i] + sum_k W_in[i, k] u[t, k] (+ noise[t, i]) for all T steps at once:
+// the input projection does not depend on the state, so it leaves the sequential loop.
+// One thread per (t, i); u is T x K, w_in is N x K, drive and noise are T x N (row-major).
+extern "C" __global__ void matvec_input_kernel(const float* __restrict__ u,
+                                               const float* __restrict__ w_in,
+                                               const float* __restrict__ bias,
+                                               const float* __restrict__ noise, // may be null
+                                               float* __restrict__ drive,
+                                               int steps, int n, int k) {
+    long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (long long)steps * n) return;
+    int t = (int)(idx / n);
+    int i = (int)(idx % n);
+    float acc = bias[i];
+    for (int c = 0; c < k; ++c) {
+        acc = acc + w_in[(long long)i * k + c] * u[(long long)t * k + c];
+    }
+    if (noise != nullptr) acc = acc + noise[idx];
+    drive[idx] = acc;
+}
+
+// pre[i] = sum_j W[i, j] x[j] + drive[i] for a CSR matrix W: one warp per row.
+extern "C" __global__ void matvec_reservoir_kernel(const int* __restrict__ row_ptr,
+                                                   const int* __restrict__ col_idx,
+                                                   const float* __restrict__ values,
+                                                   const float* __restrict__ x,
+                                                   const float* __restrict__ drive,
+                                                   float* __restrict__ pre, int n) {
+    int warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    int lane = threadIdx.x & 31;
+    if (warp >= n) return;
+    float acc = warp_row_dot(values, col_idx, row_ptr[warp], row_ptr[warp + 1], x, lane);
+    if (lane == 0) pre[warp] = acc + drive[warp];
+}
+
+// x_next[i] = (1 - a) x[i] + a f(pre[i]). x_next may alias nothing else; the caller keeps x
+// (the previous state) intact.
+extern "C" __global__ void leaky_integration_kernel(const float* __restrict__ x,
+                                                    const float* __restrict__ pre,
+                                                    float* __restrict__ x_next, float leak,
+                                                    int activation, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    x_next[i] = leaky(x[i], pre[i], leak, activation);
+}
+
+// One step, one launch: x_next = (1 - a) x + a f(W x + drive_t), a warp per row (CSR).
+extern "C" __global__ void esn_step_fused(const int* __restrict__ row_ptr,
+                                          const int* __restrict__ col_idx,
+                                          const float* __restrict__ values,
+                                          const float* __restrict__ drive_t,
+                                          const float* __restrict__ x, float* __restrict__ x_next,
+                                          int n, float leak, int activation) {
+    int r = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    int lane = threadIdx.x & 31;
+    if (r >= n) return;
+    float acc = warp_row_dot(values, col_idx, row_ptr[r], row_ptr[r + 1], x, lane);
+    if (lane == 0) x_next[r] = leaky(x[r], acc + drive_t[r], leak, activation);
+}
+
+// The f16 bits of v, rounded to nearest even.
+__device__ __forceinline__ unsigned short to_half(float v) {
+    unsigned short h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(v));
+    return h;
+}
+
+// x_next = (1 - a) x + a f(pre + drive_t) after a cuBLAS GEMV or GEMM wrote pre (the GEMV
+// baseline, the batched step). When x_half is not null it also receives x_next in f16: the
+// next step's operand of an f16 GEMM.
+extern "C" __global__ void esn_elementwise(const float* __restrict__ pre,
+                                           const float* __restrict__ drive_t,
+                                           const float* __restrict__ x, float* __restrict__ x_next,
+                                           unsigned short* __restrict__ x_half, int n, float leak,
+                                           int activation) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        float v = leaky(x[i], pre[i] + drive_t[i], leak, activation);
+        x_next[i] = v;
+        if (x_half != nullptr) x_half[i] = to_half(v);
+    }
+}
+
+// half[i] = f16(x[i]): the f16 operand of the first step of a batched f16 run.
+extern "C" __global__ void f32_to_f16(const float* __restrict__ x, unsigned short* __restrict__ half,
+                                      int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) half[i] = to_half(x[i]);
+}

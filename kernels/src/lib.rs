@@ -1,0 +1,300 @@
+//! # reservoir-kernels
+//!
+//! The CUDA C++ sources of the reservoir engine's GPU kernels, the single source of truth for
+//! every kernel: `gpu-reservoir` compiles them at run time with NVRTC (for the device's own
+//! architecture, `--fmad=false`), with [`HEADERS`] available to `#include`. Entry points are
+//! named through the constants here, so a typo is a compile error; a test checks that each
+//! is defined in its module's source.
+//!
+//! Every kernel has a CPU reference in `reservoir-core`; the module docs name it.
+
+#![warn(missing_docs)]
+
+/// A translation unit: one `.cu` file of this crate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Module {
+    /// File name, for messages (e.g. `esn.cu`).
+    pub name: &'static str,
+    /// The CUDA C++ text.
+    pub source: &'static str,
+    /// The entry points (`extern "C" __global__` functions) of the file.
+    pub entry_points: &'static [&'static str],
+}
+
+/// The headers modules include, as `(name, text)`: given to NVRTC with every module.
+pub const HEADERS: &[(&str, &str)] = &[("common.cuh", include_str!("../common.cuh"))];
+
+/// Codes of `reservoir_core::Activation` in kernel arguments (`enum Activation` of
+/// `common.cuh`).
+pub mod activation {
+    /// `tanh`.
+    pub const TANH: i32 = 0;
+    /// The identity.
+    pub const IDENTITY: i32 = 1;
+}
+
+/// Codes of `reservoir_core::lif::LifFeatures` in kernel arguments (`enum LifFeature` of
+/// `common.cuh`).
+pub mod lif_feature {
+    /// Spike traces.
+    pub const TRACE: i32 = 0;
+    /// Membrane potentials.
+    pub const MEMBRANE: i32 = 1;
+    /// Spike counts over the window.
+    pub const COUNTS: i32 = 2;
+}
+
+/// `esn.cu`: echo-state steps one at a time, and the input drive of a chunk (CPU reference:
+/// `reservoir_core::EchoStateNetwork`).
+pub mod esn {
+    use super::Module;
+
+    /// `drive[t, i] = b[i] + Σ_k W_in[i, k]·u[t, k] (+ noise[t, i])`.
+    pub const INPUT_DRIVE: &str = "matvec_input_kernel";
+    /// `pre = W·x + drive[t]` (CSR, a warp per row).
+    pub const RESERVOIR_PRODUCT: &str = "matvec_reservoir_kernel";
+    /// `x(t+1) = (1 − a)·x(t) + a·f(pre)`.
+    pub const LEAKY_INTEGRATION: &str = "leaky_integration_kernel";
+    /// One whole step in one launch (CSR, a warp per row).
+    pub const STEP_FUSED: &str = "esn_step_fused";
+    /// `x' = (1 − a)·x + a·f(pre + drive)` after an external product (cuBLAS), optionally
+    /// also written in f16.
+    pub const ELEMENTWISE: &str = "esn_elementwise";
+    /// `half = f16(x)`, rounded to nearest even.
+    pub const TO_F16: &str = "f32_to_f16";
+
+    /// The module.
+    pub const MODULE: Module = Module {
+        name: "esn.cu",
+        source: include_str!("../esn.cu"),
+        entry_points: &[
+            INPUT_DRIVE,
+            RESERVOIR_PRODUCT,
+            LEAKY_INTEGRATION,
+            STEP_FUSED,
+            ELEMENTWISE,
+            TO_F16,
+        ],
+    };
+}
+
+/// `esn_persistent.cu`: many echo-state steps in one cooperative launch.
+pub mod esn_persistent {
+    use super::Module;
+
+    /// A run over a CSR W (cached in shared memory when it fits).
+    pub const CSR: &str = "esn_persistent_csr";
+    /// A run over a dense W streamed from global memory.
+    pub const DENSE: &str = "esn_persistent_dense";
+    /// The same with W in f16.
+    pub const DENSE_F16: &str = "esn_persistent_dense_f16";
+    /// The same with W in bf16.
+    pub const DENSE_BF16: &str = "esn_persistent_dense_bf16";
+
+    /// The module.
+    pub const MODULE: Module = Module {
+        name: "esn_persistent.cu",
+        source: include_str!("../esn_persistent.cu"),
+        entry_points: &[CSR, DENSE, DENSE_F16, DENSE_BF16],
+    };
+}
+
+/// `esn_cluster.cu`: a whole echo-state run in one thread-block cluster with W on chip
+/// (sm_90 and later).
+pub mod esn_cluster {
+    use super::Module;
+
+    /// The run.
+    pub const RUN: &str = "esn_cluster";
+
+    /// The module.
+    pub const MODULE: Module = Module {
+        name: "esn_cluster.cu",
+        source: include_str!("../esn_cluster.cu"),
+        entry_points: &[RUN],
+    };
+}
+
+/// `lanes.cu`: one step of a sweep's lanes after the shared GEMM (CPU reference: a lane's
+/// own `EchoStateNetwork`).
+pub mod lanes {
+    use super::Module;
+
+    /// `x_b ← (1 − a_b)·x_b + a_b·f(ρ_b·(W₁X)_b + b + s_b·W_in₁u + noise)` for every lane b.
+    pub const STEP: &str = "sweep_lane_step";
+
+    /// The module.
+    pub const MODULE: Module = Module {
+        name: "lanes.cu",
+        source: include_str!("../lanes.cu"),
+        entry_points: &[STEP],
+    };
+}
+
+/// `ridge.cu`: the widening of f32 states before the device's f64 ridge sums (CPU reference:
+/// `reservoir_core::readout::RidgeAccumulator`).
+pub mod ridge {
+    use super::Module;
+
+    /// `dst[i] = (double)src[i]`.
+    pub const WIDEN: &str = "widen_f32_to_f64";
+
+    /// The module.
+    pub const MODULE: Module = Module {
+        name: "ridge.cu",
+        source: include_str!("../ridge.cu"),
+        entry_points: &[WIDEN],
+    };
+}
+
+/// `spectral.cu`: the f64 product of the spectral-radius iteration (CPU reference:
+/// `reservoir_core::CsrMatrix::mul_vec`).
+pub mod spectral {
+    use super::Module;
+
+    /// `y = W·x` in f64 (CSR, a warp per row).
+    pub const CSR_PRODUCT_F64: &str = "csr_matvec_f64";
+
+    /// The module.
+    pub const MODULE: Module = Module {
+        name: "spectral.cu",
+        source: include_str!("../spectral.cu"),
+        entry_points: &[CSR_PRODUCT_F64],
+    };
+}
+
+/// `encoding.cu`: rate encoding with the counter-based generator (CPU reference:
+/// `reservoir_core::encoding::rate_sequence`).
+pub mod encoding {
+    use super::Module;
+
+    /// Bernoulli rate code of a sequence.
+    pub const RATE: &str = "rate_encode_kernel";
+
+    /// The module.
+    pub const MODULE: Module = Module {
+        name: "encoding.cu",
+        source: include_str!("../encoding.cu"),
+        entry_points: &[RATE],
+    };
+}
+
+/// `detection.cu`: spike-train filter and template scores (CPU reference:
+/// `reservoir_core::detection::PatternDetector::scores`).
+pub mod detection {
+    use super::Module;
+
+    /// `f[b, c] = s[b, c] + f[b − 1, c]·α`, a thread per channel.
+    pub const FILTER: &str = "filter_kernel";
+    /// Windowed Pearson score of every template at every bin.
+    pub const SCORES: &str = "detection_scores_kernel";
+
+    /// The module.
+    pub const MODULE: Module = Module {
+        name: "detection.cu",
+        source: include_str!("../detection.cu"),
+        entry_points: &[FILTER, SCORES],
+    };
+}
+
+/// `lif.cu`: the steps of the LIF reservoir, by gather and event-driven (CPU reference:
+/// `reservoir_core::lif::LifNetwork`).
+pub mod lif {
+    use super::Module;
+
+    /// One step of every neuron, the recurrent input gathered over W's rows.
+    pub const STEP: &str = "lif_step_kernel";
+    /// The same step with the recurrent input from the inboxes the last delivery filled;
+    /// appends the neurons that spiked to a list.
+    pub const EVENT_STEP: &str = "lif_event_step_kernel";
+    /// Drops the outgoing synapses of the listed neurons into their targets' inboxes.
+    pub const DELIVER: &str = "lif_deliver_kernel";
+
+    /// The module.
+    pub const MODULE: Module = Module {
+        name: "lif.cu",
+        source: include_str!("../lif.cu"),
+        entry_points: &[STEP, EVENT_STEP, DELIVER],
+    };
+}
+
+/// Every module, for tests and tools that go over all of them.
+pub const MODULES: &[Module] = &[
+    esn::MODULE,
+    esn_persistent::MODULE,
+    esn_cluster::MODULE,
+    lanes::MODULE,
+    ridge::MODULE,
+    spectral::MODULE,
+    encoding::MODULE,
+    detection::MODULE,
+    lif::MODULE,
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The value of `NAME = value` in the header's enums.
+    fn enum_value(name: &str) -> i32 {
+        let header = HEADERS[0].1;
+        let start = header
+            .find(&format!("{name} = "))
+            .unwrap_or_else(|| panic!("{name} is not in common.cuh"));
+        let digits: String = header[start + name.len() + 3..]
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        digits
+            .parse()
+            .unwrap_or_else(|_| panic!("{name} = {digits:?}"))
+    }
+
+    #[test]
+    fn the_codes_rust_passes_are_the_header_enums() {
+        assert_eq!(activation::TANH, enum_value("ACTIVATION_TANH"));
+        assert_eq!(activation::IDENTITY, enum_value("ACTIVATION_IDENTITY"));
+        assert_eq!(lif_feature::TRACE, enum_value("LIF_FEATURE_TRACE"));
+        assert_eq!(lif_feature::MEMBRANE, enum_value("LIF_FEATURE_MEMBRANE"));
+        assert_eq!(lif_feature::COUNTS, enum_value("LIF_FEATURE_COUNTS"));
+    }
+
+    #[test]
+    fn every_entry_point_is_defined_in_its_module_and_every_kernel_is_named() {
+        for module in MODULES {
+            let defined: Vec<&str> = module
+                .source
+                .split("extern \"C\" __global__")
+                .skip(1)
+                .filter_map(|rest| {
+                    // `void [__launch_bounds__(...)] name(`: the identifier before the first
+                    // parenthesis that does not belong to the launch bounds.
+                    let rest = match rest.find("__launch_bounds__") {
+                        Some(at) => &rest[at + rest[at..].find(')')? + 1..],
+                        None => rest,
+                    };
+                    rest.split('(').next()?.split_whitespace().last()
+                })
+                .collect();
+            let mut named = module.entry_points.to_vec();
+            named.sort_unstable();
+            let mut found = defined.clone();
+            found.sort_unstable();
+            assert_eq!(found, named, "{}: kernels defined vs named", module.name);
+        }
+    }
+
+    #[test]
+    fn modules_include_only_the_shipped_headers() {
+        for module in MODULES {
+            for line in module.source.lines().filter(|l| l.starts_with("#include")) {
+                let name = line.trim_start_matches("#include").trim().trim_matches('"');
+                assert!(
+                    HEADERS.iter().any(|(header, _)| *header == name),
+                    "{} includes {name}, which is not in HEADERS",
+                    module.name
+                );
+            }
+        }
+    }
+}
