@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Head-to-head: our `reservoir fit` against ReservoirPy 0.4.2, same machine, same run, same data.
 
-Protocol (REFERENCE.md §2): N = 1000 units, 10 % connected recurrent matrix, input connectivity
+Protocol: N = 1000 units, 10 % connected recurrent matrix, input connectivity
 0.1, spectral radius 0.95, leak rate 0.3, T = 10,000 steps of a 1-D Mackey–Glass series (made by
 `reservoir generate mackey-glass`), ridge 1e-6, no washout. Timed: reservoir + ridge fit INCLUDING
 set-up (weight generation, spectral radius, run, ridge). Also timed: ReservoirPy's `Reservoir.run`

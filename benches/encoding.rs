@@ -7,11 +7,11 @@ use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use ndarray::{Array1, Array2};
-use reservoir_core::counter_rng::{keyed_f32, stream_key};
 use reservoir_core::encoding::{
     delta, latency, poisson, population, rate, rate_sequence, DeltaOptions, LatencyOptions,
     PopulationOptions, RateOptions,
 };
+use reservoir_core::random::counter::{keyed_f32, stream_key};
 
 /// `n` intensities spread over [0, 1] in a fixed, scrambled order.
 fn intensities(n: usize) -> Array1<f64> {

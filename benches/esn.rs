@@ -8,19 +8,29 @@ use std::time::Duration;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use ndarray::Array2;
 use reservoir_benches::sine_input;
-use reservoir_core::readout::{fit_ridge, RidgeAccumulator};
+use reservoir_core::fit::fit_ridge;
+use reservoir_core::readout::RidgeAccumulator;
 use reservoir_core::spectral::SpectralOptions;
 use reservoir_core::{
-    cpu_reservoir, CsrMatrix, Precision, ReadoutConfig, ReservoirConfig, ReservoirWeights,
+    cpu_reservoir, CsrMatrix, Precision, ReadoutConfig, Reservoir, ReservoirConfig,
+    ReservoirParams, ReservoirWeights,
 };
 
+/// The default config with `size`, `density` and `precision`.
 fn config(size: usize, density: f64, precision: Precision) -> ReservoirConfig {
-    ReservoirConfig {
-        size,
-        connection_prob: density,
-        precision,
-        ..Default::default()
-    }
+    ReservoirParams::new()
+        .size(size)
+        .connection_prob(density)
+        .precision(precision)
+        .check()
+        .expect("config")
+}
+
+/// The CPU reservoir of [`config`].
+fn reservoir(size: usize, density: f64, precision: Precision) -> Box<dyn Reservoir> {
+    let config = config(size, density, precision);
+    let (weights, _) = ReservoirWeights::generate(&config).expect("weights");
+    cpu_reservoir(&config, weights).expect("reservoir")
 }
 
 /// Steps per second of `Reservoir::run` (states returned as T × N f64, as callers get them).
@@ -33,8 +43,7 @@ fn reservoir_run(c: &mut Criterion) {
         .sample_size(20);
     for (size, density) in [(100, 0.1), (1000, 0.1), (1000, 1.0), (4000, 0.1)] {
         for precision in [Precision::F32, Precision::F64] {
-            let mut reservoir =
-                cpu_reservoir(&config(size, density, precision)).expect("reservoir");
+            let mut reservoir = reservoir(size, density, precision);
             let id = BenchmarkId::new(format!("{precision:?}/density {density}"), size);
             group.bench_function(id, |b| {
                 b.iter(|| reservoir.run(inputs.view()).expect("run"));
@@ -98,7 +107,7 @@ fn ridge_accumulate(c: &mut Criterion) {
 }
 
 /// The ReservoirPy comparison: N = 1000, 10 % W, T = 10,000, 1-D input, weights + spectral
-/// radius + run + ridge fit (ReservoirPy 0.4.2 takes ~2.4 s on this machine kind).
+/// radius + run + ridge fit (what `compare_reservoirpy.py` times for both engines).
 fn fit_end_to_end(c: &mut Criterion) {
     let inputs = sine_input(10_000);
     let targets = sine_input(10_001).slice_move(ndarray::s![1.., ..]);
@@ -108,8 +117,7 @@ fn fit_end_to_end(c: &mut Criterion) {
         .measurement_time(Duration::from_secs(8));
     group.bench_function("N=1000 T=10000 incl. set-up", |b| {
         b.iter(|| {
-            let mut reservoir =
-                cpu_reservoir(&config(1000, 0.1, Precision::F32)).expect("reservoir");
+            let mut reservoir = reservoir(1000, 0.1, Precision::F32);
             fit_ridge(
                 reservoir.as_mut(),
                 inputs.view(),

@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # End to end: `reservoir fit` on a 1,000,000-step canonical NARMA-10 series with N = 1000, on
-# the GPU (backend = "cuda": states and XᵀX stay on the device) and on the CPU, wall time of the
+# the GPU (--device cuda: states and XᵀX stay on the device) and on the CPU, wall time of the
 # whole process (start, CSV read, weights and spectral radius, run, ridge, 10,000 test rows).
 #
 #   bash benches/fit_1m.sh [BIN_DIR] [--skip-cpu]
 #
-# BIN_DIR holds the `reservoir` binary (default .gpu/bin, as staged by
-# `../shared/tools/gpu-bundle bins -p reservoir-cli`; target/release works too). Needs python3.
+# BIN_DIR holds the `reservoir` binary (default target/release). Needs python3.
 # Run from the repository root. The CPU run takes minutes on a 2-core machine; --skip-cpu omits it.
 set -euo pipefail
-bin=${1:-.gpu/bin}
+bin=${1:-target/release}
+[ "${bin#--}" = "$bin" ] || bin=target/release
 skip_cpu=0
 for arg in "$@"; do [ "$arg" = "--skip-cpu" ] && skip_cpu=1; done
 reservoir="$bin/reservoir"
@@ -28,10 +28,9 @@ echo "generated 1,000,000 training and 10,000 test rows in $(python3 -c "print(f
 
 backends=(cuda); [ "$skip_cpu" = 1 ] || backends+=(cpu)
 for backend in "${backends[@]}"; do
-  sed "s/^backend = .*/backend = \"$backend\"/" "$here/fit_1m.toml" > "$work/$backend.toml"
   start=$(date +%s.%N)
-  "$reservoir" fit --config "$work/$backend.toml" --train "$work/train.csv" --test "$work/test.csv" \
-    --inputs u --targets y --json > "$work/$backend.json"
+  "$reservoir" fit --config "$here/fit_1m.toml" --device "$backend" --train "$work/train.csv" \
+    --test "$work/test.csv" --inputs u --targets y --json > "$work/$backend.json"
   end=$(date +%s.%N)
   python3 -c "print($end - $start)" > "$work/$backend.wall"
 done
@@ -52,8 +51,6 @@ print("|---|---|---|---|---|---|")
 for b, wall, r in rows:
     print(f"| {b} | {wall:.2f} | {r['fit_seconds']:.2f} | {r['n_train'] / r['fit_seconds']:,.0f} "
           f"| {r['train_nrmse']:.4f} | {r['test_nrmse']:.4f} |")
-print("| ReservoirPy 0.4.2 anchor (REFERENCE.md §2; N = 1000, T = 10,000, 2-core VM; not run here) "
-      "| 2.4 for 10,000 steps | — | 4,167 incl. set-up | — | — |")
 if len(rows) == 2:
     (_, gw, g), (_, cw, c) = rows
     print(f"\ncuda vs cpu: process {cw / gw:.1f}x, fit {c['fit_seconds'] / g['fit_seconds']:.1f}x; "

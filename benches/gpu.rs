@@ -2,14 +2,13 @@
 //! what a caller sees (drive, the step kernel, copying the states back as f64), per path.
 //! The kernel-only figures, with baselines in the same process, come from `gpu_bench`.
 //!
-//! `cargo bench -p reservoir-benches --bench gpu` on a CUDA machine, or staged with
-//! `../shared/tools/gpu-bundle benches -p reservoir-benches`. Without a usable GPU it prints
-//! why and measures nothing.
+//! `cargo bench -p reservoir-benches --bench gpu` on a CUDA machine. Without a usable GPU it
+//! prints why and measures nothing.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use gpu_reservoir::{probe, GpuDevice, GpuError, GpuReservoirComputer, StepPath};
 use reservoir_benches::sine_input;
-use reservoir_core::{Reservoir, ReservoirConfig};
+use reservoir_core::{Reservoir, ReservoirParams};
 
 fn gpu_run(c: &mut Criterion) {
     if let Some(problem) = probe().problem {
@@ -30,18 +29,18 @@ fn gpu_run(c: &mut Criterion) {
         .throughput(Throughput::Elements(steps as u64))
         .sample_size(10);
     for (size, density) in [(1000, 1.0), (1000, 0.1), (10_000, 0.01), (4096, 1.0)] {
-        let config = ReservoirConfig {
-            size,
-            connection_prob: density,
-            ..Default::default()
-        };
+        let config = ReservoirParams::new()
+            .size(size)
+            .connection_prob(density)
+            .check()
+            .expect("config");
         for path in [StepPath::Cluster, StepPath::Persistent, StepPath::PerStep] {
             let reservoir =
                 GpuReservoirComputer::new_shared(&config, &device).expect("gpu reservoir");
             let mut reservoir = match reservoir.with_step_path(path) {
                 Ok(reservoir) => reservoir,
                 // This path does not exist for this N on this device.
-                Err(GpuError::Unavailable(_)) => continue,
+                Err(GpuError::Unsupported { .. }) => continue,
                 Err(e) => panic!("{path:?}: {e}"),
             };
             let id = BenchmarkId::new(format!("{path:?}/density {density}"), size);

@@ -15,17 +15,20 @@
 //! [0.3, 1) held for 10 ms, then the next: the default regime (bias 0.9, ρ = 2), which fires
 //! at a few Hz.
 //!
-//! Build here with `../shared/tools/gpu-bundle bins -p reservoir-benches`; run on the GPU
-//! machine: `.gpu/bin/gpu_lif_bench`. Without a GPU it says so and measures the CPU rows only
+//! Build with `cargo build --release -p reservoir-benches --bins` and run on a machine with a
+//! GPU: `target/release/gpu_lif_bench`. Without a GPU it says so and measures the CPU rows only
 //! (`cargo run --release -p reservoir-benches --bin gpu_lif_bench`).
 
 use std::time::Instant;
 
-use gpu_reservoir::lif::{LifStepTiming, LIF_EVENT_MIN_SYNAPSES};
-use gpu_reservoir::{probe, GpuDevice, GpuError, GpuLifNetwork, LifStepPath, Result};
-use ndarray::Array2;
-use reservoir_core::counter_rng::uniform_f32;
-use reservoir_core::lif::{spectral_products, LifConfig, LifNetwork, LifWeights};
+use gpu_reservoir::internals::LifSteps;
+use gpu_reservoir::{
+    probe, GpuDevice, GpuError, GpuLifNetwork, LifStepPath, Result, LIF_EVENT_MIN_SYNAPSES,
+};
+use ndarray::{Array2, ArrayView2};
+use reservoir_benches::median_micros_per_step;
+use reservoir_core::lif::{spectral_products, LifConfig, LifNetwork, LifParams, LifWeights};
+use reservoir_core::random::counter::uniform_f32;
 use reservoir_core::{Reservoir, ReservoirError};
 
 /// (N, steps per timed run, timed runs). Every path runs as many timed runs, so that the last
@@ -42,11 +45,54 @@ const RULE_CASES: [(usize, f64); 5] = [
     (20_000, 0.01),
 ];
 
+/// Timing of the steps alone.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct LifStepTiming {
+    /// Median µs per step over the timed runs (after one warm-up run).
+    micros_per_step: f64,
+    /// Steps per run.
+    steps: usize,
+    /// Spikes in the last timed run.
+    spikes: u64,
+    /// Synaptic events delivered in the last timed run (each spike's out-degree, counted in
+    /// the step after it, as the CPU network counts them).
+    synaptic_events: u64,
+}
+
 struct Row {
     n: usize,
     path: &'static str,
     runs: usize,
     timing: LifStepTiming,
+}
+
+/// Times `runs` runs of `inputs` on the GPU network from its evolving state (features and
+/// flags left on the device) after one warm-up run: CUDA events, median.
+fn time_gpu(
+    gpu: &mut GpuLifNetwork,
+    inputs: ArrayView2<f64>,
+    runs: usize,
+) -> Result<LifStepTiming> {
+    let device = gpu.device().clone();
+    let mut bench = LifSteps::new(gpu, inputs)?;
+    let steps = bench.steps();
+    let micros_per_step = median_micros_per_step(&device, steps, runs, || bench.enqueue())?;
+    let (spikes, synaptic_events) = bench.last_run_counts()?;
+    Ok(LifStepTiming {
+        micros_per_step,
+        steps,
+        spikes,
+        synaptic_events,
+    })
+}
+
+/// The config of a benchmark network: the defaults with `size` and `connection_prob`.
+fn lif_config(size: usize, connection_prob: f64) -> Result<LifConfig> {
+    Ok(LifParams::new()
+        .size(size)
+        .connection_prob(connection_prob)
+        .check()
+        .map_err(ReservoirError::from)?)
 }
 
 struct Startup {
@@ -97,8 +143,8 @@ fn time_cpu(cpu: &mut LifNetwork, inputs: &Array2<f64>, runs: usize) -> Result<L
     })
 }
 
-/// The shared GPU 0 with the seconds its context and the first NVRTC compile of
-/// `kernels/lif.cu` took, or `None` (the reason printed) when there is none.
+/// The shared GPU 0 with the seconds its context and the first NVRTC compile of `lif.cu`
+/// took, or `None` (the reason printed) when there is none.
 fn gpu_device() -> Result<Option<(GpuDevice, f64, f64)>> {
     if let Some(problem) = probe().problem {
         println!("no usable GPU ({problem}): measuring the CPU only");
@@ -108,13 +154,7 @@ fn gpu_device() -> Result<Option<(GpuDevice, f64, f64)>> {
     let device = GpuDevice::shared(0)?;
     let context_s = started.elapsed().as_secs_f64();
     let started = Instant::now();
-    GpuLifNetwork::new_shared(
-        &LifConfig {
-            size: 2,
-            ..Default::default()
-        },
-        &device,
-    )?;
+    GpuLifNetwork::new_shared(&lif_config(2, 0.1)?, &device)?;
     let nvrtc_s = started.elapsed().as_secs_f64();
     println!(
         "device: {} ({} SMs)",
@@ -138,11 +178,7 @@ fn main() -> Result<()> {
     let mut rows = Vec::new();
     let mut startups = Vec::new();
     for (n, steps, runs) in CASES {
-        let config = LifConfig {
-            size: n,
-            connection_prob: 0.01,
-            ..Default::default()
-        };
+        let config = lif_config(n, 0.01)?;
         let t = Instant::now();
         let weights = LifWeights::generate(&config)?;
         let generate_s = t.elapsed().as_secs_f64();
@@ -174,11 +210,11 @@ fn main() -> Result<()> {
                 (LifStepPath::Gather, "GPU gather"),
             ] {
                 gpu = gpu.with_step_path(path);
-                gpu.reset();
-                timings.push((label, gpu.time_steps(inputs.view(), runs)?));
+                gpu.reset()?;
+                timings.push((label, time_gpu(&mut gpu, inputs.view(), runs)?));
             }
         }
-        cpu.reset();
+        cpu.reset()?;
         let cpu_label = "CPU LifNetwork (1 core)";
         timings.push((cpu_label, time_cpu(&mut cpu, &inputs, runs)?));
         let counts: Vec<(u64, u64)> = timings
@@ -207,19 +243,15 @@ fn main() -> Result<()> {
         let Some((device, _, _)) = &gpu_device else {
             break;
         };
-        let config = LifConfig {
-            size: n,
-            connection_prob: p,
-            ..Default::default()
-        };
+        let config = lif_config(n, p)?;
         let mut gpu = GpuLifNetwork::new_shared(&config, device)?;
         let auto = gpu.step_path();
         let inputs = held_input(2000, 100);
         let mut timings = Vec::new();
         for path in [LifStepPath::EventDriven, LifStepPath::Gather] {
             gpu = gpu.with_step_path(path);
-            gpu.reset();
-            timings.push(gpu.time_steps(inputs.view(), 5)?);
+            gpu.reset()?;
+            timings.push(time_gpu(&mut gpu, inputs.view(), 5)?);
         }
         let counts: Vec<(u64, u64)> = timings
             .iter()
@@ -232,14 +264,14 @@ fn main() -> Result<()> {
         } else {
             LifStepPath::Gather
         };
-        let rate = counts[0].0 as f64 / n as f64 / (2000.0 * LifConfig::default().dt_ms * 1e-3);
+        let rate = counts[0].0 as f64 / n as f64 / (2000.0 * LifConfig::default().dt_ms() * 1e-3);
         rule_rows.push((n, p, gpu.synapses(), micros, rate, auto, faster));
     }
 
     if let Some((_, context_s, nvrtc_s)) = &gpu_device {
         println!(
-            "\nGPU start-up (excluded below): context + PTX {context_s:.3} s, first NVRTC \
-             compile of kernels/lif.cu {nvrtc_s:.3} s"
+            "\nGPU start-up (excluded below): context {context_s:.3} s, first NVRTC compile \
+             of lif.cu {nvrtc_s:.3} s"
         );
     }
     println!(
@@ -269,7 +301,7 @@ fn main() -> Result<()> {
     }
     println!("\n| N | path | steps × runs | µs/step | neuron updates/s | synaptic events/s | spikes/s | rate (Hz) |");
     println!("|---|---|---|---|---|---|---|---|");
-    let dt_s = LifConfig::default().dt_ms * 1e-3;
+    let dt_s = LifConfig::default().dt_ms() * 1e-3;
     for r in &rows {
         let seconds = r.timing.micros_per_step * 1e-6 * r.timing.steps as f64;
         println!(

@@ -10,16 +10,18 @@
 //! measured in the same process. It checks itself: the GPU lanes' validation NRMSE must match the CPU
 //! lanes' within 1e-3 relative, or it exits with status 1. Start-up is reported separately.
 //!
-//! Build here with `../shared/tools/gpu-bundle bins -p reservoir-benches`; run on the GPU
-//! machine: `.gpu/bin/gpu_sweep_bench`. Exits 0 with a message when there is no GPU.
+//! Build with `cargo build --release -p reservoir-benches --bins` and run on a machine with a
+//! GPU: `target/release/gpu_sweep_bench`. Exits 0 with a message when there is no GPU.
 
 use std::time::Instant;
 
-use gpu_reservoir::sweep::LaneTiming;
-use gpu_reservoir::{probe, DeviceRidgeSums, GpuDevice, GpuLaneRunner, Result};
-use reservoir_core::sweep::{CpuLaneRunner, Lane, LaneData, LaneRunner, LaneSums};
-use reservoir_core::tasks::narma::narma10;
-use reservoir_core::ReservoirConfig;
+use cudarc::driver::DriverError;
+use gpu_reservoir::internals::LaneSteps;
+use gpu_reservoir::{probe, DeviceRidgeSums, GpuDevice, GpuError, GpuLaneRunner, Result};
+use reservoir_benches::median_micros_per_step;
+use reservoir_core::lanes::{CpuLaneRunner, Lane, LaneData, LaneRunner, LaneSums};
+use reservoir_core::{ReservoirConfig, ReservoirParams};
+use reservoir_runtime::tasks::narma::narma10;
 
 /// Rows of the end-to-end runs: washout 100, training to row 8000, validation after.
 const STEPS: usize = 10_000;
@@ -28,15 +30,70 @@ const CPU_LANES: usize = 4;
 /// Timed runs per figure (median).
 const REPEATS: usize = 5;
 
-/// `count` lanes spread over ρ ∈ [0.5, 0.95], a ∈ [0.1, 1] and s ∈ [0.2, 1.4].
-fn lanes(count: usize) -> Vec<Lane> {
+/// `count` lanes around `base` spread over ρ ∈ [0.5, 0.95], a ∈ [0.1, 1] and s ∈ [0.2, 1.4].
+fn lanes(base: &ReservoirConfig, count: usize) -> Result<Vec<Lane>> {
     (0..count)
-        .map(|i| Lane {
-            spectral_radius: 0.5 + 0.45 * (i % 8) as f64 / 7.0,
-            leak_rate: 0.1 + 0.9 * ((i / 8) % 8) as f64 / 7.0,
-            input_scaling: 0.2 + 0.3 * (i % 5) as f64,
+        .map(|i| {
+            Ok(Lane::new(
+                base,
+                0.5 + 0.45 * (i % 8) as f64 / 7.0,
+                0.1 + 0.9 * ((i / 8) % 8) as f64 / 7.0,
+                0.2 + 0.3 * (i % 5) as f64,
+            )
+            .map_err(reservoir_core::ReservoirError::from)?)
         })
         .collect()
+}
+
+/// Median timings of one set of lanes.
+struct LaneTiming {
+    /// µs per step of the recurrence of all lanes replayed from a CUDA graph, as `run_lanes`
+    /// runs full chunks (the inputs already projected).
+    micros_per_step: f64,
+    /// The same steps as plain launches, one SGEMM and one elementwise launch per step.
+    launch_micros_per_step: f64,
+    /// µs per step of the ridge sums of all lanes over those states.
+    sums_micros_per_step: f64,
+    /// Seconds to copy one set of the lanes' sums back and assemble their accumulators.
+    download_seconds: f64,
+    /// Steps per chunk (the timed runs have at most this many).
+    chunk_steps: usize,
+}
+
+/// Times `lanes` around `base` over `steps` steps (at most one chunk), median of `repeats`.
+fn time_lanes(
+    runner: &mut GpuLaneRunner,
+    base: &ReservoirConfig,
+    lanes: &[Lane],
+    steps: usize,
+) -> Result<LaneTiming> {
+    let device = runner.device().clone();
+    let chunk_steps = GpuLaneRunner::chunk_steps(base.size(), lanes.len());
+    let mut bench = LaneSteps::new(runner, base, lanes, steps)?;
+    let steps = bench.steps();
+    let launch_micros_per_step =
+        median_micros_per_step(&device, steps, REPEATS, || bench.enqueue())?;
+    let graph = bench.capture()?;
+    let micros_per_step = median_micros_per_step(&device, steps, REPEATS, || {
+        graph
+            .launch()
+            .map_err(|source: DriverError| GpuError::Driver {
+                context: "replaying the lanes' steps",
+                source,
+            })
+    })?;
+    let mut sums = DeviceRidgeSums::new(&device, base.size(), 1, lanes.len())?;
+    let sums_micros_per_step =
+        median_micros_per_step(&device, steps, REPEATS, || bench.add_to(&mut sums))?;
+    let started = Instant::now();
+    sums.download()?;
+    Ok(LaneTiming {
+        micros_per_step,
+        launch_micros_per_step,
+        sums_micros_per_step,
+        download_seconds: started.elapsed().as_secs_f64(),
+        chunk_steps,
+    })
 }
 
 /// Validation NRMSE of each lane's readout (ridge 1e-6) trained on its training sums.
@@ -86,7 +143,7 @@ fn main() -> Result<()> {
     DeviceRidgeSums::new(&device, 1, 1, 1)?;
     let nvrtc_s = t.elapsed().as_secs_f64();
     println!(
-        "device: {} ({} SMs); start-up (excluded below): context + PTX {context_s:.3} s, cuBLAS handle {blas_s:.3} s, NVRTC sweep.cu + gram.cu {nvrtc_s:.3} s",
+        "device: {} ({} SMs); start-up (excluded below): context {context_s:.3} s, cuBLAS handle {blas_s:.3} s, NVRTC lanes.cu + ridge.cu {nvrtc_s:.3} s",
         device.info().name,
         device.info().multiprocessors
     );
@@ -101,18 +158,19 @@ fn main() -> Result<()> {
     let mut rows = Vec::new();
     let mut worst_check: f64 = 0.0;
     for n in [500, 1000] {
-        let base = ReservoirConfig {
-            size: n,
-            connection_prob: 0.1,
-            bias_scaling: 0.1,
-            seed: 3,
-            ..Default::default()
-        };
-        // The CPU baseline, and the check of the GPU lanes against it.
-        let few = lanes(CPU_LANES);
+        let base = ReservoirParams::new()
+            .size(n)
+            .connection_prob(0.1)
+            .bias_scaling(0.1)
+            .seed(3)
+            .check()
+            .map_err(reservoir_core::ReservoirError::from)?;
+        // The CPU baseline (its lanes one after another), and the check of the GPU lanes
+        // against it.
+        let few = lanes(&base, CPU_LANES)?;
         let mut cpu_sums = Vec::new();
         let cpu_s = median_seconds(3, || {
-            cpu_sums = CpuLaneRunner.run_lanes(&base, &few, &data)?;
+            cpu_sums = CpuLaneRunner::new(1).run_lanes(&base, &few, &data)?;
             Ok(())
         })?;
         let gpu_sums = runner.run_lanes(&base, &few, &data)?;
@@ -121,8 +179,8 @@ fn main() -> Result<()> {
         }
         let cpu_lane_steps = (CPU_LANES * STEPS) as f64 / cpu_s;
         for count in [16, 64, 256] {
-            let all = lanes(count);
-            let timing = runner.time_lanes(&base, &all, 1000, REPEATS)?;
+            let all = lanes(&base, count)?;
+            let timing = time_lanes(&mut runner, &base, &all, 1000)?;
             let run_s = median_seconds(3, || {
                 runner.run_lanes(&base, &all, &data)?;
                 Ok(())

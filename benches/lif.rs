@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use ndarray::Array2;
-use reservoir_core::lif::{LifConfig, LifNetwork};
+use reservoir_core::lif::{LifConfig, LifNetwork, LifParams};
 use reservoir_core::Reservoir;
 
 /// Piecewise-constant pseudo-random input in [0, 1), a new value every 100 steps (10 ms).
@@ -36,18 +36,15 @@ fn cases() -> Vec<(String, LifConfig)> {
     let mut cases = Vec::new();
     for size in [1000, 10_000] {
         for p in [0.01, 0.1] {
-            let config = LifConfig {
-                size,
-                connection_prob: p,
-                ..Default::default()
-            };
-            cases.push((format!("default N={size} p={p}"), config.clone()));
+            let params = LifParams::new().size(size).connection_prob(p);
+            let config = params.clone().check().expect("config");
+            cases.push((format!("default N={size} p={p}"), config));
             if size == 10_000 {
-                let busy = LifConfig {
-                    spectral_radius: 3.0,
-                    bias_current: 0.95,
-                    ..config
-                };
+                let busy = params
+                    .spectral_radius(3.0)
+                    .bias_current(0.95)
+                    .check()
+                    .expect("config");
                 cases.push((format!("busy N={size} p={p}"), busy));
             }
         }
@@ -63,22 +60,22 @@ fn lif_run(c: &mut Criterion) {
     let mut group = c.benchmark_group("lif_run");
     group.sample_size(10);
     for (name, config) in cases() {
-        let n = config.size;
+        let n = config.size();
         let setup = Instant::now();
         let mut net = LifNetwork::new(&config).expect("network");
         let setup = setup.elapsed().as_secs_f64();
         net.run(inputs.view()).expect("warm-up");
-        net.reset();
+        net.reset().expect("reset");
         let start = Instant::now();
         for u in timed_inputs.rows() {
             net.step(u).expect("step");
         }
         let stepping = start.elapsed().as_secs_f64();
-        net.reset();
+        net.reset().expect("reset");
         let start = Instant::now();
         net.run(timed_inputs.view()).expect("timed run");
         let seconds = start.elapsed().as_secs_f64();
-        let model_s = timed_steps as f64 * config.dt_ms / 1000.0;
+        let model_s = timed_steps as f64 * config.dt_ms() / 1000.0;
         eprintln!(
             "lif {name}: set-up {setup:.2} s; {timed_steps} steps in {seconds:.3} s \
              ({:.2}x real time): {:.3e} neuron updates/s, {:.3e} synaptic events/s, \

@@ -39,12 +39,12 @@ pub enum GemmMath {
 
 /// Sets the shared handle's math mode for `math` and puts the default back when dropped, so
 /// other users of the device's cuBLAS handle never see TF32 by surprise.
-struct MathModeGuard<'a> {
+pub(crate) struct MathModeGuard<'a> {
     blas: &'a CudaBlas,
 }
 
 impl<'a> MathModeGuard<'a> {
-    fn set(blas: &'a CudaBlas, math: GemmMath) -> Result<Self> {
+    pub(crate) fn set(blas: &'a CudaBlas, math: GemmMath) -> Result<Self> {
         let mode = match math {
             GemmMath::F32 | GemmMath::F16 => cublasMath_t::CUBLAS_DEFAULT_MATH,
             GemmMath::Tf32 => cublasMath_t::CUBLAS_TF32_TENSOR_OP_MATH,
@@ -135,20 +135,13 @@ impl BatchEngine {
         weights: &ReservoirWeights,
         math: GemmMath,
     ) -> Result<Self> {
+        Self::check(config, weights, math)?;
         let dense = weights.recurrent().to_dense();
         let w = match math {
             GemmMath::F32 | GemmMath::Tf32 => {
                 DeviceW::F32(device.upload_f32(&dense, "uploading the dense W")?)
             }
             GemmMath::F16 => {
-                if config.activation() != Activation::Tanh {
-                    return Err(ReservoirError::invalid(
-                        "batched reservoir",
-                        "GemmMath::F16 needs activation = tanh: a linear reservoir's states can \
-                         leave f16's range",
-                    )
-                    .into());
-                }
                 let half = weights_to_f16(&dense)?;
                 DeviceW::F16(
                     device
@@ -159,6 +152,41 @@ impl BatchEngine {
             }
         };
         Ok(Self { w, math })
+    }
+
+    /// An error unless `math` can run this reservoir: f16 operands need a `tanh` reservoir
+    /// (a linear one's states can leave f16's range) and every weight of W within f16's range.
+    pub(crate) fn check(
+        config: &ReservoirConfig,
+        weights: &ReservoirWeights,
+        math: GemmMath,
+    ) -> Result<()> {
+        if math != GemmMath::F16 {
+            return Ok(());
+        }
+        if config.activation() != Activation::Tanh {
+            return Err(ReservoirError::invalid(
+                "batched reservoir",
+                "GemmMath::F16 needs activation = tanh: a linear reservoir's states can leave \
+                 f16's range",
+            )
+            .into());
+        }
+        match weights
+            .recurrent()
+            .values()
+            .iter()
+            .find(|&&v| HalfFormat::F16.to_bits(v).is_none())
+        {
+            Some(v) => Err(ReservoirError::invalid(
+                "batched reservoir",
+                format!(
+                    "W has a weight ({v}) beyond f16's range (±65504): use GemmMath::F32 or Tf32"
+                ),
+            )
+            .into()),
+            None => Ok(()),
+        }
     }
 
     /// The arithmetic of the GEMM.
@@ -192,10 +220,9 @@ impl BatchEngine {
                 end += 1;
             }
             let batch = &sequences[start..end];
-            let noise = match noise.as_mut() {
-                Some((rng, level)) => Some(draw_batch_noise(rng, *level, batch, n)),
-                None => None,
-            };
+            let noise = noise
+                .as_mut()
+                .map(|(rng, level)| draw_batch_noise(rng, *level, batch, n));
             let states = self.run_batch(shared, batch, noise.as_deref())?;
             for (offset, states) in states.iter().enumerate() {
                 visit(start + offset, states.view())?;

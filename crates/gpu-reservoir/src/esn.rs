@@ -144,7 +144,9 @@ impl GpuReservoirComputer {
             return Err(GpuError::Unsupported {
                 what: "the cluster step path".into(),
                 reason: format!(
-                    "it needs compute capability 9.0+ and N <= {CLUSTER_MAX_N}, got {:?} and {}",
+                    "no thread-block cluster of this device holds this W (a cluster needs \
+                     compute capability 9.0+ and room for N <= {CLUSTER_MAX_N} on chip; here \
+                     {:?} and N = {})",
                     self.device.info().compute_capability,
                     self.config.size()
                 ),
@@ -161,9 +163,15 @@ impl GpuReservoirComputer {
 
     /// The arithmetic of the GEMM with which [`Reservoir::run_many`] steps many sequences
     /// together (default [`GemmMath::F32`]).
-    pub fn with_batch_math(mut self, math: GemmMath) -> Self {
+    ///
+    /// # Errors
+    /// [`GemmMath::F16`] for a linear reservoir (its states can leave f16's range) or a W
+    /// with a weight beyond f16's range.
+    pub fn with_batch_math(mut self, math: GemmMath) -> Result<Self> {
+        BatchEngine::check(&self.config, &self.weights, math)?;
         self.batch_math = math;
-        self
+        self.batch = None;
+        Ok(self)
     }
 
     /// Sets the bin width (ms) of the spike patterns given to

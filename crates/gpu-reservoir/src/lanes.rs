@@ -56,7 +56,7 @@ struct SharedWeights {
 
 /// The device buffers of one run of lanes: per-lane parameters, the states and a chunk's
 /// scratch.
-struct LaneRun {
+pub(crate) struct LaneRun {
     n: usize,
     k: usize,
     lanes: usize,
@@ -75,7 +75,7 @@ struct LaneRun {
     /// A chunk's noise (steps × N), with its level and stream, when noise_level > 0.
     noise: Option<(CudaSlice<f32>, f64, ChaCha8Rng)>,
     /// A chunk's states: row t is X after step t (B·N values, lane b at [b·N, (b + 1)·N)).
-    states: CudaSlice<f32>,
+    pub(crate) states: CudaSlice<f32>,
     /// The steps of a full chunk captured as a CUDA graph (the buffers above are the same for
     /// every chunk of a run, so one capture serves them all).
     graph: Option<CudaGraph>,
@@ -91,6 +91,11 @@ impl GpuLaneRunner {
         })
     }
 
+    /// The device the lanes run on.
+    pub fn device(&self) -> &GpuDevice {
+        &self.device
+    }
+
     /// Steps per chunk for N units and B lanes.
     pub fn chunk_steps(n: usize, lanes: usize) -> usize {
         (LANE_CHUNK_BYTES / (4 * n * lanes).max(1)).clamp(1, CHUNK_STEPS)
@@ -98,7 +103,7 @@ impl GpuLaneRunner {
 
     /// Checks the base and the lanes, draws (or reuses) the shared weights and allocates a
     /// run's buffers for chunks of up to `chunk_steps` steps, every lane at the zero state.
-    fn prepare(
+    pub(crate) fn prepare(
         &mut self,
         base: &ReservoirConfig,
         lanes: &[Lane],
@@ -177,7 +182,12 @@ impl GpuLaneRunner {
     /// their states land in `run.states` (first rows) and the lanes keep the last. With
     /// `replay` (a full chunk of a run that has several), the steps are the run's CUDA graph,
     /// captured on first use: one launch instead of two per step.
-    fn run_chunk(&self, run: &mut LaneRun, inputs: ArrayView2<f64>, replay: bool) -> Result<()> {
+    pub(crate) fn run_chunk(
+        &self,
+        run: &mut LaneRun,
+        inputs: ArrayView2<f64>,
+        replay: bool,
+    ) -> Result<()> {
         let steps = inputs.nrows();
         let s = self.device.stream().clone();
         let host: Vec<f32> = inputs.iter().map(|&v| v as f32).collect();
@@ -221,7 +231,7 @@ impl GpuLaneRunner {
 
     /// Enqueues `steps` steps from `run.state` on the chunk's projected inputs (and noise),
     /// writing row t of `run.states`; `run.state` is left as it was.
-    fn enqueue_steps(&self, run: &mut LaneRun, steps: usize) -> Result<()> {
+    pub(crate) fn enqueue_steps(&self, run: &mut LaneRun, steps: usize) -> Result<()> {
         let shared = self.shared()?;
         let blas = self.device.blas()?;
         let (n, b) = (run.n, run.lanes);

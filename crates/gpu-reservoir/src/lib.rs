@@ -25,6 +25,8 @@ pub mod driver;
 pub mod encoding;
 mod error;
 mod esn;
+#[cfg(feature = "internals")]
+pub mod internals;
 mod lanes;
 mod lif;
 mod ops;

@@ -1,15 +1,17 @@
-//! B sequences in one GEMM per step against the CPU reservoir run on each sequence.
+//! Many sequences through `GpuReservoirComputer::run_many` (one GEMM per step for all of them)
+//! against the CPU reservoir run on each sequence from the zero state.
 
 mod common;
 
 use common::{fresh_seed, gpu, relative_error};
-use gpu_reservoir::{GemmMath, GpuBatchedReservoir};
+use gpu_reservoir::{GemmMath, GpuReservoirComputer, BATCH_MIN_SEQUENCES};
 use ndarray::{Array1, Array2, ArrayView2};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use reservoir_core::activation::tanh_f32_in_place;
+use reservoir_core::real::Real;
 use reservoir_core::{
-    Activation, EchoStateNetwork, HalfFormat, Reservoir, ReservoirConfig, ReservoirWeights,
+    Activation, EchoStateNetwork, HalfFormat, Reservoir, ReservoirConfig, ReservoirParams,
+    ReservoirWeights,
 };
 
 /// The f16 batched step on the CPU as the GPU computes it: W and every step's state rounded
@@ -29,9 +31,9 @@ fn f16_reference(
         weights.input().mapv(|v| v as f32),
         weights.bias().mapv(|v| v as f32),
     );
-    let a = config.leak_rate as f32;
-    let mut x = vec![0.0f32; config.size];
-    let mut states = Array2::zeros((inputs.nrows(), config.size));
+    let a = config.leak_rate() as f32;
+    let mut x = vec![0.0f32; config.size()];
+    let mut states = Array2::zeros((inputs.nrows(), config.size()));
     for (t, u) in inputs.rows().into_iter().enumerate() {
         let operand = Array1::from_iter(x.iter().map(|&v| {
             HalfFormat::F16
@@ -46,7 +48,7 @@ fn f16_reference(
             }
             *p += drive;
         }
-        tanh_f32_in_place(&mut pre);
+        <f32 as Real>::tanh_in_place(&mut pre);
         for (i, (x_i, &f)) in x.iter_mut().zip(&pre).enumerate() {
             *x_i = (1.0 - a) * *x_i + a * f;
             states[(t, i)] = f64::from(*x_i);
@@ -55,20 +57,44 @@ fn f16_reference(
     states
 }
 
+/// `reservoir.run_many(sequences)`, each sequence's states collected in the order handed out
+/// (which must be the order of the sequences).
+fn run_many(
+    reservoir: &mut dyn Reservoir,
+    sequences: &[ArrayView2<f64>],
+) -> reservoir_core::Result<Vec<Array2<f64>>> {
+    let mut got: Vec<Array2<f64>> = Vec::new();
+    reservoir.run_many(sequences, &mut |index, states| {
+        assert_eq!(index, got.len(), "sequences are visited in order");
+        got.push(states.to_owned());
+        Ok(())
+    })?;
+    Ok(got)
+}
+
+/// The CPU reference of sequence `inputs`: a fresh f32 reservoir, from the zero state.
+fn cpu_states(config: &ReservoirConfig, inputs: ArrayView2<f64>) -> Array2<f64> {
+    EchoStateNetwork::<f32>::new(config)
+        .expect("cpu")
+        .run(inputs)
+        .expect("cpu run")
+}
+
 #[test]
 fn batched_states_match_the_cpu_per_sequence() {
     let Some(device) = gpu() else { return };
     let mut rng = ChaCha8Rng::seed_from_u64(fresh_seed("batched"));
-    let config = ReservoirConfig {
-        size: 500,
-        input_size: 2,
-        connection_prob: 0.2,
-        spectral_radius: 0.9,
-        bias_scaling: 0.2,
-        seed: rng.random(),
-        ..Default::default()
-    };
+    let config = ReservoirParams::new()
+        .size(500)
+        .input_size(2)
+        .connection_prob(0.2)
+        .spectral_radius(0.9)
+        .bias_scaling(0.2)
+        .seed(rng.random())
+        .check()
+        .expect("config");
     let batch = 7;
+    assert!(batch >= BATCH_MIN_SEQUENCES, "the batched path is taken");
     let sequences: Vec<Array2<f64>> = (0..batch)
         .map(|_| Array2::from_shape_fn((1000, 2), |_| rng.random_range(-1.0..1.0)))
         .collect();
@@ -78,49 +104,164 @@ fn batched_states_match_the_cpu_per_sequence() {
         (GemmMath::Tf32, 2e-2),
         (GemmMath::F16, 2e-2),
     ] {
-        let mut gpu = GpuBatchedReservoir::new_shared(&config, batch, math, &device)
-            .expect("batched reservoir");
-        let got = gpu.run(&views).expect("batched run");
+        let mut gpu = GpuReservoirComputer::new_shared(&config, &device)
+            .expect("gpu reservoir")
+            .with_batch_math(math)
+            .expect("batch math");
+        let got = run_many(&mut gpu, &views).expect("batched run");
+        assert_eq!(got.len(), batch, "{math:?}: one result per sequence");
         let mut worst: f64 = 0.0;
         for (seq, states) in sequences.iter().zip(&got) {
-            let expected = EchoStateNetwork::<f32>::new(&config)
-                .expect("cpu")
-                .run(seq.view())
-                .expect("cpu run");
+            let expected = cpu_states(&config, seq.view());
+            assert_eq!(states.dim(), expected.dim());
             worst = worst.max(relative_error(states, &expected).0);
         }
         eprintln!("{math:?}: worst relative error over {batch} sequences x 1000 steps {worst:.2e}");
         assert!(worst < bound, "{math:?}: {worst:.2e}");
+        assert!(
+            gpu.state().expect("state").iter().all(|&x| x == 0.0),
+            "{math:?}: run_many leaves the reservoir reset"
+        );
     }
-    let mut gpu = GpuBatchedReservoir::new_shared(&config, batch, GemmMath::F32, &device)
-        .expect("batched reservoir");
-    assert!(gpu.run(&views[..3]).is_err(), "wrong batch size");
+    // A sequence of the wrong width is refused before anything runs.
+    let mut gpu = GpuReservoirComputer::new_shared(&config, &device)
+        .expect("gpu reservoir")
+        .with_batch_math(GemmMath::F32)
+        .expect("batch math");
+    let wrong = Array2::<f64>::zeros((1000, 3));
+    let mut visited = 0;
+    let refused = gpu.run_many(&[views[0], wrong.view(), views[1]], &mut |_, _| {
+        visited += 1;
+        Ok(())
+    });
+    assert!(refused.is_err(), "wrong input width");
+    assert_eq!(visited, 0, "nothing is handed out before the checks");
+}
+
+#[test]
+fn sequences_of_different_lengths_match_the_cpu_one_by_one() {
+    let Some(device) = gpu() else { return };
+    let mut rng = ChaCha8Rng::seed_from_u64(fresh_seed("batched_lengths"));
+    let config = ReservoirParams::new()
+        .size(400)
+        .input_size(3)
+        .connection_prob(0.1)
+        .spectral_radius(0.9)
+        .leak_rate(0.5)
+        .bias_scaling(0.2)
+        .seed(rng.random())
+        .check()
+        .expect("config");
+    // Longest in the middle, shortest last: the shorter ones are padded, and their padding
+    // must not reach their states.
+    let lengths = [37, 80, 5];
+    let sequences: Vec<Array2<f64>> = lengths
+        .iter()
+        .map(|&steps| Array2::from_shape_fn((steps, 3), |_| rng.random_range(-1.0..1.0)))
+        .collect();
+    let views: Vec<_> = sequences.iter().map(|s| s.view()).collect();
+    for (math, bound) in [
+        (GemmMath::F32, 1e-4),
+        (GemmMath::Tf32, 2e-2),
+        (GemmMath::F16, 2e-2),
+    ] {
+        let mut gpu = GpuReservoirComputer::new_shared(&config, &device)
+            .expect("gpu reservoir")
+            .with_batch_math(math)
+            .expect("batch math");
+        let got = run_many(&mut gpu, &views).expect("batched run");
+        assert_eq!(
+            got.len(),
+            lengths.len(),
+            "{math:?}: one result per sequence"
+        );
+        for ((seq, states), steps) in sequences.iter().zip(&got).zip(lengths) {
+            let expected = cpu_states(&config, seq.view());
+            assert_eq!(states.dim(), (steps, 400), "{math:?}: {steps} steps");
+            let (relative, max) = relative_error(states, &expected);
+            eprintln!("{math:?}, {steps} steps: relative {relative:.2e}, max abs {max:.2e}");
+            assert!(relative < bound, "{math:?}, {steps} steps: {relative:.2e}");
+        }
+    }
+}
+
+#[test]
+fn noisy_sequences_match_the_cpu_run_many() {
+    let Some(device) = gpu() else { return };
+    let mut rng = ChaCha8Rng::seed_from_u64(fresh_seed("batched_noise"));
+    let config = ReservoirParams::new()
+        .size(300)
+        .input_size(2)
+        .connection_prob(0.1)
+        .spectral_radius(0.9)
+        .bias_scaling(0.1)
+        .noise_level(0.05)
+        .seed(rng.random())
+        .check()
+        .expect("config");
+    let sequences: Vec<Array2<f64>> = [300, 200, 250]
+        .iter()
+        .map(|&steps| Array2::from_shape_fn((steps, 2), |_| rng.random_range(-1.0..1.0)))
+        .collect();
+    let views: Vec<_> = sequences.iter().map(|s| s.view()).collect();
+    // The CPU's own run_many: one sequence after another from the zero state, the noise
+    // stream carrying on from sequence to sequence (and from call to call).
+    let mut cpu = EchoStateNetwork::<f32>::new(&config).expect("cpu");
+    let mut gpu = GpuReservoirComputer::new_shared(&config, &device).expect("gpu reservoir");
+    for call in 0..2 {
+        let expected = run_many(&mut cpu, &views).expect("cpu run_many");
+        let got = run_many(&mut gpu, &views).expect("gpu run_many");
+        assert_eq!(got.len(), 3);
+        for (index, (states, expected)) in got.iter().zip(&expected).enumerate() {
+            assert_eq!(states.dim(), expected.dim());
+            let (relative, max) = relative_error(states, expected);
+            eprintln!("call {call}, sequence {index}: relative {relative:.2e}, max abs {max:.2e}");
+            assert!(
+                relative < 1e-4,
+                "call {call}, sequence {index}: GPU states differ from the CPU's by \
+                 {relative:.2e} (relative): the noise is not drawn in the CPU's order"
+            );
+        }
+    }
+    // The noise matters: without it the states are far from these (else the comparison above
+    // could not see a wrong order).
+    let quiet = config.to_params().noise_level(0.0).check().expect("config");
+    let noisy = run_many(
+        &mut EchoStateNetwork::<f32>::new(&config).expect("cpu"),
+        &views,
+    )
+    .expect("cpu run_many");
+    let (effect, _) = relative_error(&noisy[1], &cpu_states(&quiet, views[1]));
+    eprintln!("noise changes the states by {effect:.2e} (relative)");
+    assert!(effect > 1e-2, "the noise is too weak to test: {effect:.2e}");
 }
 
 #[test]
 fn f16_states_match_a_cpu_step_with_f16_operands() {
     let Some(device) = gpu() else { return };
     let mut rng = ChaCha8Rng::seed_from_u64(fresh_seed("batched_f16"));
-    let config = ReservoirConfig {
-        size: 300,
-        input_size: 1,
-        connection_prob: 0.5,
-        spectral_radius: 0.9,
-        bias_scaling: 0.3,
-        leak_rate: 0.6,
-        seed: rng.random(),
-        ..Default::default()
-    };
+    let config = ReservoirParams::new()
+        .size(300)
+        .input_size(1)
+        .connection_prob(0.5)
+        .spectral_radius(0.9)
+        .bias_scaling(0.3)
+        .leak_rate(0.6)
+        .seed(rng.random())
+        .check()
+        .expect("config");
     let (weights, _) = ReservoirWeights::generate(&config).expect("weights");
     let batch = 5;
     let sequences: Vec<Array2<f64>> = (0..batch)
         .map(|_| Array2::from_shape_fn((500, 1), |_| rng.random_range(-1.0..1.0)))
         .collect();
     let views: Vec<_> = sequences.iter().map(|s| s.view()).collect();
-    let mut gpu =
-        GpuBatchedReservoir::from_weights(&config, &weights, batch, GemmMath::F16, &device)
-            .expect("batched reservoir");
-    let got = gpu.run(&views).expect("batched run");
+    let mut gpu = GpuReservoirComputer::from_weights(&config, weights.clone(), &device)
+        .expect("gpu reservoir")
+        .with_batch_math(GemmMath::F16)
+        .expect("batch math");
+    let got = run_many(&mut gpu, &views).expect("batched run");
+    assert_eq!(got.len(), batch);
     // x(1) (from the zero state) is the same f32 value on both sides, so is its f16 rounding,
     // and x(2), from the first f16 product, differs only by the f32 sum order. From then on
     // a state 1e-7 away from the CPU's can round to the neighbouring f16 (seen from the third
@@ -143,13 +284,17 @@ fn f16_states_match_a_cpu_step_with_f16_operands() {
     assert!(first_two < 1e-6, "x(1), x(2): {first_two:.2e}");
     assert!(whole < 1e-3, "all steps: {whole:.2e}");
 
-    let linear = ReservoirConfig {
-        activation: Activation::Identity,
-        ..config
+    let linear = config
+        .to_params()
+        .activation(Activation::Identity)
+        .check()
+        .expect("config");
+    let refused = GpuReservoirComputer::new_shared(&linear, &device)
+        .expect("gpu reservoir")
+        .with_batch_math(GemmMath::F16);
+    let message = match refused {
+        Ok(_) => panic!("F16 with a linear reservoir must be refused"),
+        Err(e) => e.to_string(),
     };
-    let refused = GpuBatchedReservoir::new_shared(&linear, batch, GemmMath::F16, &device);
-    assert!(
-        refused.is_err(),
-        "F16 with a linear reservoir must be refused"
-    );
+    assert!(message.contains("tanh"), "{message}");
 }

@@ -4,7 +4,7 @@
 mod common;
 
 use common::{fresh_seed, gpu};
-use gpu_reservoir::{gpu_detect, gpu_rate, gpu_rate_sequence, gpu_scores};
+use gpu_reservoir::{detection as gpu_detection, encoding as gpu_encoding};
 use ndarray::{Array1, Array2};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -26,7 +26,7 @@ fn rate_encoding_is_spike_for_spike_identical() {
         };
         let seed = rng.random();
         let cpu = rate_sequence(x.view(), options, seed).expect("cpu");
-        let gpu = gpu_rate_sequence(&device, x.view(), options, seed).expect("gpu");
+        let gpu = gpu_encoding::rate_sequence(&device, x.view(), options, seed).expect("gpu");
         assert_eq!(
             cpu, gpu,
             "rate_sequence differs ({steps} x {k}, seed {seed})"
@@ -35,12 +35,12 @@ fn rate_encoding_is_spike_for_spike_identical() {
         let repeat = rng.random_range(1..50);
         assert_eq!(
             rate(row.view(), repeat, options, seed).expect("cpu"),
-            gpu_rate(&device, row.view(), repeat, options, seed).expect("gpu")
+            gpu_encoding::rate(&device, row.view(), repeat, options, seed).expect("gpu")
         );
     }
     let mut bad = Array2::zeros((3, 3));
     bad[(1, 2)] = f64::NAN;
-    assert!(gpu_rate_sequence(&device, bad.view(), RateOptions::default(), 1).is_err());
+    assert!(gpu_encoding::rate_sequence(&device, bad.view(), RateOptions::default(), 1).is_err());
 }
 
 #[test]
@@ -73,7 +73,7 @@ fn detection_scores_and_detections_are_identical() {
         let detector =
             PatternDetector::new(templates, DetectorOptions::default()).expect("detector");
         let cpu_scores = detector.scores(&stream).expect("cpu scores");
-        let gpu_scores = gpu_scores(&device, &detector, &stream).expect("gpu scores");
+        let gpu_scores = gpu_detection::scores(&device, &detector, &stream).expect("gpu scores");
         let differing = cpu_scores
             .iter()
             .zip(&gpu_scores)
@@ -81,7 +81,7 @@ fn detection_scores_and_detections_are_identical() {
             .count();
         assert_eq!(differing, 0, "{differing} scores differ in their bits");
         let cpu = detector.detect(&stream).expect("cpu detections");
-        let gpu = gpu_detect(&device, &detector, &stream).expect("gpu detections");
+        let gpu = gpu_detection::detect(&device, &detector, &stream).expect("gpu detections");
         assert_eq!(cpu, gpu);
         assert!(
             cpu.len() >= planted.len() * 9 / 10,

@@ -1,17 +1,17 @@
 //! The GPU echo-state reservoir against the CPU reference, on fresh random inputs: states over
-//! 1,000 steps within 1e-4 relative (f32), and the shipped kernels' details.
+//! 1,000 steps within 1e-4 relative (f32), and the kernels' details on every step path.
 
 mod common;
 
 use common::{fresh_seed, gpu, relative_error};
-use gpu_reservoir::{GpuDevice, GpuReservoirComputer, KernelSource, PersistentWeights};
+use gpu_reservoir::{GpuDevice, GpuError, GpuReservoirComputer, PersistentWeights, StepPath};
 use ndarray::{Array1, Array2};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use reservoir_core::spikes::{Spike, SpikePattern};
 use reservoir_core::{
     Activation, CsrMatrix, EchoStateNetwork, HalfFormat, Reservoir, ReservoirConfig,
-    ReservoirWeights,
+    ReservoirParams, ReservoirWeights,
 };
 
 fn random_inputs(rng: &mut ChaCha8Rng, steps: usize, k: usize) -> Array2<f64> {
@@ -19,8 +19,18 @@ fn random_inputs(rng: &mut ChaCha8Rng, steps: usize, k: usize) -> Array2<f64> {
 }
 
 fn compare(device: &GpuDevice, config: &ReservoirConfig, inputs: &Array2<f64>, label: &str) {
+    let gpu = GpuReservoirComputer::new_shared(config, device).expect("gpu reservoir");
+    compare_with(gpu, config, inputs, label);
+}
+
+/// [`compare`] on a GPU reservoir already built (e.g. on a forced step path).
+fn compare_with(
+    mut gpu: GpuReservoirComputer,
+    config: &ReservoirConfig,
+    inputs: &Array2<f64>,
+    label: &str,
+) {
     let mut cpu = EchoStateNetwork::<f32>::new(config).expect("cpu reservoir");
-    let mut gpu = GpuReservoirComputer::new_shared(config, device).expect("gpu reservoir");
     let expected = cpu.run(inputs.view()).expect("cpu run");
     let got = gpu.run(inputs.view()).expect("gpu run");
     let (relative, max) = relative_error(&got, &expected);
@@ -29,7 +39,10 @@ fn compare(device: &GpuDevice, config: &ReservoirConfig, inputs: &Array2<f64>, l
         relative < 1e-4,
         "{label}: GPU states differ from the CPU by {relative:.2e} (relative)"
     );
-    let (end_gpu, end_cpu) = (gpu.state(), cpu.state());
+    let (end_gpu, end_cpu) = (
+        gpu.state().expect("gpu state"),
+        cpu.state().expect("cpu state"),
+    );
     assert!(
         (&end_gpu - &end_cpu).iter().all(|d| d.abs() < 1e-3),
         "{label}: final states differ"
@@ -41,32 +54,29 @@ fn echo_state_states_match_the_cpu_over_1000_steps() {
     let Some(device) = gpu() else { return };
     let mut rng = ChaCha8Rng::seed_from_u64(fresh_seed("echo_state_parity"));
     for case in 0..6 {
-        let config = ReservoirConfig {
-            size: [1000, 300, 64][case % 3],
-            input_size: 1 + case % 3,
-            connection_prob: [0.1, 0.8, 0.02][case % 3],
-            spectral_radius: rng.random_range(0.5..1.2),
-            leak_rate: rng.random_range(0.1..1.0),
-            input_scaling: rng.random_range(0.1..2.0),
-            bias_scaling: rng.random_range(0.0..0.5),
-            noise_level: if case == 4 { 0.01 } else { 0.0 },
-            activation: if case == 5 {
-                Activation::Identity
-            } else {
-                Activation::Tanh
-            },
-            seed: rng.random(),
-            ..Default::default()
-        };
-        let config = if config.activation == Activation::Identity {
-            ReservoirConfig {
-                spectral_radius: 0.9,
-                ..config
-            }
+        let activation = if case == 5 {
+            Activation::Identity
         } else {
-            config
+            Activation::Tanh
         };
-        let inputs = random_inputs(&mut rng, 1000, config.input_size);
+        let params = ReservoirParams::new()
+            .size([1000, 300, 64][case % 3])
+            .input_size(1 + case % 3)
+            .connection_prob([0.1, 0.8, 0.02][case % 3])
+            .spectral_radius(rng.random_range(0.5..1.2))
+            .leak_rate(rng.random_range(0.1..1.0))
+            .input_scaling(rng.random_range(0.1..2.0))
+            .bias_scaling(rng.random_range(0.0..0.5))
+            .noise_level(if case == 4 { 0.01 } else { 0.0 })
+            .activation(activation)
+            .seed(rng.random());
+        let params = if activation == Activation::Identity {
+            params.spectral_radius(0.9)
+        } else {
+            params
+        };
+        let config = params.check().expect("config");
+        let inputs = random_inputs(&mut rng, 1000, config.input_size());
         compare(
             &device,
             &config,
@@ -80,20 +90,20 @@ fn echo_state_states_match_the_cpu_over_1000_steps() {
 fn runs_continue_across_chunks_and_calls_and_state_round_trips() {
     let Some(device) = gpu() else { return };
     let mut rng = ChaCha8Rng::seed_from_u64(fresh_seed("chunks"));
-    let config = ReservoirConfig {
-        size: 100,
-        seed: rng.random(),
-        ..Default::default()
-    };
-    let steps = gpu_reservoir::esn::CHUNK_STEPS + 300;
+    let config = ReservoirParams::new()
+        .size(100)
+        .seed(rng.random())
+        .check()
+        .expect("config");
+    let steps = gpu_reservoir::CHUNK_STEPS + 300;
     let inputs = random_inputs(&mut rng, steps, 1);
     compare(&device, &config, &inputs, "two chunks");
 
     let mut gpu = GpuReservoirComputer::new_shared(&config, &device).expect("gpu reservoir");
     let whole = gpu.run(inputs.slice(ndarray::s![..500, ..])).expect("run");
-    gpu.reset();
+    gpu.reset().expect("reset");
     let first = gpu.run(inputs.slice(ndarray::s![..200, ..])).expect("run");
-    let saved = gpu.state();
+    let saved = gpu.state().expect("state");
     let second = gpu
         .run(inputs.slice(ndarray::s![200..500, ..]))
         .expect("run");
@@ -105,7 +115,7 @@ fn runs_continue_across_chunks_and_calls_and_state_round_trips() {
     );
     let x = Array1::from_shape_fn(100, |_| rng.random_range(-0.5..0.5));
     gpu.set_state(x.view()).expect("set state");
-    let back = gpu.state();
+    let back = gpu.state().expect("state");
     assert!((&back - &x).iter().all(|d| d.abs() < 1e-7));
     gpu.set_state(saved.view()).expect("set state");
     assert_eq!(
@@ -131,12 +141,12 @@ fn tanh_and_input_drive_are_bit_identical_to_the_cpu() {
     let input = Array2::from_shape_fn((n, k), |_| rng.random_range(-4.0..4.0));
     let bias = Array1::from_shape_fn(n, |_| rng.random_range(-3.0..3.0));
     let weights = ReservoirWeights::from_parts(empty, input, bias).expect("weights");
-    let config = ReservoirConfig {
-        size: n,
-        input_size: k,
-        leak_rate: 1.0,
-        ..Default::default()
-    };
+    let config = ReservoirParams::new()
+        .size(n)
+        .input_size(k)
+        .leak_rate(1.0)
+        .check()
+        .expect("config");
     let inputs = random_inputs(&mut rng, 200, k) * 3.0;
     let expected = EchoStateNetwork::<f32>::from_weights(&config, weights.clone())
         .expect("cpu")
@@ -172,13 +182,13 @@ fn process_gpu_runs_a_spike_pattern_like_the_cpu() {
         })
         .collect();
     let pattern = SpikePattern::new(spikes, channels as usize, 100.0).expect("pattern");
-    let config = ReservoirConfig {
-        size: 500,
-        input_size: channels as usize,
-        input_scaling: 0.5,
-        seed: rng.random(),
-        ..Default::default()
-    };
+    let config = ReservoirParams::new()
+        .size(500)
+        .input_size(channels as usize)
+        .input_scaling(0.5)
+        .seed(rng.random())
+        .check()
+        .expect("config");
     let mut gpu = GpuReservoirComputer::new_shared(&config, &device).expect("gpu reservoir");
     let got = gpu.process_gpu(&pattern).expect("process_gpu");
     let expected = EchoStateNetwork::<f32>::new(&config)
@@ -196,31 +206,27 @@ fn process_gpu_runs_a_spike_pattern_like_the_cpu() {
 }
 
 #[test]
-fn a_rejected_ptx_falls_back_to_nvrtc_with_the_same_results() {
-    let Some(shared) = gpu() else { return };
-    assert_eq!(
-        *shared.kernel_source(),
-        KernelSource::Ptx,
-        "this driver should load the shipped PTX"
-    );
-    let too_new = gpu_reservoir::kernels::GEMV_PTX.replace(".version 9.0", ".version 99.9");
-    let device = GpuDevice::with_gemv_ptx(0, &too_new).expect("device with NVRTC kernels");
-    assert!(
-        matches!(device.kernel_source(), KernelSource::NvrtcFallback { .. }),
-        "{:?}",
-        device.kernel_source()
-    );
-    let mut rng = ChaCha8Rng::seed_from_u64(fresh_seed("fallback"));
-    let config = ReservoirConfig {
-        size: 200,
-        seed: rng.random(),
-        ..Default::default()
-    };
-    compare(
-        &device,
+fn the_two_launch_kernels_compiled_by_nvrtc_give_the_cpu_results() {
+    // The per-step path's kernels (matvec_input_kernel, matvec_reservoir_kernel,
+    // leaky_integration_kernel) were once shipped as PTX with an NVRTC fallback; every kernel
+    // is now compiled by NVRTC for this device, and this path must still match the CPU.
+    let Some(device) = gpu() else { return };
+    let mut rng = ChaCha8Rng::seed_from_u64(fresh_seed("per_step_nvrtc"));
+    let config = ReservoirParams::new()
+        .size(200)
+        .seed(rng.random())
+        .check()
+        .expect("config");
+    let gpu = GpuReservoirComputer::new_shared(&config, &device)
+        .expect("gpu reservoir")
+        .with_step_path(StepPath::PerStep)
+        .expect("the per-step path runs on every device");
+    assert_eq!(gpu.step_path(), StepPath::PerStep);
+    compare_with(
+        gpu,
         &config,
         &random_inputs(&mut rng, 1000, 1),
-        "NVRTC fallback",
+        "per-step kernels compiled by NVRTC",
     );
 }
 
@@ -248,24 +254,20 @@ fn cluster_persistent_and_per_step_paths_agree_with_the_cpu() {
         (4096, 1.0, 200),
         (20_000, 0.05, 200),
     ] {
-        let config = ReservoirConfig {
-            size,
-            connection_prob: density,
-            spectral_radius: 0.9,
-            seed: rng.random(),
-            ..Default::default()
-        };
+        let config = ReservoirParams::new()
+            .size(size)
+            .connection_prob(density)
+            .spectral_radius(0.9)
+            .seed(rng.random())
+            .check()
+            .expect("config");
         let inputs = random_inputs(&mut rng, steps, 1);
         let (weights, _) = ReservoirWeights::generate(&config).expect("weights");
         let expected = EchoStateNetwork::<f32>::from_weights(&config, weights.clone())
             .expect("cpu")
             .run(inputs.view())
             .expect("cpu run");
-        for path in [
-            gpu_reservoir::StepPath::Cluster,
-            gpu_reservoir::StepPath::Persistent,
-            gpu_reservoir::StepPath::PerStep,
-        ] {
+        for path in [StepPath::Cluster, StepPath::Persistent, StepPath::PerStep] {
             let gpu =
                 GpuReservoirComputer::from_weights(&config, weights.clone(), &device).expect("gpu");
             let expected_weights = match (size, density) {
@@ -278,10 +280,12 @@ fn cluster_persistent_and_per_step_paths_agree_with_the_cpu() {
                 expected_weights,
                 "N {size} p {density}"
             );
-            if path == gpu_reservoir::StepPath::Cluster && !(clusters && size <= 1024) {
+            if path == StepPath::Cluster && !(clusters && size <= 1024) {
+                let refused = gpu.with_step_path(path);
                 assert!(
-                    gpu.with_step_path(path).is_err(),
-                    "N {size}: no cluster plan expected"
+                    matches!(refused, Err(GpuError::Unsupported { .. })),
+                    "N {size}: no cluster plan expected, got {:?}",
+                    refused.map(|gpu| gpu.step_path())
                 );
                 continue;
             }
@@ -301,13 +305,13 @@ fn cluster_persistent_and_per_step_paths_agree_with_the_cpu() {
 fn a_dense_w_rounded_to_16_bits_streams_in_16_bits_with_the_cpu_results() {
     let Some(device) = gpu() else { return };
     let mut rng = ChaCha8Rng::seed_from_u64(fresh_seed("half_w"));
-    let config = ReservoirConfig {
-        size: 4096,
-        connection_prob: 1.0,
-        spectral_radius: 0.9,
-        seed: rng.random(),
-        ..Default::default()
-    };
+    let config = ReservoirParams::new()
+        .size(4096)
+        .connection_prob(1.0)
+        .spectral_radius(0.9)
+        .seed(rng.random())
+        .check()
+        .expect("config");
     let (weights, _) = ReservoirWeights::generate(&config).expect("weights");
     let inputs = random_inputs(&mut rng, 200, 1);
     for format in [HalfFormat::Bf16, HalfFormat::F16] {

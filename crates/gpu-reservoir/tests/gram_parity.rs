@@ -1,16 +1,17 @@
 //! Ridge sums on the device against `RidgeAccumulator::add` on the same f32 states, and the
-//! GPU reservoir's `fit_ridge` path (states never copied back) against the CPU path.
+//! GPU reservoir's `accumulate_ridge` (states never copied back), which `fit::accumulate_run`
+//! and `fit::fit_ridge` call, against the CPU path.
 
 mod common;
 
 use common::{fresh_seed, gpu, relative_error};
-use gpu_reservoir::esn::CHUNK_STEPS;
-use gpu_reservoir::{build_reservoir, Chosen, DeviceRidgeSums, GpuReservoirComputer};
+use gpu_reservoir::{DeviceRidgeSums, GpuReservoirComputer, CHUNK_STEPS};
 use ndarray::{s, Array2};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use reservoir_core::readout::{accumulate_run, accumulate_run_with_progress, RidgeAccumulator};
-use reservoir_core::{Backend, EchoStateNetwork, Reservoir, ReservoirConfig, ReservoirWeights};
+use reservoir_core::fit::{accumulate_run, accumulate_run_with_progress};
+use reservoir_core::readout::RidgeAccumulator;
+use reservoir_core::{EchoStateNetwork, Reservoir, ReservoirParams, ReservoirWeights};
 
 /// ‖a − b‖ / ‖b‖ of two vectors.
 fn relative(a: &[f64], b: &[f64]) -> f64 {
@@ -122,15 +123,15 @@ fn inputs_and_targets(rng: &mut ChaCha8Rng, steps: usize, k: usize) -> (Array2<f
 fn gpu_accumulate_run_matches_the_cpu_path() {
     let Some(device) = gpu() else { return };
     let mut rng = ChaCha8Rng::seed_from_u64(fresh_seed("gpu_accumulate_run"));
-    let config = ReservoirConfig {
-        size: 300,
-        input_size: 2,
-        spectral_radius: rng.random_range(0.6..0.95),
-        leak_rate: rng.random_range(0.2..1.0),
-        bias_scaling: 0.2,
-        seed: rng.random(),
-        ..Default::default()
-    };
+    let config = ReservoirParams::new()
+        .size(300)
+        .input_size(2)
+        .spectral_radius(rng.random_range(0.6..0.95))
+        .leak_rate(rng.random_range(0.2..1.0))
+        .bias_scaling(0.2)
+        .seed(rng.random())
+        .check()
+        .expect("config");
     let steps = CHUNK_STEPS + 1500;
     let (u, y) = inputs_and_targets(&mut rng, steps, 2);
     // A washout inside the first chunk, and one that ends inside the second.
@@ -157,7 +158,10 @@ fn gpu_accumulate_run_matches_the_cpu_path() {
             "progress per chunk"
         );
         let sums = sums_difference(&got, &expected);
-        let (end_gpu, end_cpu) = (gpu.state(), cpu.state());
+        let (end_gpu, end_cpu) = (
+            gpu.state().expect("gpu state"),
+            cpu.state().expect("cpu state"),
+        );
         let end = (&end_gpu - &end_cpu)
             .iter()
             .fold(0.0f64, |m, d| m.max(d.abs()));
@@ -196,22 +200,42 @@ fn gpu_accumulate_run_matches_the_cpu_path() {
 }
 
 #[test]
-fn fit_on_the_cuda_backend_goes_through_the_device_sums() {
-    let Some(_device) = gpu() else { return };
+fn a_boxed_gpu_reservoir_accumulates_through_the_device_sums() {
+    let Some(device) = gpu() else { return };
     let mut rng = ChaCha8Rng::seed_from_u64(fresh_seed("cuda_fit_path"));
-    let config = ReservoirConfig {
-        size: 100,
-        backend: Backend::Cuda,
-        seed: rng.random(),
-        ..Default::default()
-    };
+    let config = ReservoirParams::new()
+        .size(100)
+        .seed(rng.random())
+        .check()
+        .expect("config");
     let (weights, _) = ReservoirWeights::generate(&config).expect("weights");
-    let (mut reservoir, chosen) = build_reservoir(&config, weights).expect("cuda reservoir");
-    assert!(matches!(chosen, Chosen::Cuda { .. }));
-    assert!(
-        reservoir.as_accumulator().is_some(),
+    // What the runtime's dispatch builds on a GPU: the GPU reservoir behind the trait.
+    let mut reservoir: Box<dyn Reservoir> = Box::new(
+        GpuReservoirComputer::from_weights(&config, weights, &device).expect("cuda reservoir"),
+    );
+    // Its accumulate_ridge is the device one: progress once per chunk of CHUNK_STEPS (the
+    // CPU's provided method streams in chunks of 512 rows).
+    let total = CHUNK_STEPS + 100;
+    let (long_u, long_y) = inputs_and_targets(&mut rng, total, 1);
+    let mut scratch = RidgeAccumulator::new(100, 2, 1);
+    let mut calls = Vec::new();
+    accumulate_run_with_progress(
+        reservoir.as_mut(),
+        long_u.view(),
+        long_y.view(),
+        0,
+        &mut scratch,
+        &mut |done, rows| calls.push((done, rows)),
+    )
+    .expect("gpu");
+    assert_eq!(
+        calls,
+        [(CHUNK_STEPS, total), (total, total)],
         "the GPU reservoir accumulates on the device"
     );
+    assert_eq!(scratch.rows(), total);
+    reservoir.reset().expect("reset");
+
     let (u, y) = inputs_and_targets(&mut rng, 500, 1);
     let mut acc = RidgeAccumulator::new(100, 2, 1);
     let wide = Array2::from_shape_fn((500, 2), |_| 0.1);

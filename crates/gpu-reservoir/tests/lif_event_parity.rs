@@ -1,17 +1,16 @@
 //! The event-driven GPU LIF step against the CPU reference on fresh random inputs: spike
 //! trains, features and synaptic-event counts bit for bit, on both forced paths, across path
-//! switches, through inbox overflows (synchronous bursts), in the benchmark's timed steps, and
-//! at N = 100,000 with 1 % connectivity.
+//! switches, through inbox overflows (synchronous bursts), over repeated runs of the same
+//! inputs (what the benchmarks time), and at N = 100,000 with 1 % connectivity.
 
 mod common;
 
 use common::{fresh_seed, gpu};
-use gpu_reservoir::lif::LIF_INBOX_CAPACITY;
-use gpu_reservoir::{GpuDevice, GpuLifNetwork, LifStepPath};
+use gpu_reservoir::{GpuDevice, GpuLifNetwork, LifStepPath, LIF_INBOX_CAPACITY};
 use ndarray::{s, Array2};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use reservoir_core::lif::{LifConfig, LifFeatures, LifInputMode, LifNetwork};
+use reservoir_core::lif::{LifConfig, LifFeatures, LifInputMode, LifNetwork, LifParams};
 use reservoir_core::spikes::SpikePattern;
 use reservoir_core::Reservoir;
 
@@ -64,28 +63,30 @@ fn event_driven_and_gather_paths_are_identical_to_the_cpu() {
     let Some(device) = gpu() else { return };
     let mut rng = ChaCha8Rng::seed_from_u64(fresh_seed("lif_event_parity"));
     for case in 0..6 {
-        let config = LifConfig {
-            size: [1000, 3000, 5000][case % 3],
-            input_size: 1 + case % 3,
-            connection_prob: [0.1, 0.03, 0.01][case % 3],
-            spectral_radius: rng.random_range(1.0..3.0),
-            bias_current: rng.random_range(0.85..0.97),
-            input_scaling: rng.random_range(0.5..3.0),
-            features: [
-                LifFeatures::Trace,
-                LifFeatures::Membrane,
-                LifFeatures::Counts,
-            ][case % 3],
-            input_mode: if case % 2 == 0 {
+        let config = LifParams::new()
+            .size([1000, 3000, 5000][case % 3])
+            .input_size(1 + case % 3)
+            .connection_prob([0.1, 0.03, 0.01][case % 3])
+            .spectral_radius(rng.random_range(1.0..3.0))
+            .bias_current(rng.random_range(0.85..0.97))
+            .input_scaling(rng.random_range(0.5..3.0))
+            .features(
+                [
+                    LifFeatures::Trace,
+                    LifFeatures::Membrane,
+                    LifFeatures::Counts,
+                ][case % 3],
+            )
+            .input_mode(if case % 2 == 0 {
                 LifInputMode::Current
             } else {
                 LifInputMode::Synaptic
-            },
-            count_window_steps: 50,
-            seed: rng.random(),
-            ..Default::default()
-        };
-        let inputs = random_inputs(&mut rng, 1000, config.input_size, 2.0);
+            })
+            .count_window_steps(50)
+            .seed(rng.random())
+            .check()
+            .expect("config");
+        let inputs = random_inputs(&mut rng, 1000, config.input_size(), 2.0);
         for path in [LifStepPath::EventDriven, LifStepPath::Gather] {
             let what = format!("case {case}, {path:?} ({config:?})");
             let mut cpu = LifNetwork::new(&config).expect("cpu network");
@@ -102,10 +103,10 @@ fn event_driven_and_gather_paths_are_identical_to_the_cpu() {
                 "{what}: the network is silent, the test proves nothing"
             );
             // A second run continues from the kept state (pending spikes included).
-            let more = random_inputs(&mut rng, 300, config.input_size, 2.0);
+            let more = random_inputs(&mut rng, 300, config.input_size(), 2.0);
             assert_same_run(&format!("{what}, continued"), &mut cpu, &mut gpu, &more);
-            gpu.reset();
-            cpu.reset();
+            gpu.reset().expect("gpu reset");
+            cpu.reset().expect("cpu reset");
             assert_same_run(&format!("{what}, after reset"), &mut cpu, &mut gpu, &more);
         }
     }
@@ -116,16 +117,16 @@ fn switching_paths_between_runs_keeps_the_cpu_trajectory() {
     let Some(device) = gpu() else { return };
     let mut rng = ChaCha8Rng::seed_from_u64(fresh_seed("lif_path_switch"));
     // Synaptic input integrates over τ_syn, so every leg of 150 steps has spikes.
-    let config = LifConfig {
-        size: 2000,
-        connection_prob: 0.05,
-        spectral_radius: 2.5,
-        bias_current: 0.95,
-        input_mode: LifInputMode::Synaptic,
-        input_scaling: 2.0,
-        seed: rng.random(),
-        ..Default::default()
-    };
+    let config = LifParams::new()
+        .size(2000)
+        .connection_prob(0.05)
+        .spectral_radius(2.5)
+        .bias_current(0.95)
+        .input_mode(LifInputMode::Synaptic)
+        .input_scaling(2.0)
+        .seed(rng.random())
+        .check()
+        .expect("config");
     let mut cpu = LifNetwork::new(&config).expect("cpu network");
     let mut gpu = forced(&config, &device, LifStepPath::EventDriven);
     let order = [
@@ -146,7 +147,7 @@ fn switching_paths_between_runs_keeps_the_cpu_trajectory() {
 /// Synaptic events each neuron received per step: neuron i at step t gets one per neuron j
 /// that spiked at step t − 1 with W[i, j] ≠ 0.
 fn max_events_per_target(cpu: &LifNetwork, spikes: &SpikePattern, steps: usize) -> usize {
-    let dt = cpu.config().dt_ms;
+    let dt = cpu.config().dt_ms();
     let mut by_step = vec![Vec::new(); steps];
     for spike in spikes.spikes() {
         by_step[(spike.time_ms / dt) as usize].push(spike.neuron_id as usize);
@@ -172,14 +173,14 @@ fn synchronous_bursts_overflow_the_inboxes_and_still_match() {
     // Every neuron gets input; every 150 steps a pulse makes ~40 % of them fire in the same
     // step, so a neuron with 200 inputs receives far more events than an inbox holds (85–98
     // at most per run, measured on the CPU over 8 seeds).
-    let config = LifConfig {
-        size: 2000,
-        connection_prob: 0.1,
-        input_connectivity: 1.0,
-        input_scaling: 1.0,
-        seed: rng.random(),
-        ..Default::default()
-    };
+    let config = LifParams::new()
+        .size(2000)
+        .connection_prob(0.1)
+        .input_connectivity(1.0)
+        .input_scaling(1.0)
+        .seed(rng.random())
+        .check()
+        .expect("config");
     let steps = 600;
     let inputs = Array2::from_shape_fn((steps, 1), |(t, _)| {
         if t % 150 == 0 {
@@ -204,49 +205,41 @@ fn synchronous_bursts_overflow_the_inboxes_and_still_match() {
 }
 
 #[test]
-fn timed_steps_are_the_run_steps() {
+fn repeated_runs_of_the_same_inputs_are_the_cpu_runs() {
+    // What the benchmarks time (a warm-up run and timed runs of the same inputs, each from
+    // the state the previous left): every run is the CPU's, spikes and events included.
     let Some(device) = gpu() else { return };
-    let mut rng = ChaCha8Rng::seed_from_u64(fresh_seed("lif_timed_steps"));
-    let config = LifConfig {
-        size: 3000,
-        connection_prob: 0.05,
-        seed: rng.random(),
-        ..Default::default()
-    };
+    let mut rng = ChaCha8Rng::seed_from_u64(fresh_seed("lif_repeated_runs"));
+    let config = LifParams::new()
+        .size(3000)
+        .connection_prob(0.05)
+        .seed(rng.random())
+        .check()
+        .expect("config");
     let inputs = random_inputs(&mut rng, 400, 1, 2.0);
     for path in [LifStepPath::EventDriven, LifStepPath::Gather] {
         let mut cpu = LifNetwork::new(&config).expect("cpu network");
         let mut gpu = forced(&config, &device, path);
         let repeats = 3;
-        let timing = gpu.time_steps(inputs.view(), repeats).expect("timing");
-        assert!(timing.micros_per_step > 0.0 && timing.micros_per_step.is_finite());
-        assert_eq!(timing.steps, 400);
-        assert_eq!((gpu.spike_count(), gpu.synaptic_events()), (0, 0));
-        // The warm-up and the timed runs advanced the state: the CPU follows them.
-        for _ in 0..repeats {
-            cpu.run(inputs.view()).expect("cpu");
+        let mut last = None;
+        // The warm-up and the repeated runs.
+        for run in 0..=repeats {
+            let what = format!("{path:?}, run {run}");
+            last = Some(assert_same_run(&what, &mut cpu, &mut gpu, &inputs));
         }
-        let (spikes_before, events_before) = (cpu.spike_count(), cpu.synaptic_events());
-        cpu.run(inputs.view()).expect("cpu");
-        assert_eq!(
-            (timing.spikes, timing.synaptic_events),
-            (
-                cpu.spike_count() - spikes_before,
-                cpu.synaptic_events() - events_before
-            ),
-            "{path:?}: the last timed run's spikes and events"
-        );
-        assert!(timing.spikes > 0, "{path:?}: silent");
+        let last = last.expect("runs");
+        assert!(!last.spikes().is_empty(), "{path:?}: silent");
         let more = random_inputs(&mut rng, 200, 1, 2.0);
         let cpu_more = cpu.run(more.view()).expect("cpu");
         assert_eq!(
             gpu.run(more.view()).expect("gpu"),
             cpu_more,
-            "{path:?}: after timing"
+            "{path:?}: after the repeated runs"
         );
-        let too_long = Array2::zeros((100_000, 1));
-        assert!(gpu.time_steps(too_long.view(), 1).is_err());
-        assert!(gpu.time_steps(Array2::zeros((10, 2)).view(), 1).is_err());
+        assert!(
+            gpu.run(Array2::zeros((10, 2)).view()).is_err(),
+            "wrong input width"
+        );
     }
 }
 
@@ -254,12 +247,12 @@ fn timed_steps_are_the_run_steps() {
 fn a_100k_network_at_1_percent_matches_the_cpu() {
     let Some(device) = gpu() else { return };
     let mut rng = ChaCha8Rng::seed_from_u64(fresh_seed("lif_100k"));
-    let config = LifConfig {
-        size: 100_000,
-        connection_prob: 0.01,
-        seed: rng.random(),
-        ..Default::default()
-    };
+    let config = LifParams::new()
+        .size(100_000)
+        .connection_prob(0.01)
+        .seed(rng.random())
+        .check()
+        .expect("config");
     let started = std::time::Instant::now();
     let mut cpu = LifNetwork::new(&config).expect("cpu network");
     let built = started.elapsed().as_secs_f64();

@@ -8,7 +8,7 @@ use gpu_reservoir::GpuLifNetwork;
 use ndarray::Array2;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use reservoir_core::lif::{LifConfig, LifFeatures, LifInputMode, LifNetwork};
+use reservoir_core::lif::{LifFeatures, LifInputMode, LifNetwork, LifParams};
 use reservoir_core::Reservoir;
 
 #[test]
@@ -16,27 +16,29 @@ fn spike_trains_and_features_are_identical_over_1000_steps() {
     let Some(device) = gpu() else { return };
     let mut rng = ChaCha8Rng::seed_from_u64(fresh_seed("lif_parity"));
     for case in 0..6 {
-        let config = LifConfig {
-            size: [1000, 300, 2000][case % 3],
-            input_size: 1 + case % 4,
-            connection_prob: [0.1, 0.05, 0.01][case % 3],
-            spectral_radius: rng.random_range(0.5..2.0),
-            input_scaling: rng.random_range(0.5..3.0),
-            features: [
-                LifFeatures::Trace,
-                LifFeatures::Membrane,
-                LifFeatures::Counts,
-            ][case % 3],
-            input_mode: if case % 2 == 0 {
+        let config = LifParams::new()
+            .size([1000, 300, 2000][case % 3])
+            .input_size(1 + case % 4)
+            .connection_prob([0.1, 0.05, 0.01][case % 3])
+            .spectral_radius(rng.random_range(0.5..2.0))
+            .input_scaling(rng.random_range(0.5..3.0))
+            .features(
+                [
+                    LifFeatures::Trace,
+                    LifFeatures::Membrane,
+                    LifFeatures::Counts,
+                ][case % 3],
+            )
+            .input_mode(if case % 2 == 0 {
                 LifInputMode::Current
             } else {
                 LifInputMode::Synaptic
-            },
-            count_window_steps: 50,
-            seed: rng.random(),
-            ..Default::default()
-        };
-        let inputs = Array2::from_shape_fn((1000, config.input_size), |_| {
+            })
+            .count_window_steps(50)
+            .seed(rng.random())
+            .check()
+            .expect("config");
+        let inputs = Array2::from_shape_fn((1000, config.input_size()), |_| {
             if rng.random_bool(0.3) {
                 rng.random_range(0.0..2.0)
             } else {
@@ -50,7 +52,7 @@ fn spike_trains_and_features_are_identical_over_1000_steps() {
         eprintln!(
             "case {case}: {} spikes over 1000 steps of {} neurons",
             cpu_spikes.spikes().len(),
-            config.size
+            config.size()
         );
         assert!(
             !cpu_spikes.spikes().is_empty(),
@@ -71,14 +73,15 @@ fn spike_trains_and_features_are_identical_over_1000_steps() {
         );
         assert_eq!(gpu.spike_count(), cpu.spike_count());
         // A second run continues from the kept state, on both.
-        let more = Array2::from_shape_fn((200, config.input_size), |_| rng.random_range(0.0..1.0));
+        let more =
+            Array2::from_shape_fn((200, config.input_size()), |_| rng.random_range(0.0..1.0));
         assert_eq!(
             gpu.run(more.view()).expect("gpu"),
             cpu.run(more.view()).expect("cpu"),
             "case {case}: continuation differs"
         );
-        gpu.reset();
-        cpu.reset();
+        gpu.reset().expect("gpu reset");
+        cpu.reset().expect("cpu reset");
         assert_eq!(
             gpu.run(more.view()).expect("gpu"),
             cpu.run(more.view()).expect("cpu"),
@@ -90,12 +93,12 @@ fn spike_trains_and_features_are_identical_over_1000_steps() {
 #[test]
 fn process_gpu_and_bad_inputs() {
     let Some(device) = gpu() else { return };
-    let config = LifConfig {
-        size: 100,
-        input_size: 4,
-        input_mode: LifInputMode::Synaptic,
-        ..Default::default()
-    };
+    let config = LifParams::new()
+        .size(100)
+        .input_size(4)
+        .input_mode(LifInputMode::Synaptic)
+        .check()
+        .expect("config");
     let mut gpu = GpuLifNetwork::new_shared(&config, &device).expect("gpu network");
     let mut bad = Array2::zeros((10, 4));
     bad[(3, 1)] = f64::INFINITY;
@@ -104,6 +107,6 @@ fn process_gpu_and_bad_inputs() {
     let pattern = reservoir_core::spikes::SpikePattern::new(vec![], 4, 20.0).expect("pattern");
     assert_eq!(
         gpu.process_gpu(&pattern).expect("process").dim(),
-        ((20.0 / config.dt_ms).ceil() as usize, 100)
+        ((20.0 / config.dt_ms()).ceil() as usize, 100)
     );
 }

@@ -18,7 +18,7 @@ fn probe_reports_consistently() {
         let problem = support.problem.clone().unwrap_or_default();
         assert!(!problem.is_empty());
         match GpuDevice::shared(0) {
-            Err(GpuError::Unavailable(reason)) => assert_eq!(reason, problem),
+            Err(GpuError::Unavailable { reason }) => assert_eq!(reason, problem),
             other => panic!("expected Unavailable without a GPU, got {other:?}"),
         }
         eprintln!("no GPU here: {problem}");
@@ -30,7 +30,7 @@ fn a_missing_device_ordinal_is_an_error() {
     if let Some(_device) = common::gpu() {
         assert!(matches!(
             GpuDevice::shared(999),
-            Err(GpuError::Unavailable(_))
+            Err(GpuError::Unavailable { .. })
         ));
     }
 }
@@ -40,6 +40,7 @@ fn shared_returns_the_same_device() {
     if let Some(device) = common::gpu() {
         let again = GpuDevice::shared(0).expect("device 0");
         assert!(std::sync::Arc::ptr_eq(device.context(), again.context()));
+        assert_eq!(device, again, "one shared handle per ordinal");
     }
 }
 

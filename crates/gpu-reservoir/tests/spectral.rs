@@ -3,24 +3,24 @@
 mod common;
 
 use common::{fresh_seed, gpu};
-use gpu_reservoir::gpu_spectral_radius;
+use gpu_reservoir::spectral::spectral_radius as gpu_spectral_radius;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use reservoir_core::spectral::SpectralOptions;
-use reservoir_core::{ReservoirConfig, ReservoirWeights};
+use reservoir_core::{ReservoirParams, ReservoirWeights};
 
 #[test]
 fn gpu_spectral_radius_matches_the_cpu_within_1e_3() {
     let Some(device) = gpu() else { return };
     let mut rng = ChaCha8Rng::seed_from_u64(fresh_seed("spectral"));
     for (size, density) in [(1000, 0.1), (500, 0.02), (2000, 0.05)] {
-        let config = ReservoirConfig {
-            size,
-            connection_prob: density,
-            spectral_radius: rng.random_range(0.5..1.5),
-            seed: rng.random(),
-            ..Default::default()
-        };
+        let config = ReservoirParams::new()
+            .size(size)
+            .connection_prob(density)
+            .spectral_radius(rng.random_range(0.5..1.5))
+            .seed(rng.random())
+            .check()
+            .expect("config");
         let (weights, _) = ReservoirWeights::generate(&config).expect("weights");
         let options = SpectralOptions::default();
         let cpu = weights
@@ -39,7 +39,7 @@ fn gpu_spectral_radius_matches_the_cpu_within_1e_3() {
             "N {size}: {gpu:?} vs {cpu:?}"
         );
         assert!(
-            (gpu.radius - config.spectral_radius).abs() < 1e-3 * config.spectral_radius,
+            (gpu.radius - config.spectral_radius()).abs() < 1e-3 * config.spectral_radius(),
             "the scaled W has the configured radius"
         );
     }

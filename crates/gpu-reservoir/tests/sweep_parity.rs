@@ -1,17 +1,16 @@
 //! The GPU sweep lanes (one GEMM per step for all lanes, sums on the device) against the CPU
-//! lanes (one reservoir per lane), and the factory's choice of lane runner.
+//! lanes (one reservoir per lane), and both runners behind the `LaneRunner` trait.
 
 mod common;
 
 use common::{fresh_seed, gpu, relative_error};
-use gpu_reservoir::{BackendFactory, Chosen, GpuLaneRunner};
+use gpu_reservoir::{GpuDevice, GpuLaneRunner};
 use ndarray::Array2;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use reservoir_core::experiment::ReservoirFactory;
+use reservoir_core::lanes::{CpuLaneRunner, Lane, LaneData, LaneRunner, LaneSums};
 use reservoir_core::readout::RidgeAccumulator;
-use reservoir_core::sweep::{CpuLaneRunner, Lane, LaneData, LaneRunner, LaneSums};
-use reservoir_core::{Activation, Backend, Precision, ReservoirConfig};
+use reservoir_core::{Activation, Precision, ReservoirConfig, ReservoirParams};
 
 /// Inputs u ~ U[0, 0.5] and two targets with memory: u(t−1)·u(t−2) and sin(6·u(t−4)).
 fn task(rng: &mut ChaCha8Rng, steps: usize) -> (Array2<f64>, Array2<f64>) {
@@ -23,17 +22,18 @@ fn task(rng: &mut ChaCha8Rng, steps: usize) -> (Array2<f64>, Array2<f64>) {
     (u, y)
 }
 
-fn random_lanes(rng: &mut ChaCha8Rng, count: usize) -> Vec<Lane> {
+fn random_lanes(rng: &mut ChaCha8Rng, base: &ReservoirConfig, count: usize) -> Vec<Lane> {
     (0..count)
-        .map(|i| Lane {
-            spectral_radius: rng.random_range(0.5..0.95),
+        .map(|i| {
+            let spectral_radius = rng.random_range(0.5..0.95);
             // One lane without leak (a = 1), the others anywhere in (0.1, 1).
-            leak_rate: if i == 0 {
+            let leak_rate = if i == 0 {
                 1.0
             } else {
                 rng.random_range(0.1..1.0)
-            },
-            input_scaling: rng.random_range(0.1..1.5),
+            };
+            let input_scaling = rng.random_range(0.1..1.5);
+            Lane::new(base, spectral_radius, leak_rate, input_scaling).expect("lane")
         })
         .collect()
 }
@@ -84,14 +84,14 @@ fn compare(gpu: &[LaneSums], cpu: &[LaneSums], ridges: &[f64]) -> (f64, f64) {
 fn gpu_lanes_match_the_cpu_lanes() {
     let Some(device) = gpu() else { return };
     let mut rng = ChaCha8Rng::seed_from_u64(fresh_seed("sweep_lanes"));
-    let base = ReservoirConfig {
-        size: 300,
-        connection_prob: 0.1,
-        bias_scaling: 0.1,
-        seed: rng.random(),
-        ..Default::default()
-    };
-    let lanes = random_lanes(&mut rng, 6);
+    let base = ReservoirParams::new()
+        .size(300)
+        .connection_prob(0.1)
+        .bias_scaling(0.1)
+        .seed(rng.random())
+        .check()
+        .expect("config");
+    let lanes = random_lanes(&mut rng, &base, 6);
     // Two full chunks (replayed from the run's CUDA graph) and a partial one (plain launches);
     // the split between training and validation rows inside the second.
     let chunk = GpuLaneRunner::chunk_steps(300, 6);
@@ -103,7 +103,9 @@ fn gpu_lanes_match_the_cpu_lanes() {
         washout: 100,
         train_rows: chunk + 500,
     };
-    let expected = CpuLaneRunner.run_lanes(&base, &lanes, &data).expect("cpu");
+    let expected = CpuLaneRunner::all_cores()
+        .run_lanes(&base, &lanes, &data)
+        .expect("cpu");
     let mut runner = GpuLaneRunner::new(&device).expect("runner");
     let got = runner.run_lanes(&base, &lanes, &data).expect("gpu");
     let (sums, scores) = compare(&got, &expected, &[1e-6, 1e-4, 1e-2]);
@@ -132,16 +134,18 @@ fn gpu_lanes_match_with_noise_and_a_linear_reservoir() {
     };
     let mut runner = GpuLaneRunner::new(&device).expect("runner");
     for (noise_level, activation) in [(0.01, Activation::Tanh), (0.0, Activation::Identity)] {
-        let base = ReservoirConfig {
-            size: 200,
-            connection_prob: 0.2,
-            noise_level,
-            activation,
-            seed: rng.random(),
-            ..Default::default()
-        };
-        let lanes = random_lanes(&mut rng, 3);
-        let expected = CpuLaneRunner.run_lanes(&base, &lanes, &data).expect("cpu");
+        let base = ReservoirParams::new()
+            .size(200)
+            .connection_prob(0.2)
+            .noise_level(noise_level)
+            .activation(activation)
+            .seed(rng.random())
+            .check()
+            .expect("config");
+        let lanes = random_lanes(&mut rng, &base, 3);
+        let expected = CpuLaneRunner::all_cores()
+            .run_lanes(&base, &lanes, &data)
+            .expect("cpu");
         let got = runner.run_lanes(&base, &lanes, &data).expect("gpu");
         let (sums, scores) = compare(&got, &expected, &[1e-4]);
         eprintln!(
@@ -162,34 +166,25 @@ fn gpu_lanes_reject_what_the_cpu_rejects_and_f64() {
         washout: 10,
         train_rows: 200,
     };
-    let base = ReservoirConfig {
-        size: 50,
-        ..Default::default()
-    };
-    let lane = Lane {
-        spectral_radius: 0.9,
-        leak_rate: 0.5,
-        input_scaling: 1.0,
-    };
+    let base = ReservoirParams::new().size(50).check().expect("config");
+    let lane = Lane::new(&base, 0.9, 0.5, 1.0).expect("lane");
     let mut runner = GpuLaneRunner::new(&device).expect("runner");
     assert!(runner
         .run_lanes(&base, &[], &data)
         .expect("no lanes")
         .is_empty());
-    let bad_lane = Lane {
-        leak_rate: 0.0,
-        ..lane
-    };
-    let err = runner
-        .run_lanes(&base, &[lane, bad_lane], &data)
-        .expect_err("leak 0");
+    // A lane with leak 0 cannot be made any more: the config check refuses it for both runners.
+    let err = Lane::new(&base, 0.9, 0.0, 1.0).expect_err("leak 0");
     assert!(err.to_string().contains("leak_rate"), "{err}");
-    let f64_base = ReservoirConfig {
-        precision: Precision::F64,
-        ..base.clone()
-    };
+    assert_eq!(err.field, "leak_rate");
+    let f64_base = base
+        .to_params()
+        .precision(Precision::F64)
+        .check()
+        .expect("config");
+    let f64_lane = Lane::new(&f64_base, 0.9, 0.5, 1.0).expect("lane");
     let err = runner
-        .run_lanes(&f64_base, &[lane], &data)
+        .run_lanes(&f64_base, &[f64_lane], &data)
         .expect_err("f64");
     assert!(err.to_string().contains("precision"), "{err}");
     let short = LaneData {
@@ -200,59 +195,51 @@ fn gpu_lanes_reject_what_the_cpu_rejects_and_f64() {
         runner.run_lanes(&base, &[lane], &short).is_err(),
         "no validation rows"
     );
-    let timing = runner
-        .time_lanes(&base, &[lane, lane], 20, 3)
-        .expect("timing");
-    assert!(
-        [
-            timing.micros_per_step,
-            timing.launch_micros_per_step,
-            timing.sums_micros_per_step,
-            timing.download_seconds
-        ]
-        .iter()
-        .all(|&t| t > 0.0 && t.is_finite()),
-        "{timing:?}"
-    );
 }
 
 #[test]
-fn the_factory_runs_lanes_where_the_backend_says() {
-    let base = ReservoirConfig {
-        size: 50,
-        ..Default::default()
+fn lane_runners_run_behind_the_trait_where_the_device_allows() {
+    let (u, y) = task(&mut ChaCha8Rng::seed_from_u64(2), 300);
+    let data = LaneData {
+        inputs: u.view(),
+        targets: y.view(),
+        washout: 10,
+        train_rows: 200,
     };
-    let mut cpu = BackendFactory::new(Backend::Cpu);
-    cpu.lane_runner(&base).expect("cpu runner");
-    assert_eq!(cpu.chosen, [("sweep", Chosen::Cpu { fallback: None })]);
+    let base = ReservoirParams::new().size(50).check().expect("config");
+    let lanes = [
+        Lane::new(&base, 0.9, 0.5, 1.0).expect("lane"),
+        Lane::new(&base, 0.7, 1.0, 0.5).expect("lane"),
+    ];
+    let mut cpu: Box<dyn LaneRunner> = Box::new(CpuLaneRunner::all_cores());
+    let expected = cpu.run_lanes(&base, &lanes, &data).expect("cpu runner");
+    assert_eq!(expected.len(), 2);
 
-    let mut auto = BackendFactory::new(Backend::Auto);
-    let f64_base = ReservoirConfig {
-        precision: Precision::F64,
-        ..base.clone()
-    };
-    auto.lane_runner(&f64_base).expect("f64 runs on the CPU");
-    assert!(
-        matches!(&auto.chosen[0], ("sweep", Chosen::Cpu { fallback: Some(why) }) if why.contains("f64")),
-        "{:?}",
-        auto.chosen
-    );
+    let f64_base = base
+        .to_params()
+        .precision(Precision::F64)
+        .check()
+        .expect("config");
+    let f64_lanes = [Lane::new(&f64_base, 0.9, 0.5, 1.0).expect("lane")];
+    cpu.run_lanes(&f64_base, &f64_lanes, &data)
+        .expect("f64 runs on the CPU");
 
-    let mut cuda = BackendFactory::new(Backend::Cuda);
-    let on_cuda = cuda.lane_runner(&base);
-    auto.lane_runner(&base).expect("auto always builds");
     match gpu() {
-        Some(_) => {
-            assert!(on_cuda.is_ok());
-            assert!(matches!(cuda.chosen[0], ("sweep", Chosen::Cuda { .. })));
-            assert!(matches!(auto.chosen[1], ("sweep", Chosen::Cuda { .. })));
+        Some(device) => {
+            let mut on_cuda: Box<dyn LaneRunner> =
+                Box::new(GpuLaneRunner::new(&device).expect("cuda runner"));
+            let got = on_cuda.run_lanes(&base, &lanes, &data).expect("gpu runner");
+            let (sums, scores) = compare(&got, &expected, &[1e-4]);
+            assert!(sums < 1e-4, "lane sums differ by {sums:.2e}");
+            assert!(scores < 1e-3, "validation NRMSE differs by {scores:.2e}");
+            let why = on_cuda
+                .run_lanes(&f64_base, &f64_lanes, &data)
+                .expect_err("f64 does not run on a GPU");
+            assert!(why.to_string().contains("f64"), "{why}");
         }
         None => {
+            let on_cuda = GpuDevice::shared(0).and_then(|device| GpuLaneRunner::new(&device));
             assert!(on_cuda.is_err(), "cuda without a GPU is an error");
-            assert!(matches!(
-                auto.chosen[1],
-                ("sweep", Chosen::Cpu { fallback: Some(_) })
-            ));
         }
     }
 }

@@ -6,9 +6,9 @@ mod common;
 use std::path::Path;
 
 use common::*;
-use reservoir_core::persist::SpikeModel;
-use reservoir_core::tasks::spike_classification::generate;
-use reservoir_core::Model;
+use reservoir_runtime::model::Model;
+use reservoir_runtime::model::SpikeModel;
+use reservoir_runtime::tasks::spike_classification::generate;
 
 /// The size every plot has (see `reservoir run --help`).
 const PLOT_SIZE: (u32, u32) = (1200, 600);
@@ -159,9 +159,10 @@ fn run_model_of_the_spike_task_reloads_and_classifies_as_the_run_did() {
         &model_path.display().to_string(),
     ]);
     let model = SpikeModel::load(&model_path).expect("the spike model loads");
-    assert_eq!(model.config.input_size, model.task.channels);
+    assert_eq!(model.config.input_size(), model.task.channels);
     let data = generate(&model.task).expect("the task's data");
-    let mut reservoir = model.cpu_reservoir().expect("a CPU reservoir");
+    let mut reservoir = reservoir_core::cpu_reservoir(&model.config, model.weights.clone())
+        .expect("a CPU reservoir");
     let patterns: Vec<_> = data.test.iter().map(|s| &s.pattern).collect();
     let classes = model
         .classify(reservoir.as_mut(), &patterns)

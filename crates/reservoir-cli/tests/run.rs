@@ -1,5 +1,5 @@
 //! `reservoir run`: the embedded default and every shipped task config reach the accuracy of
-//! ReservoirPy's anchors (REFERENCE.md §2), and the same configs refit on exported CSV data.
+//! ReservoirPy's published figures, and the same configs refit on exported CSV data.
 
 mod common;
 
@@ -21,7 +21,7 @@ fn the_embedded_default_runs_and_matches_configs_default_toml() {
     }
     assert_eq!(embedded["model"], "reservoir-model.bin");
     let saved = std::env::temp_dir().join("reservoir-model.bin");
-    if let Err(e) = reservoir_core::SpikeModel::load(&saved) {
+    if let Err(e) = reservoir_runtime::model::SpikeModel::load(&saved) {
         panic!("the default run saves its classifier: {e}");
     }
     let table = succeeds(&["run", "--no-save"]).stdout;
@@ -144,42 +144,51 @@ fn info_exits_zero_and_names_what_the_gpu_backend_needs() {
 }
 
 #[test]
-fn backend_cuda_without_a_gpu_is_a_clear_error_and_auto_falls_back() {
+fn device_cuda_without_a_gpu_is_a_clear_error_and_auto_falls_back() {
     let dir = tempfile::tempdir().expect("temp dir");
     let text = std::fs::read_to_string(config("narma10.toml")).expect("config");
-    let cuda = dir.path().join("cuda.toml");
+    let small = text.replace("size = 500\n", "size = 100\n");
+    // The old spelling, `backend` in [reservoir], and the new one, a top-level `device`.
+    let old_cuda = dir.path().join("old.toml");
     std::fs::write(
-        &cuda,
-        text.replace(
-            "[reservoir]\n",
-            "[reservoir]\nbackend = \"cuda\"\nsize = 100\n",
-        )
-        .replace("size = 500\n", ""),
+        &old_cuda,
+        small.replace("[reservoir]\n", "[reservoir]\nbackend = \"cuda\"\n"),
     )
     .expect("write");
+    let new_cuda = dir.path().join("new.toml");
+    std::fs::write(&new_cuda, format!("device = \"cuda\"\n{small}")).expect("write");
     let f64_cuda = dir.path().join("f64.toml");
     std::fs::write(
         &f64_cuda,
-        text.replace(
-            "[reservoir]\n",
-            "[reservoir]\nbackend = \"cuda\"\nprecision = \"f64\"\n",
-        ),
+        text.replace("[reservoir]\n", "[reservoir]\nprecision = \"f64\"\n"),
     )
     .expect("write");
     fails_with(
-        &["run", &f64_cuda.display().to_string()],
-        &["backend", "f64"],
+        &["run", &f64_cuda.display().to_string(), "--device", "cuda"],
+        &["device cuda", "f64"],
     );
-    if gpu_reservoir::probe().usable() {
-        assert_eq!(
-            json(&["run", &cuda.display().to_string()])["backend"],
-            "cuda"
-        );
-    } else {
-        fails_with(
-            &["run", &cuda.display().to_string()],
-            &["backend", "no usable GPU"],
-        );
+    let cuda_runs = [
+        vec!["run".to_string(), old_cuda.display().to_string()],
+        vec!["run".to_string(), new_cuda.display().to_string()],
+        vec![
+            "run".to_string(),
+            config("narma10.toml"),
+            "--device".to_string(),
+            "cuda:0".to_string(),
+        ],
+    ];
+    for args in &cuda_runs {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        if gpu_reservoir::probe().usable() {
+            assert_eq!(json(&args)["backend"], "esn: cuda");
+        } else {
+            fails_with(&args, &["device cuda", "no usable GPU"]);
+        }
+    }
+    // `--device` overrides the config: a cuda config runs on the CPU when asked.
+    let on_cpu = json(&["run", &new_cuda.display().to_string(), "--device", "cpu"]);
+    assert_eq!(on_cpu["backend"], "esn: cpu");
+    if !gpu_reservoir::probe().usable() {
         let out = succeeds(&["run", &config("narma10.toml")]);
         assert!(
             out.stderr.starts_with("note: running on the CPU"),

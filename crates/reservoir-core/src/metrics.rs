@@ -8,9 +8,8 @@
 //! Definitions, for one column with targets `y_t`, predictions `ŷ_t`, `t = 1..T`, mean `ȳ`:
 //!
 //! - `RMSE = sqrt( Σ_t (ŷ_t − y_t)² / T )`
-//! - **NRMSE** (from REFERENCE.md §1): "NRMSE = RMSE / std(target) over the scored rows
-//!   (population std, ddof 0), averaged over output columns. This is Jaeger's definition." So
-//!   `std = sqrt( Σ_t (y_t − ȳ)² / T )`. This is *not* ReservoirPy's `nrmse`, which divides by the
+//! - **NRMSE** = RMSE / std(target) over the scored rows (population std, ddof 0), averaged over
+//!   output columns: Jaeger's definition, so `std = sqrt( Σ_t (y_t − ȳ)² / T )`. This is *not* ReservoirPy's `nrmse`, which divides by the
 //!   range by default (or by the variance with its `"var"` option).
 //! - `R² = 1 − SS_res / SS_tot` with `SS_res = Σ_t (ŷ_t − y_t)²`, `SS_tot = Σ_t (y_t − ȳ)²`.
 //!

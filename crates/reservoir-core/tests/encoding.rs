@@ -1,13 +1,13 @@
 //! Spike encoders: exact cases, statistics, reproducibility, errors (the counter RNG they draw
-//! from is tested in counter_rng.rs).
+//! from is tested in random_counter.rs).
 
 use ndarray::{array, s, Array1, Array2, Axis};
-use reservoir_core::counter_rng::uniform_f32;
 use reservoir_core::encoding::{
     delta, latency, latency_times, poisson, population, population_activations, rate,
     rate_probability, rate_sequence, DeltaOptions, Encoder, LatencyOptions, PopulationOptions,
     RateOptions, STREAM_RATE,
 };
+use reservoir_core::random::counter::uniform_f32;
 use reservoir_core::spikes::SpikePattern;
 use reservoir_core::ReservoirError;
 

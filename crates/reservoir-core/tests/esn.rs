@@ -2,17 +2,19 @@
 
 use ndarray::{Array1, Array2};
 use proptest::prelude::*;
-use reservoir_core::{Activation, EchoStateNetwork, Reservoir, ReservoirConfig, ReservoirWeights};
+use reservoir_core::{
+    Activation, EchoStateNetwork, Reservoir, ReservoirConfig, ReservoirParams, ReservoirWeights,
+};
 
 fn small(seed: u64) -> ReservoirConfig {
-    ReservoirConfig {
-        size: 60,
-        input_size: 2,
-        seed,
-        bias_scaling: 0.3,
-        noise_level: 0.0,
-        ..Default::default()
-    }
+    ReservoirParams::new()
+        .size(60)
+        .input_size(2)
+        .seed(seed)
+        .bias_scaling(0.3)
+        .noise_level(0.0)
+        .check()
+        .unwrap()
 }
 
 fn inputs(t: usize, k: usize) -> Array2<f64> {
@@ -22,10 +24,7 @@ fn inputs(t: usize, k: usize) -> Array2<f64> {
 #[test]
 fn same_config_and_seed_give_bit_identical_weights_and_states() {
     for noise in [0.0, 0.05] {
-        let config = ReservoirConfig {
-            noise_level: noise,
-            ..small(9)
-        };
+        let config = small(9).to_params().noise_level(noise).check().unwrap();
         let (w1, e1) = ReservoirWeights::generate(&config).unwrap();
         let (w2, e2) = ReservoirWeights::generate(&config).unwrap();
         assert_eq!(w1, w2);
@@ -48,14 +47,14 @@ fn same_config_and_seed_give_bit_identical_weights_and_states() {
 
 #[test]
 fn weights_have_the_configured_structure_and_spectral_radius() {
-    let config = ReservoirConfig {
-        size: 300,
-        connection_prob: 0.05,
-        input_connectivity: 0.2,
-        input_size: 3,
-        spectral_radius: 1.25,
-        ..Default::default()
-    };
+    let config = ReservoirParams::new()
+        .size(300)
+        .connection_prob(0.05)
+        .input_connectivity(0.2)
+        .input_size(3)
+        .spectral_radius(1.25)
+        .check()
+        .unwrap();
     let (w, unscaled) = ReservoirWeights::generate(&config).unwrap();
     assert!(unscaled.converged);
     let rows = w.recurrent().row_ptr();
@@ -80,10 +79,7 @@ fn weights_have_the_configured_structure_and_spectral_radius() {
 
 #[test]
 fn one_step_follows_the_leaky_update_equation() {
-    let config = ReservoirConfig {
-        leak_rate: 0.4,
-        ..small(3)
-    };
+    let config = small(3).to_params().leak_rate(0.4).check().unwrap();
     let mut esn = EchoStateNetwork::<f64>::new(&config).unwrap();
     let x0 = Array1::from_shape_fn(60, |i| (i as f64 * 0.1).cos() * 0.5);
     esn.set_state(x0.view()).unwrap();
@@ -99,25 +95,23 @@ fn one_step_follows_the_leaky_update_equation() {
 
 #[test]
 fn identity_activation_with_leak_one_is_linear() {
-    let config = ReservoirConfig {
-        activation: Activation::Identity,
-        leak_rate: 1.0,
-        spectral_radius: 0.5,
-        ..small(4)
-    };
+    let config = small(4)
+        .to_params()
+        .activation(Activation::Identity)
+        .leak_rate(1.0)
+        .spectral_radius(0.5)
+        .check()
+        .unwrap();
     let mut esn = EchoStateNetwork::<f64>::new(&config).unwrap();
     let u = inputs(20, 2);
     let a = esn.run(u.view()).unwrap();
-    esn.reset();
+    esn.reset().unwrap();
     let b = esn.run((&u * 2.0).view()).unwrap();
     // With zero bias the states are linear in the input.
-    let config0 = ReservoirConfig {
-        bias_scaling: 0.0,
-        ..config
-    };
+    let config0 = config.to_params().bias_scaling(0.0).check().unwrap();
     let mut lin = EchoStateNetwork::<f64>::new(&config0).unwrap();
     let a0 = lin.run(u.view()).unwrap();
-    lin.reset();
+    lin.reset().unwrap();
     let b0 = lin.run((&u * 2.0).view()).unwrap();
     assert!((&b0 - &(&a0 * 2.0)).iter().all(|d| d.abs() < 1e-12));
     assert!(
@@ -147,12 +141,12 @@ fn state_can_be_read_reset_and_restored() {
     let mut esn = EchoStateNetwork::<f32>::new(&small(6)).unwrap();
     let u = inputs(100, 2);
     esn.run(u.view()).unwrap();
-    let saved = esn.state();
+    let saved = esn.state().unwrap();
     let continued = esn.run(u.view()).unwrap();
     esn.set_state(saved.view()).unwrap();
     assert_eq!(esn.run(u.view()).unwrap(), continued);
-    esn.reset();
-    assert!(esn.state().iter().all(|v| *v == 0.0));
+    esn.reset().unwrap();
+    assert!(esn.state().unwrap().iter().all(|v| *v == 0.0));
     assert!(esn.set_state(Array1::zeros(3).view()).is_err());
     assert!(esn
         .set_state(Array1::from_elem(60, f64::NAN).view())
@@ -163,11 +157,22 @@ fn state_can_be_read_reset_and_restored() {
 fn run_many_runs_each_sequence_from_zero() {
     let mut esn = EchoStateNetwork::<f32>::new(&small(7)).unwrap();
     let (a, b) = (inputs(30, 2), inputs(55, 2));
-    let many = esn.run_many(&[a.view(), b.view()]).unwrap();
-    esn.reset();
+    esn.run(b.view()).unwrap(); // a state that run_many must not carry into its sequences
+    let mut many: Vec<(usize, Array2<f64>)> = Vec::new();
+    esn.run_many(&[a.view(), b.view()], &mut |index, states| {
+        many.push((index, states.to_owned()));
+        Ok(())
+    })
+    .unwrap();
+    assert!(
+        esn.state().unwrap().iter().all(|v| *v == 0.0),
+        "run_many leaves the reservoir reset"
+    );
     let single_b = esn.run(b.view()).unwrap();
-    assert_eq!(many[0].dim(), (30, 60));
-    assert_eq!(many[1], single_b);
+    assert_eq!(many.len(), 2);
+    assert_eq!((many[0].0, many[1].0), (0, 1), "visited in order");
+    assert_eq!(many[0].1.dim(), (30, 60));
+    assert_eq!(many[1].1, single_b);
 }
 
 #[test]
@@ -180,10 +185,7 @@ fn bad_inputs_are_errors_not_panics() {
     assert!(err.contains("row 4"), "{err}");
     let (w, _) = ReservoirWeights::generate(&small(8)).unwrap();
     assert!(EchoStateNetwork::<f32>::from_weights(
-        &ReservoirConfig {
-            size: 61,
-            ..small(8)
-        },
+        &small(8).to_params().size(61).check().unwrap(),
         w
     )
     .is_err());
@@ -193,7 +195,7 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(24))]
     #[test]
     fn states_have_the_right_shape_and_stay_bounded(size in 1usize..80, k in 1usize..4, t in 0usize..40, seed in 0u64..1000, p in 0.05f64..1.0) {
-        let config = ReservoirConfig { size, input_size: k, seed, connection_prob: p, spectral_radius: 1.1, ..Default::default() };
+        let config = ReservoirParams::new().size(size).input_size(k).seed(seed).connection_prob(p).spectral_radius(1.1).check().unwrap();
         match EchoStateNetwork::<f32>::new(&config) {
             Ok(mut esn) => {
                 let s = esn.run(inputs(t, k).view()).unwrap();

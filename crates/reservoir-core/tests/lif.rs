@@ -4,20 +4,22 @@
 use ndarray::{Array1, Array2};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use reservoir_core::config::parse_toml;
-use reservoir_core::lif::{LifConfig, LifFeatures, LifInputMode, LifNetwork, LifWeights};
+use reservoir_core::lif::{
+    LifConfig, LifFeatures, LifInputMode, LifNetwork, LifParams, LifWeights,
+};
 use reservoir_core::spectral::SpectralOptions;
 use reservoir_core::spikes::{Spike, SpikePattern};
 use reservoir_core::{CsrMatrix, Reservoir, ReservoirError};
 
 /// One neuron without recurrence, driven through W_in = [[1]] (so u is the current I).
 fn isolated(config: &LifConfig) -> LifNetwork {
-    let config = LifConfig {
-        size: 1,
-        input_size: 1,
-        bias_current: 0.0,
-        ..config.clone()
-    };
+    let config = config
+        .to_params()
+        .size(1)
+        .input_size(1)
+        .bias_current(0.0)
+        .check()
+        .unwrap();
     let w = CsrMatrix::from_parts(1, 1, vec![0, 0], vec![], vec![]).unwrap();
     let weights = LifWeights::from_parts(w, Array2::ones((1, 1)), vec![true]).unwrap();
     LifNetwork::from_weights(&config, weights).unwrap()
@@ -70,12 +72,12 @@ fn mean_isi_matches_the_analytic_interval() {
     ];
     for dt in [0.01, 0.1] {
         for (current, tau, t_ref) in cases {
-            let config = LifConfig {
-                dt_ms: dt,
-                tau_m_ms: tau,
-                refractory_ms: t_ref,
-                ..Default::default()
-            };
+            let config = LifParams::new()
+                .dt_ms(dt)
+                .tau_m_ms(tau)
+                .refractory_ms(t_ref)
+                .check()
+                .unwrap();
             let expected: f64 = t_ref + tau * (current / (current - 1.0_f64)).ln();
             let steps = (60.0 * expected / dt) as usize;
             let mut net = isolated(&config);
@@ -103,12 +105,9 @@ fn mean_isi_matches_the_analytic_interval() {
 #[test]
 fn below_threshold_never_spikes_and_v_converges_to_r_i() {
     for (current, resistance) in [(0.8, 1.0), (0.45, 2.0), (-0.5, 1.0)] {
-        let config = LifConfig {
-            resistance,
-            ..Default::default()
-        };
+        let config = LifParams::new().resistance(resistance).check().unwrap();
         let mut net = isolated(&config);
-        let steps = (20.0 * config.tau_m_ms / config.dt_ms) as usize;
+        let steps = (20.0 * config.tau_m_ms() / config.dt_ms()) as usize;
         net.run(Array2::from_elem((steps, 1), current).view())
             .unwrap();
         assert_eq!(net.spike_count(), 0);
@@ -131,12 +130,13 @@ fn refractory_period_holds_v_at_reset_for_round_t_ref_over_dt_steps() {
         (0.0, 0.1, 0),
         (1.0, 0.25, 4),
     ] {
-        let config = LifConfig {
-            refractory_ms: t_ref,
-            dt_ms: dt,
-            v_reset: -0.2,
-            ..Default::default()
-        };
+        let config = LifParams::new()
+            .refractory_ms(t_ref)
+            .dt_ms(dt)
+            .v_reset(-0.2)
+            .check()
+            .unwrap();
+        assert_eq!(config.refractory_steps(), n_ref);
         let mut net = isolated(&config);
         assert_eq!(net.constants().refractory_steps, n_ref);
         let u = Array1::from_elem(1, 5.0);
@@ -169,13 +169,13 @@ fn refractory_period_holds_v_at_reset_for_round_t_ref_over_dt_steps() {
 
 #[test]
 fn weights_obey_dales_law_fixed_in_degree_and_spectral_radius() {
-    let config = LifConfig {
-        size: 500,
-        connection_prob: 0.05,
-        excitatory_fraction: 0.75,
-        spectral_radius: 1.7,
-        ..Default::default()
-    };
+    let config = LifParams::new()
+        .size(500)
+        .connection_prob(0.05)
+        .excitatory_fraction(0.75)
+        .spectral_radius(1.7)
+        .check()
+        .unwrap();
     let weights = LifWeights::generate(&config).unwrap();
     let mask = weights.excitatory();
     assert_eq!(mask.iter().filter(|&&e| e).count(), 375);
@@ -201,11 +201,7 @@ fn weights_obey_dales_law_fixed_in_degree_and_spectral_radius() {
     let bad = LifWeights::from_parts(w.clone(), weights.input().clone(), vec![false; 500]);
     assert!(matches!(bad, Err(ReservoirError::InvalidInput { .. })));
     // A single neuron has no self-loop, so no recurrence.
-    let single = LifWeights::generate(&LifConfig {
-        size: 1,
-        ..Default::default()
-    })
-    .unwrap();
+    let single = LifWeights::generate(&LifParams::new().size(1).check().unwrap()).unwrap();
     assert_eq!(single.recurrent().nnz(), 0);
 }
 
@@ -213,22 +209,24 @@ fn weights_obey_dales_law_fixed_in_degree_and_spectral_radius() {
 fn small_and_one_sided_networks_generate() {
     for size in 2..=20 {
         for excitatory_fraction in [0.0, 0.5, 0.8, 1.0] {
-            let config = LifConfig {
-                size,
-                excitatory_fraction,
-                seed: size as u64,
-                ..Default::default()
-            };
+            let config = LifParams::new()
+                .size(size)
+                .excitatory_fraction(excitatory_fraction)
+                .seed(size as u64)
+                .check()
+                .unwrap();
             let weights = LifWeights::generate(&config)
                 .unwrap_or_else(|e| panic!("size {size}, f_E {excitatory_fraction}: {e}"));
             assert!(weights.recurrent().nnz() >= size);
         }
     }
-    let silent = LifWeights::generate(&LifConfig {
-        spectral_radius: 0.0,
-        size: 50,
-        ..Default::default()
-    })
+    let silent = LifWeights::generate(
+        &LifParams::new()
+            .spectral_radius(0.0)
+            .size(50)
+            .check()
+            .unwrap(),
+    )
     .unwrap();
     assert_eq!(silent.recurrent().nnz(), 0);
 }
@@ -237,7 +235,7 @@ fn small_and_one_sided_networks_generate() {
 fn dense_reference(net: &LifNetwork, inputs: &Array2<f64>) -> Vec<Vec<u32>> {
     let c = net.constants();
     let config = net.config();
-    let n = config.size;
+    let n = config.size();
     let w = net.weights().recurrent().to_dense().mapv(|x| x as f32);
     let w_in = net.weights().input().mapv(|x| x as f32);
     let (mut v, mut i_syn) = (vec![c.v_rest; n], vec![0f32; n]);
@@ -251,7 +249,7 @@ fn dense_reference(net: &LifNetwork, inputs: &Array2<f64>) -> Vec<Vec<u32>> {
             }
         }
         let mut ext = vec![c.bias; n];
-        let target = match config.input_mode {
+        let target = match config.input_mode() {
             LifInputMode::Current => &mut ext,
             LifInputMode::Synaptic => &mut i_syn,
         };
@@ -284,15 +282,15 @@ fn dense_reference(net: &LifNetwork, inputs: &Array2<f64>) -> Vec<Vec<u32>> {
 #[test]
 fn event_driven_propagation_equals_the_dense_product() {
     for mode in [LifInputMode::Current, LifInputMode::Synaptic] {
-        let config = LifConfig {
-            size: 200,
-            input_size: 2,
-            input_mode: mode,
-            input_connectivity: 1.0,
-            input_scaling: 2.0,
-            bias_current: 0.95,
-            ..Default::default()
-        };
+        let config = LifParams::new()
+            .size(200)
+            .input_size(2)
+            .input_mode(mode)
+            .input_connectivity(1.0)
+            .input_scaling(2.0)
+            .bias_current(0.95)
+            .check()
+            .unwrap();
         let inputs = match mode {
             LifInputMode::Current => held_uniform(1000, 2, 50, 3),
             LifInputMode::Synaptic => poisson(1000, 2, 0.05, 3),
@@ -313,11 +311,7 @@ fn event_driven_propagation_equals_the_dense_product() {
 
 #[test]
 fn same_seed_gives_identical_spikes_and_reset_restores_them() {
-    let config = LifConfig {
-        size: 300,
-        seed: 5,
-        ..Default::default()
-    };
+    let config = LifParams::new().size(300).seed(5).check().unwrap();
     let inputs = held_uniform(3000, 1, 100, 1);
     let mut a = LifNetwork::new(&config).unwrap();
     let mut b = LifNetwork::new(&config).unwrap();
@@ -329,17 +323,13 @@ fn same_seed_gives_identical_spikes_and_reset_restores_them() {
     let bits = |s: &Array2<f64>| s.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
     assert_eq!(bits(&states_a), bits(&states_b));
 
-    let mut other = LifNetwork::new(&LifConfig {
-        seed: 6,
-        ..config.clone()
-    })
-    .unwrap();
+    let mut other = LifNetwork::new(&config.to_params().seed(6).check().unwrap()).unwrap();
     let (_, spikes_other) = other.run_recording(inputs.view()).unwrap();
     assert_ne!(spikes_a, spikes_other);
 
-    a.reset();
+    a.reset().unwrap();
     assert_eq!((a.spike_count(), a.neuron_updates()), (0, 0));
-    assert!(a.state().iter().all(|&x| x == 0.0));
+    assert!(a.state().unwrap().iter().all(|&x| x == 0.0));
     let (states_again, spikes_again) = a.run_recording(inputs.view()).unwrap();
     assert_eq!(spikes_again, spikes_a);
     assert_eq!(bits(&states_again), bits(&states_a));
@@ -349,20 +339,20 @@ fn same_seed_gives_identical_spikes_and_reset_restores_them() {
 
 #[test]
 fn features_match_the_recorded_spikes() {
-    let base = LifConfig {
-        size: 100,
-        count_window_steps: 37,
-        input_connectivity: 1.0,
-        input_scaling: 2.0,
-        bias_current: 0.95,
-        ..Default::default()
-    };
+    let base = LifParams::new()
+        .size(100)
+        .count_window_steps(37)
+        .input_connectivity(1.0)
+        .input_scaling(2.0)
+        .bias_current(0.95)
+        .check()
+        .unwrap();
     let inputs = held_uniform(2000, 1, 40, 2);
     let (_, pattern) = LifNetwork::new(&base)
         .unwrap()
         .run_recording(inputs.view())
         .unwrap();
-    let trains = pattern.to_input_matrix(base.dt_ms).unwrap();
+    let trains = pattern.to_input_matrix(base.dt_ms()).unwrap();
     assert!(trains.sum() > 200.0, "{} spikes", trains.sum());
     let c = LifNetwork::new(&base).unwrap().constants();
     for features in [
@@ -370,13 +360,10 @@ fn features_match_the_recorded_spikes() {
         LifFeatures::Counts,
         LifFeatures::Membrane,
     ] {
-        let config = LifConfig {
-            features,
-            ..base.clone()
-        };
+        let config = base.to_params().features(features).check().unwrap();
         let mut net = LifNetwork::new(&config).unwrap();
         let states = net.run(inputs.view()).unwrap();
-        assert_eq!(states.row(1999), net.state());
+        assert_eq!(states.row(1999), net.state().unwrap());
         let mut trace = vec![0f32; 100];
         for t in 0..2000 {
             for i in 0..100 {
@@ -395,19 +382,19 @@ fn features_match_the_recorded_spikes() {
         if features == LifFeatures::Membrane {
             let v = Array1::from_shape_fn(100, |i| i as f64 * 0.001);
             net.set_state(v.view()).unwrap();
-            assert_eq!(net.state(), v.mapv(|x| f64::from(x as f32)));
+            assert_eq!(net.state().unwrap(), v.mapv(|x| f64::from(x as f32)));
         }
     }
 }
 
 #[test]
 fn spike_patterns_in_and_out() {
-    let config = LifConfig {
-        size: 150,
-        input_size: 3,
-        input_mode: LifInputMode::Synaptic,
-        ..Default::default()
-    };
+    let config = LifParams::new()
+        .size(150)
+        .input_size(3)
+        .input_mode(LifInputMode::Synaptic)
+        .check()
+        .unwrap();
     let trains = poisson(500, 3, 0.05, 9);
     // Spikes at bin centres, so binning does not hinge on how t·dt / dt rounds.
     let spikes = trains
@@ -415,15 +402,15 @@ fn spike_patterns_in_and_out() {
         .filter(|(_, &x)| x != 0.0)
         .map(|((t, k), &x)| Spike {
             neuron_id: k as u32,
-            time_ms: (t as f64 + 0.5) * config.dt_ms,
+            time_ms: (t as f64 + 0.5) * config.dt_ms(),
             amplitude: x,
         })
         .collect();
-    let pattern = SpikePattern::new(spikes, 3, 500.0 * config.dt_ms).unwrap();
-    assert_eq!(pattern.to_input_matrix(config.dt_ms).unwrap(), trains);
+    let pattern = SpikePattern::new(spikes, 3, 500.0 * config.dt_ms()).unwrap();
+    assert_eq!(pattern.to_input_matrix(config.dt_ms()).unwrap(), trains);
     let mut net = LifNetwork::new(&config).unwrap();
-    let from_pattern = net.run_pattern(&pattern).unwrap();
-    net.reset();
+    let from_pattern = net.run_pattern(&pattern, config.dt_ms()).unwrap();
+    net.reset().unwrap();
     let (from_matrix, out) = net.run_recording(trains.view()).unwrap();
     assert_eq!(from_pattern, from_matrix);
     assert_eq!(out.n_neurons(), 150);
@@ -431,25 +418,14 @@ fn spike_patterns_in_and_out() {
     assert_eq!(out.spikes().len() as u64, net.spike_count());
     let wrong = SpikePattern::from_matrix(&poisson(10, 2, 0.5, 1), 0.1).unwrap();
     assert!(matches!(
-        net.run_pattern(&wrong),
+        net.run_pattern(&wrong, config.dt_ms()),
         Err(ReservoirError::Shape { .. })
     ));
 }
 
-fn field_of(result: Result<LifNetwork, ReservoirError>) -> String {
-    match result {
-        Err(ReservoirError::Config(e)) => e.field,
-        other => panic!("expected a config error, got {other:?}"),
-    }
-}
-
 #[test]
 fn shapes_and_errors_name_what_is_wrong() {
-    let config = LifConfig {
-        size: 20,
-        input_size: 2,
-        ..Default::default()
-    };
+    let config = LifParams::new().size(20).input_size(2).check().unwrap();
     let mut net = LifNetwork::new(&config).unwrap();
     let err = net.run(Array2::zeros((5, 3)).view()).unwrap_err();
     assert!(matches!(err, ReservoirError::Shape { .. }), "{err}");
@@ -468,44 +444,45 @@ fn shapes_and_errors_name_what_is_wrong() {
         .set_state(Array1::from_elem(20, f64::INFINITY).view())
         .is_err());
 
-    type Edit = fn(&mut LifConfig);
+    type Edit = fn(LifParams) -> LifParams;
     let cases: [(&str, Edit); 18] = [
-        ("size", |c| c.size = 0),
-        ("input_size", |c| c.input_size = 0),
-        ("dt_ms", |c| c.dt_ms = 0.0),
-        ("tau_m_ms", |c| c.tau_m_ms = -1.0),
-        ("tau_syn_ms", |c| c.tau_syn_ms = f64::NAN),
-        ("threshold", |c| c.threshold = f64::INFINITY),
-        ("v_rest", |c| c.v_rest = f64::NAN),
-        ("v_reset", |c| c.v_reset = 1.0),
-        ("refractory_ms", |c| c.refractory_ms = -0.1),
-        ("resistance", |c| c.resistance = 0.0),
-        ("excitatory_fraction", |c| c.excitatory_fraction = 1.5),
-        ("connection_prob", |c| c.connection_prob = 0.0),
-        ("spectral_radius", |c| c.spectral_radius = -1.0),
-        ("input_scaling", |c| c.input_scaling = f64::NAN),
-        ("input_connectivity", |c| c.input_connectivity = 1.1),
-        ("bias_current", |c| c.bias_current = 1e40),
-        ("trace_tau_ms", |c| c.trace_tau_ms = 0.0),
-        ("count_window_steps", |c| c.count_window_steps = 0),
+        ("size", |p| p.size(0)),
+        ("input_size", |p| p.input_size(0)),
+        ("dt_ms", |p| p.dt_ms(0.0)),
+        ("tau_m_ms", |p| p.tau_m_ms(-1.0)),
+        ("tau_syn_ms", |p| p.tau_syn_ms(f64::NAN)),
+        ("threshold", |p| p.threshold(f64::INFINITY)),
+        ("v_rest", |p| p.v_rest(f64::NAN)),
+        ("v_reset", |p| p.v_reset(1.0)),
+        ("refractory_ms", |p| p.refractory_ms(-0.1)),
+        ("resistance", |p| p.resistance(0.0)),
+        ("excitatory_fraction", |p| p.excitatory_fraction(1.5)),
+        ("connection_prob", |p| p.connection_prob(0.0)),
+        ("spectral_radius", |p| p.spectral_radius(-1.0)),
+        ("input_scaling", |p| p.input_scaling(f64::NAN)),
+        ("input_connectivity", |p| p.input_connectivity(1.1)),
+        ("bias_current", |p| p.bias_current(1e40)),
+        ("trace_tau_ms", |p| p.trace_tau_ms(0.0)),
+        ("count_window_steps", |p| p.count_window_steps(0)),
     ];
     for (field, edit) in cases {
-        let mut bad = config.clone();
-        edit(&mut bad);
-        assert_eq!(bad.validate().unwrap_err().field, field);
-        assert_eq!(field_of(LifNetwork::new(&bad)), field);
+        let bad = edit(config.to_params());
+        let err = bad.clone().check().unwrap_err();
+        assert_eq!(err.field, field);
+        // Every other way to a LifConfig (TryFrom, deserialisation) goes through the same rule.
+        assert_eq!(LifConfig::try_from(bad.clone()).unwrap_err(), err);
+        let text = toml::to_string(&bad).unwrap();
+        let message = toml::from_str::<LifConfig>(&text).unwrap_err().to_string();
+        assert!(message.contains(&err.to_string()), "{field}: {message}");
     }
 
-    let parsed: LifConfig = parse_toml(
-        "features = \"counts\"\ninput_mode = \"synaptic\"\nsize = 10\n",
-        "t",
-    )
-    .unwrap();
+    let parsed: LifConfig =
+        toml::from_str("features = \"counts\"\ninput_mode = \"synaptic\"\nsize = 10\n").unwrap();
     assert_eq!(
-        (parsed.features, parsed.input_mode, parsed.size),
+        (parsed.features(), parsed.input_mode(), parsed.size()),
         (LifFeatures::Counts, LifInputMode::Synaptic, 10)
     );
-    let err = parse_toml::<LifConfig>("tau_m = 3.0\n", "t").unwrap_err();
+    let err = toml::from_str::<LifConfig>("tau_m = 3.0\n").unwrap_err();
     assert!(err.to_string().contains("tau_m"), "{err}");
 }
 
@@ -519,14 +496,11 @@ fn default_network_fires_at_a_sane_rate_under_moderate_input() {
         (LifInputMode::Current, held_uniform(steps, 1, 100, 11)),
         (LifInputMode::Synaptic, poisson(steps, 1, 0.02, 11)), // 200 Hz input train
     ] {
-        let mut net = LifNetwork::new(&LifConfig {
-            input_mode: mode,
-            ..config.clone()
-        })
-        .unwrap();
+        let mut net =
+            LifNetwork::new(&config.to_params().input_mode(mode).check().unwrap()).unwrap();
         let (_, pattern) = net.run_recording(inputs.view()).unwrap();
-        let rate = rate_hz(net.spike_count(), config.size, steps, config.dt_ms);
-        let mut active = vec![false; config.size];
+        let rate = rate_hz(net.spike_count(), config.size(), steps, config.dt_ms());
+        let mut active = vec![false; config.size()];
         pattern
             .spikes()
             .iter()

@@ -1,10 +1,10 @@
 //! The counter-based RNG that the rate encoder (and its GPU port) draws from: known answers,
 //! the 2^-24 grid, uniformity and independence of neighbouring counters.
 
-use reservoir_core::counter_rng::{
+use reservoir_core::encoding::STREAM_RATE;
+use reservoir_core::random::counter::{
     keyed_u64, stream_key, u32_to_unit_f32, uniform_f32, uniform_u32,
 };
-use reservoir_core::encoding::STREAM_RATE;
 
 // ---------------------------------------------------------------- counter RNG
 

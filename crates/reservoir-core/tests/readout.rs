@@ -3,12 +3,21 @@
 use ndarray::{s, Array1, Array2};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use reservoir_core::readout::{accumulate_run, fit_ridge, RidgeAccumulator, Rls};
-use reservoir_core::{cpu_reservoir, ReadoutConfig, ReservoirConfig};
+use reservoir_core::fit::{accumulate_run, fit_ridge};
+use reservoir_core::readout::{RidgeAccumulator, Rls};
+use reservoir_core::{
+    cpu_reservoir, ReadoutParams, ReservoirConfig, ReservoirParams, ReservoirWeights,
+};
 
 fn random(rows: usize, cols: usize, seed: u64) -> Array2<f64> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     Array2::from_shape_fn((rows, cols), |_| rng.random_range(-1.0..1.0))
+}
+
+/// The CPU reservoir of `config` on its generated weights.
+fn reservoir(config: &ReservoirConfig) -> Box<dyn reservoir_core::Reservoir> {
+    let (weights, _) = ReservoirWeights::generate(config).unwrap();
+    cpu_reservoir(config, weights).unwrap()
 }
 
 /// Solves the augmented normal equations by Gaussian elimination with partial pivoting.
@@ -161,21 +170,18 @@ fn held_out_nrmse_from_sums_equals_scoring_the_predictions_and_sums_round_trip()
 
 #[test]
 fn streamed_fit_equals_fit_on_materialised_states() {
-    let config = ReservoirConfig {
-        size: 80,
-        seed: 3,
-        ..Default::default()
-    };
+    let config = ReservoirParams::new().size(80).seed(3).check().unwrap();
     let u = random(2000, 1, 6);
     let y = u.mapv(|v| v * v);
-    let readout = ReadoutConfig {
-        ridge: 1e-6,
-        washout: 50,
-    };
-    let mut r = cpu_reservoir(&config).unwrap();
+    let readout = ReadoutParams::new()
+        .ridge(1e-6)
+        .washout(50)
+        .check()
+        .unwrap();
+    let mut r = reservoir(&config);
     let streamed = fit_ridge(r.as_mut(), u.view(), y.view(), &readout).unwrap();
-    let end_state = r.state();
-    let mut r2 = cpu_reservoir(&config).unwrap();
+    let end_state = r.state().unwrap();
+    let mut r2 = reservoir(&config);
     let states = r2.run(u.view()).unwrap();
     let mut acc = RidgeAccumulator::new(80, 1, 1);
     acc.add(states.slice(s![50.., ..]), y.slice(s![50.., ..]))
@@ -193,7 +199,7 @@ fn streamed_fit_equals_fit_on_materialised_states() {
     assert!((streamed.train_nrmse - direct.train_nrmse).abs() < 1e-8);
     assert_eq!(
         end_state,
-        r2.state(),
+        r2.state().unwrap(),
         "training leaves the reservoir at the end of the run"
     );
 }
@@ -214,11 +220,7 @@ fn bad_training_data_are_errors() {
     let collinear = Array2::from_shape_fn((10, 3), |(i, _)| i as f64);
     acc.add(collinear.view(), random(10, 1, 9).view()).unwrap();
     assert!(acc.solve(0.0).unwrap_err().to_string().contains("ridge"));
-    let mut r = cpu_reservoir(&ReservoirConfig {
-        size: 20,
-        ..Default::default()
-    })
-    .unwrap();
+    let mut r = reservoir(&ReservoirParams::new().size(20).check().unwrap());
     let u = random(30, 1, 1);
     let mut acc = RidgeAccumulator::new(20, 1, 1);
     let err = accumulate_run(r.as_mut(), u.view(), u.view(), 30, &mut acc)

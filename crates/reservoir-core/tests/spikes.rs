@@ -79,9 +79,18 @@ fn matrix_round_trip_lands_every_spike_in_its_step() {
 
 #[test]
 fn serde_round_trip_validates() {
-    let p = SpikePattern::new(vec![spike(1, 2.0)], 2, 5.0).unwrap();
-    let bytes = bincode::serde::encode_to_vec(&p, bincode::config::standard()).unwrap();
-    let (back, _): (SpikePattern, usize) =
-        bincode::serde::decode_from_slice(&bytes, bincode::config::standard()).unwrap();
+    let p = SpikePattern::new(vec![spike(1, 2.0), spike(0, 0.5)], 2, 5.0).unwrap();
+    let text = toml::to_string(&p).unwrap();
+    let back: SpikePattern = toml::from_str(&text).unwrap();
     assert_eq!(back, p);
+    // Deserialising goes through the same validation as `SpikePattern::new`.
+    let bad = text.replace("n_neurons = 2", "n_neurons = 1");
+    assert_ne!(bad, text);
+    let err = toml::from_str::<SpikePattern>(&bad)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("neuron_id 1"), "{err}");
+    // and sorts: spikes given out of order come back sorted by time.
+    let unsorted = "n_neurons = 2\nduration_ms = 5.0\n[[spikes]]\nneuron_id = 1\ntime_ms = 2.0\namplitude = 1.0\n[[spikes]]\nneuron_id = 0\ntime_ms = 0.5\namplitude = 1.0\n";
+    assert_eq!(toml::from_str::<SpikePattern>(unsorted).unwrap(), p);
 }

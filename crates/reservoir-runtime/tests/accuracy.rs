@@ -3,34 +3,39 @@
 mod common;
 
 use common::train_test_nrmse;
-use reservoir_core::tasks::mackey_glass::{mackey_glass, one_step_task, MackeyGlassOptions};
-use reservoir_core::tasks::memory::{memory_capacity, MemoryCapacityOptions};
-use reservoir_core::tasks::narma::narma10;
-use reservoir_core::{cpu_reservoir, Precision, ReadoutConfig, ReservoirConfig};
+use reservoir_core::{
+    cpu_reservoir, Precision, ReadoutParams, Reservoir, ReservoirConfig, ReservoirParams,
+    ReservoirWeights,
+};
+use reservoir_runtime::tasks::mackey_glass::{mackey_glass, one_step_task, MackeyGlassOptions};
+use reservoir_runtime::tasks::memory::{memory_capacity, MemoryCapacityOptions};
+use reservoir_runtime::tasks::narma::narma10;
+
+/// The CPU reservoir of `config` on the weights its seed generates.
+fn reservoir(config: &ReservoirConfig) -> Box<dyn Reservoir> {
+    let (weights, _) = ReservoirWeights::generate(config).unwrap();
+    cpu_reservoir(config, weights).unwrap()
+}
 
 #[test]
 fn narma10_with_500_units_reaches_reservoirpy_parity() {
     let task = narma10(3000, 1).unwrap();
     let mut worst: f64 = 0.0;
     for seed in [1, 2, 3] {
-        let config = ReservoirConfig {
-            size: 500,
-            spectral_radius: 0.9,
-            leak_rate: 1.0,
-            bias_scaling: 0.0,
-            seed,
-            ..Default::default()
-        };
-        let readout = ReadoutConfig {
-            ridge: 1e-6,
-            washout: 100,
-        };
-        let e = train_test_nrmse(
-            cpu_reservoir(&config).unwrap().as_mut(),
-            &readout,
-            &task,
-            2000,
-        );
+        let config = ReservoirParams::new()
+            .size(500)
+            .spectral_radius(0.9)
+            .leak_rate(1.0)
+            .bias_scaling(0.0)
+            .seed(seed)
+            .check()
+            .unwrap();
+        let readout = ReadoutParams::new()
+            .ridge(1e-6)
+            .washout(100)
+            .check()
+            .unwrap();
+        let e = train_test_nrmse(reservoir(&config).as_mut(), &readout, &task, 2000);
         println!("NARMA-10 seed {seed}: test NRMSE {e:.4}");
         worst = worst.max(e);
     }
@@ -43,25 +48,21 @@ fn mackey_glass_one_step_with_500_units_is_below_1e_4() {
     let series = mackey_glass(6001, MackeyGlassOptions::default()).unwrap();
     let task = one_step_task(series.view());
     for precision in [Precision::F32, Precision::F64] {
-        let config = ReservoirConfig {
-            size: 500,
-            spectral_radius: 1.0,
-            leak_rate: 1.0,
-            input_scaling: 1.0,
-            input_connectivity: 0.1,
-            precision,
-            ..Default::default()
-        };
-        let readout = ReadoutConfig {
-            ridge: 1e-8,
-            washout: 100,
-        };
-        let e = train_test_nrmse(
-            cpu_reservoir(&config).unwrap().as_mut(),
-            &readout,
-            &task,
-            5000,
-        );
+        let config = ReservoirParams::new()
+            .size(500)
+            .spectral_radius(1.0)
+            .leak_rate(1.0)
+            .input_scaling(1.0)
+            .input_connectivity(0.1)
+            .precision(precision)
+            .check()
+            .unwrap();
+        let readout = ReadoutParams::new()
+            .ridge(1e-8)
+            .washout(100)
+            .check()
+            .unwrap();
+        let e = train_test_nrmse(reservoir(&config).as_mut(), &readout, &task, 5000);
         println!("Mackey-Glass one-step, {precision:?}: test NRMSE {e:.3e}");
         assert!(e <= 1e-4, "Mackey-Glass one-step NRMSE {e} ({precision:?})");
     }
@@ -69,15 +70,15 @@ fn mackey_glass_one_step_with_500_units_is_below_1e_4() {
 
 #[test]
 fn memory_capacity_of_100_units_is_at_least_40() {
-    let config = ReservoirConfig {
-        size: 100,
-        spectral_radius: 0.99,
-        input_scaling: 0.01,
-        leak_rate: 1.0,
-        precision: Precision::F64,
-        ..Default::default()
-    };
-    let mut reservoir = cpu_reservoir(&config).unwrap();
+    let config = ReservoirParams::new()
+        .size(100)
+        .spectral_radius(0.99)
+        .input_scaling(0.01)
+        .leak_rate(1.0)
+        .precision(Precision::F64)
+        .check()
+        .unwrap();
+    let mut reservoir = reservoir(&config);
     let mc = memory_capacity(reservoir.as_mut(), &MemoryCapacityOptions::default()).unwrap();
     println!("memory capacity {:.2}", mc.total);
     assert!(mc.total >= 40.0 && mc.total <= 100.0, "MC {}", mc.total);

@@ -1,6 +1,6 @@
 //! Every config shipped in `configs/` parses, validates and has a task.
 
-use reservoir_core::ExperimentConfig;
+use reservoir_runtime::experiment::ExperimentConfig;
 
 #[test]
 fn every_shipped_config_is_valid() {
@@ -13,7 +13,7 @@ fn every_shipped_config_is_valid() {
             let text = std::fs::read_to_string(&p).unwrap();
             let config = ExperimentConfig::from_toml(&text, &p.display().to_string())
                 .unwrap_or_else(|e| panic!("{e}"));
-            assert!(config.task.is_some(), "{} has no [task]", p.display());
+            assert!(config.task().is_some(), "{} has no [task]", p.display());
             p.file_name().unwrap().to_string_lossy().into_owned()
         })
         .collect();

@@ -1,33 +1,35 @@
 //! Closed-loop generation on Mackey–Glass.
 
 use ndarray::s;
+use reservoir_core::fit::fit_ridge;
 use reservoir_core::forecast::closed_loop;
-use reservoir_core::readout::fit_ridge;
-use reservoir_core::tasks::mackey_glass::{mackey_glass, one_step_task, MackeyGlassOptions};
-use reservoir_core::{cpu_reservoir, Precision, ReadoutConfig, ReservoirConfig};
+use reservoir_core::{cpu_reservoir, Precision, ReadoutParams, ReservoirParams, ReservoirWeights};
+use reservoir_runtime::tasks::mackey_glass::{mackey_glass, one_step_task, MackeyGlassOptions};
 
 #[test]
 fn closed_loop_forecast_follows_mackey_glass_for_84_steps() {
     let series = mackey_glass(3200, MackeyGlassOptions::default()).unwrap();
     let task = one_step_task(series.view());
     let (train, _) = task.split(3000).unwrap();
-    let config = ReservoirConfig {
-        size: 500,
-        spectral_radius: 1.0,
-        leak_rate: 0.3,
-        seed: 2,
-        precision: Precision::F64,
-        ..Default::default()
-    };
-    let mut r = cpu_reservoir(&config).unwrap();
+    let config = ReservoirParams::new()
+        .size(500)
+        .spectral_radius(1.0)
+        .leak_rate(0.3)
+        .seed(2)
+        .precision(Precision::F64)
+        .check()
+        .unwrap();
+    let (weights, _) = ReservoirWeights::generate(&config).unwrap();
+    let mut r = cpu_reservoir(&config, weights).unwrap();
     let fit = fit_ridge(
         r.as_mut(),
         train.inputs.view(),
         train.targets.view(),
-        &ReadoutConfig {
-            ridge: 1e-8,
-            washout: 100,
-        },
+        &ReadoutParams::new()
+            .ridge(1e-8)
+            .washout(100)
+            .check()
+            .unwrap(),
     )
     .unwrap();
     // Training ended after input x(2999); the next true input is x(3000).

@@ -4,11 +4,10 @@ use std::fs;
 use std::path::PathBuf;
 
 use ndarray::Array2;
-use reservoir_core::readout::fit_ridge;
-use reservoir_core::{
-    cpu_reservoir_from_weights, Model, ReadoutConfig, ReservoirConfig, ReservoirError,
-    ReservoirWeights,
-};
+use reservoir_core::fit::fit_ridge;
+use reservoir_core::{cpu_reservoir, ReadoutConfig, ReservoirParams, ReservoirWeights};
+use reservoir_runtime::model::{Model, FORMAT_VERSION};
+use reservoir_runtime::RuntimeError;
 
 fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("reservoir-persist-{name}-{}", std::process::id()));
@@ -17,20 +16,16 @@ fn temp_dir(name: &str) -> PathBuf {
 }
 
 fn trained_model() -> Model {
-    let config = ReservoirConfig {
-        size: 40,
-        seed: 11,
-        ..Default::default()
-    };
+    let config = ReservoirParams::new().size(40).seed(11).check().unwrap();
     let (weights, _) = ReservoirWeights::generate(&config).unwrap();
-    let mut r = cpu_reservoir_from_weights(&config, weights.clone()).unwrap();
+    let mut r = cpu_reservoir(&config, weights.clone()).unwrap();
     let u = Array2::from_shape_fn((300, 1), |(t, _)| (t as f64 * 0.2).sin());
     let fit = fit_ridge(r.as_mut(), u.view(), u.view(), &ReadoutConfig::default()).unwrap();
     Model {
         config,
         weights,
         readout: fit.readout,
-        state: r.state(),
+        state: r.state().unwrap(),
         input_columns: vec!["u".into()],
         target_columns: vec!["y".into()],
     }
@@ -38,7 +33,7 @@ fn trained_model() -> Model {
 
 fn format_message(path: &std::path::Path) -> String {
     match Model::load(path) {
-        Err(ReservoirError::ModelFormat { message, .. }) => message,
+        Err(RuntimeError::ModelFormat { message, .. }) => message,
         other => panic!("expected a format error, got {other:?}"),
     }
 }
@@ -108,24 +103,28 @@ fn foreign_truncated_and_corrupted_files_are_clear_errors() {
     let missing = dir.join("missing.bin");
     assert!(matches!(
         Model::load(&missing),
-        Err(ReservoirError::Io { .. })
+        Err(RuntimeError::Io { .. })
     ));
 }
 
 #[test]
 fn a_valid_checksum_over_a_hostile_payload_is_still_an_error() {
-    // A payload that claims a gigantic vector must fail without allocating it.
+    // A payload that claims a gigantic vector must fail without allocating it, in the
+    // current format and in version 1 (still read, with its own layout).
     let dir = temp_dir("hostile");
     let mut payload = vec![0xFFu8; 64];
     payload[0] = 0x28; // small config fields, then garbage lengths
-    let mut bytes = b"RSVMODEL".to_vec();
-    bytes.extend_from_slice(&1u32.to_le_bytes());
-    bytes.extend_from_slice(&(payload.len() as u64).to_le_bytes());
-    bytes.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
-    bytes.extend_from_slice(&payload);
-    let path = dir.join("hostile.bin");
-    fs::write(&path, bytes).unwrap();
-    assert!(format_message(&path).contains("decode"));
+    for version in [1u32, FORMAT_VERSION] {
+        let mut bytes = b"RSVMODEL".to_vec();
+        bytes.extend_from_slice(&version.to_le_bytes());
+        bytes.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+        bytes.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+        bytes.extend_from_slice(&payload);
+        let path = dir.join(format!("hostile-v{version}.bin"));
+        fs::write(&path, bytes).unwrap();
+        let message = format_message(&path);
+        assert!(message.contains("decode"), "version {version}: {message}");
+    }
 }
 
 #[test]

@@ -2,11 +2,20 @@
 //! explicit predictions on CPU states.
 
 use ndarray::{s, ArrayView1};
+use reservoir_core::fit::accumulate_run;
 use reservoir_core::metrics::nrmse;
-use reservoir_core::readout::{accumulate_run, RidgeAccumulator};
-use reservoir_core::tasks::memory::{memory_capacity_data, MemoryCapacityOptions};
-use reservoir_core::tasks::narma::narma10;
-use reservoir_core::{cpu_reservoir, Precision, ReservoirConfig};
+use reservoir_core::readout::RidgeAccumulator;
+use reservoir_core::{
+    cpu_reservoir, Precision, Reservoir, ReservoirConfig, ReservoirParams, ReservoirWeights,
+};
+use reservoir_runtime::tasks::memory::{memory_capacity_data, MemoryCapacityOptions};
+use reservoir_runtime::tasks::narma::narma10;
+
+/// The CPU reservoir of `config` on the weights its seed generates.
+fn reservoir(config: &ReservoirConfig) -> Box<dyn Reservoir> {
+    let (weights, _) = ReservoirWeights::generate(config).unwrap();
+    cpu_reservoir(config, weights).unwrap()
+}
 
 /// Squared Pearson correlation from the rows.
 fn squared_correlation(a: ArrayView1<f64>, b: ArrayView1<f64>) -> f64 {
@@ -24,17 +33,14 @@ fn squared_correlation(a: ArrayView1<f64>, b: ArrayView1<f64>) -> f64 {
 fn validation_nrmse_from_sums_equals_nrmse_of_explicit_predictions() {
     // The NARMA-10 protocol of configs/narma10.toml: 500 units, train 2000, test 1000.
     let data = narma10(3000, 1).unwrap();
-    let config = ReservoirConfig {
-        size: 500,
-        spectral_radius: 0.9,
-        leak_rate: 1.0,
-        seed: 1,
-        ..Default::default()
-    };
-    let states = cpu_reservoir(&config)
-        .unwrap()
-        .run(data.inputs.view())
+    let config = ReservoirParams::new()
+        .size(500)
+        .spectral_radius(0.9)
+        .leak_rate(1.0)
+        .seed(1)
+        .check()
         .unwrap();
+    let states = reservoir(&config).run(data.inputs.view()).unwrap();
     let (train, test) = (s![100..2000, ..], s![2000.., ..]);
     let mut fit_sums = RidgeAccumulator::new(500, 1, 1);
     fit_sums
@@ -73,15 +79,15 @@ fn squared_correlations_from_sums_equal_those_of_explicit_predictions() {
         seed: 7,
     };
     let data = memory_capacity_data(&options).unwrap();
-    let config = ReservoirConfig {
-        size: 100,
-        spectral_radius: 0.99,
-        input_scaling: 0.01,
-        leak_rate: 1.0,
-        precision: Precision::F64,
-        ..Default::default()
-    };
-    let mut reservoir = cpu_reservoir(&config).unwrap();
+    let config = ReservoirParams::new()
+        .size(100)
+        .spectral_radius(0.99)
+        .input_scaling(0.01)
+        .leak_rate(1.0)
+        .precision(Precision::F64)
+        .check()
+        .unwrap();
+    let mut reservoir = reservoir(&config);
     let mut fit_sums = RidgeAccumulator::new(100, 40, 1);
     accumulate_run(
         reservoir.as_mut(),

@@ -1,12 +1,17 @@
-//! `ExperimentConfig::run_full`: progress calls, the kept model and the test data agree with
-//! the report, and `run_with` reports the same scores.
+//! `experiment::run_full`: progress calls, the kept model and the test data agree with the
+//! report, and `experiment::run` reports the same scores.
 
 use std::collections::BTreeMap;
 
-use reservoir_core::experiment::CpuFactory;
 use reservoir_core::metrics::nrmse;
-use reservoir_core::tasks::spike_classification::generate;
-use reservoir_core::{ExperimentConfig, RunHooks, TrainedModel};
+use reservoir_core::{cpu_reservoir, ReservoirWeights};
+use reservoir_runtime::experiment::{self, ExperimentConfig, RunHooks, RunOutcome, TrainedModel};
+use reservoir_runtime::tasks::spike_classification::generate;
+use reservoir_runtime::{Device, Dispatch};
+
+fn cpu() -> Dispatch {
+    Dispatch::new(Device::Cpu)
+}
 
 const NARMA: &str = "
 [task]
@@ -46,7 +51,7 @@ ridge = 1e-3
 
 /// Runs `text` keeping the model; returns the outcome and the last (done, total) per stage,
 /// after checking that `done` never decreases within a stage.
-fn run(text: &str) -> (reservoir_core::RunOutcome, BTreeMap<String, (usize, usize)>) {
+fn run(text: &str) -> (RunOutcome, BTreeMap<String, (usize, usize)>) {
     let config = ExperimentConfig::from_toml(text, "<test>").unwrap();
     let mut seen: BTreeMap<String, (usize, usize)> = BTreeMap::new();
     let mut progress = |stage: &str, done: usize, total: usize| {
@@ -61,16 +66,13 @@ fn run(text: &str) -> (reservoir_core::RunOutcome, BTreeMap<String, (usize, usiz
         progress: Some(&mut progress),
         keep_model: true,
     };
-    let outcome = config.run_full(&mut CpuFactory, &mut hooks).unwrap();
-    let plain = config.run_with(&mut CpuFactory).unwrap();
-    assert_eq!(
-        outcome.report.metrics, plain.metrics,
-        "run_with and run_full"
-    );
+    let outcome = experiment::run_full(&config, &mut cpu(), &mut hooks).unwrap();
+    let plain = experiment::run(&config, &mut cpu()).unwrap();
+    assert_eq!(outcome.report.metrics, plain.metrics, "run and run_full");
     (outcome, seen)
 }
 
-fn metric(outcome: &reservoir_core::RunOutcome, name: &str) -> f64 {
+fn metric(outcome: &RunOutcome, name: &str) -> f64 {
     let figure = outcome.report.metrics.iter().find(|f| f.name == name);
     figure.unwrap().value
 }
@@ -94,9 +96,9 @@ fn series_run_keeps_the_readout_and_the_test_predictions() {
         ),
         (&["u".to_string()][..], &["y".to_string()][..])
     );
-    assert_eq!(model.config.input_size, 1);
+    assert_eq!(model.config.input_size(), 1);
     // The stored weights are the reservoir's, the ones the config and seed generate.
-    let (generated, _) = reservoir_core::ReservoirWeights::generate(&model.config).unwrap();
+    let (generated, _) = ReservoirWeights::generate(&model.config).unwrap();
     assert_eq!(model.weights, generated);
 }
 
@@ -111,7 +113,7 @@ fn spike_run_keeps_a_classifier_that_reproduces_the_test_accuracy() {
     model.validate().unwrap();
     let data = generate(&model.task).unwrap();
     assert_eq!(outcome.spike_data.as_ref(), Some(&data));
-    let mut reservoir = model.cpu_reservoir().unwrap();
+    let mut reservoir = cpu_reservoir(&model.config, model.weights.clone()).unwrap();
     let patterns: Vec<_> = data.test.iter().map(|s| &s.pattern).collect();
     let classes = model.classify(reservoir.as_mut(), &patterns).unwrap();
     let right = classes
@@ -121,15 +123,13 @@ fn spike_run_keeps_a_classifier_that_reproduces_the_test_accuracy() {
         .count();
     let accuracy = right as f64 / data.test.len() as f64;
     assert_eq!(accuracy, metric(&outcome, "esn_test_accuracy"));
-    assert_eq!(reservoir.size(), model.config.size);
+    assert_eq!(reservoir.size(), model.config.size());
 }
 
 #[test]
 fn no_model_unless_asked_and_none_for_memory_capacity() {
     let config = ExperimentConfig::from_toml(NARMA, "<test>").unwrap();
-    let outcome = config
-        .run_full(&mut CpuFactory, &mut RunHooks::default())
-        .unwrap();
+    let outcome = experiment::run_full(&config, &mut cpu(), &mut RunHooks::default()).unwrap();
     assert!(outcome.model.is_none() && outcome.test_series.is_some());
     let mc = "[task]\nkind = \"memory_capacity\"\nmax_delay = 10\ntrain = 500\ntest = 200\n\
               [reservoir]\nsize = 30\n[readout]\nwashout = 50\n";
@@ -138,6 +138,6 @@ fn no_model_unless_asked_and_none_for_memory_capacity() {
         keep_model: true,
         ..RunHooks::default()
     };
-    let outcome = config.run_full(&mut CpuFactory, &mut hooks).unwrap();
+    let outcome = experiment::run_full(&config, &mut cpu(), &mut hooks).unwrap();
     assert!(outcome.model.is_none() && outcome.test_series.is_none());
 }

@@ -1,27 +1,31 @@
-//! `run_sweep`: one lane agrees with `ExperimentConfig::run`, every (lane, ridge) is ranked,
+//! `run_sweep`: one lane agrees with `experiment::run`, every (lane, ridge) is ranked,
 //! lanes on several threads equal lanes on one, failures are reported, and bad requests are
 //! errors naming the field.
 
 use ndarray::{s, Array2};
-use reservoir_core::experiment::{CpuFactory, ReservoirFactory};
-use reservoir_core::lif::LifConfig;
-use reservoir_core::readout::{accumulate_run, RidgeAccumulator};
-use reservoir_core::sweep::{
-    run_lanes_on_cpu, run_sweep, Lane, LaneData, LaneRunner, LaneSums, SweepScore,
-};
-use reservoir_core::tasks::narma::narma10;
+use reservoir_core::fit::accumulate_run;
+use reservoir_core::lanes::{CpuLaneRunner, Lane, LaneData, LaneRunner, LaneSums};
+use reservoir_core::readout::RidgeAccumulator;
 use reservoir_core::weights::WeightDraws;
 use reservoir_core::{
-    cpu_reservoir, ExperimentConfig, Reservoir, ReservoirConfig, ReservoirError, ReservoirWeights,
+    cpu_reservoir, ConfigError, ReservoirConfig, ReservoirError, ReservoirParams, ReservoirWeights,
     Result, WeightDistribution,
 };
+use reservoir_runtime::experiment::{self, ExperimentConfig, ExperimentReport, TaskConfig};
+use reservoir_runtime::sweep::{run_sweep, SweepParams, SweepScore};
+use reservoir_runtime::tasks::narma::narma10;
+use reservoir_runtime::{Device, Dispatch, RuntimeError};
 
 fn shipped(name: &str) -> ExperimentConfig {
     let path = format!("{}/../../configs/{name}", env!("CARGO_MANIFEST_DIR"));
     ExperimentConfig::from_toml(&std::fs::read_to_string(&path).unwrap(), &path).unwrap()
 }
 
-fn metric(report: &reservoir_core::experiment::ExperimentReport, name: &str) -> f64 {
+fn cpu() -> Dispatch {
+    Dispatch::new(Device::Cpu)
+}
+
+fn metric(report: &ExperimentReport, name: &str) -> f64 {
     report
         .metrics
         .iter()
@@ -58,8 +62,8 @@ top = 3
 fn one_lane_sweep_gives_the_test_nrmse_of_run() {
     // No [sweep] table: one lane, the base config, and the [readout] ridge.
     let config = shipped("narma10.toml");
-    let run = config.run().unwrap();
-    let sweep = run_sweep(&config, &mut CpuFactory).unwrap();
+    let run = experiment::run(&config, &mut cpu()).unwrap();
+    let sweep = run_sweep(&config, &mut cpu()).unwrap();
     assert_eq!((sweep.lanes, sweep.ridges, sweep.results.len()), (1, 1, 1));
     assert_eq!(
         (sweep.steps, sweep.train_rows, sweep.validation_rows),
@@ -76,24 +80,25 @@ fn one_lane_sweep_gives_the_test_nrmse_of_run() {
     );
     // Same weights, same sums, same solve: the training NRMSE is the same number.
     assert_eq!(only.train_nrmse, metric(&run, "train_nrmse"));
-    assert_eq!(only.ridge, config.readout.ridge);
+    assert_eq!(only.ridge, config.readout().ridge());
 }
 
 #[test]
 fn one_lane_memory_capacity_sweep_gives_the_capacity_of_run() {
     let config = shipped("memory_capacity.toml");
-    let run = config.run().unwrap();
-    let sweep = run_sweep(&config, &mut CpuFactory).unwrap();
+    let run = experiment::run(&config, &mut cpu()).unwrap();
+    let sweep = run_sweep(&config, &mut cpu()).unwrap();
     assert_eq!(sweep.score, SweepScore::MemoryCapacity);
     assert_eq!(sweep.results[0].score, metric(&run, "memory_capacity"));
 }
 
 #[test]
 fn one_lane_mackey_glass_sweep_gives_the_test_nrmse_of_run() {
-    let mut config = shipped("mackey_glass.toml");
-    config.reservoir.size = 200;
-    let run = config.run().unwrap();
-    let sweep = run_sweep(&config, &mut CpuFactory).unwrap();
+    let mut params = shipped("mackey_glass.toml").to_params();
+    params.reservoir = params.reservoir.size(200);
+    let config = params.check().unwrap();
+    let run = experiment::run(&config, &mut cpu()).unwrap();
+    let sweep = run_sweep(&config, &mut cpu()).unwrap();
     let (score, test_nrmse) = (sweep.results[0].score, metric(&run, "test_nrmse"));
     // NRMSE 2e-4: the residual is 4e-8 of ΣY², so the sums' rounding shows (measured 3.4e-7
     // relative; 1e-5 at NRMSE 1.9e-5 with 500 units).
@@ -107,13 +112,13 @@ fn one_lane_mackey_glass_sweep_gives_the_test_nrmse_of_run() {
 #[test]
 fn every_lane_and_ridge_is_ranked_best_first() {
     let config = ExperimentConfig::from_toml(SMALL_NARMA, "<test>").unwrap();
-    let report = run_sweep(&config, &mut CpuFactory).unwrap();
+    let report = run_sweep(&config, &mut cpu()).unwrap();
     assert_eq!((report.lanes, report.ridges, report.top), (8, 2, 3));
     assert_eq!(report.results.len(), 16);
     assert!(report.failures.is_empty());
     assert_eq!(report.best().len(), 3);
     assert!(report.results.windows(2).all(|w| w[0].score <= w[1].score));
-    let lanes = config.sweep.as_ref().unwrap().lanes(&config.reservoir);
+    let lanes = config.sweep().unwrap().lanes(config.reservoir()).unwrap();
     let mut seen = vec![0; 16];
     for result in &report.results {
         assert_eq!(result.params, lanes[result.lane]);
@@ -127,13 +132,16 @@ fn every_lane_and_ridge_is_ranked_best_first() {
     assert!(seen.iter().all(|&n| n == 1), "{seen:?}");
     // The best result is a lane of its own: the same score from a one-lane sweep.
     let best = &report.results[0];
-    let mut alone = config.clone();
-    alone.reservoir.spectral_radius = best.params.spectral_radius;
-    alone.reservoir.leak_rate = best.params.leak_rate;
-    alone.reservoir.input_scaling = best.params.input_scaling;
-    alone.readout.ridge = best.ridge;
+    let mut alone = config.to_params();
+    alone.reservoir = alone
+        .reservoir
+        .spectral_radius(best.params.spectral_radius())
+        .leak_rate(best.params.leak_rate())
+        .input_scaling(best.params.input_scaling());
+    alone.readout = alone.readout.ridge(best.ridge);
     alone.sweep = None;
-    let single = run_sweep(&alone, &mut CpuFactory).unwrap();
+    let alone = alone.check().unwrap();
+    let single = run_sweep(&alone, &mut cpu()).unwrap();
     assert_eq!(single.results[0].score, best.score);
     assert!(report.lane_steps_per_second > 0.0);
     let t = report.timings;
@@ -142,17 +150,18 @@ fn every_lane_and_ridge_is_ranked_best_first() {
 
 #[test]
 fn memory_capacity_ranks_the_largest_capacity_first() {
-    let mut config = shipped("memory_capacity.toml");
-    config.task = Some(reservoir_core::TaskConfig::MemoryCapacity {
+    let mut params = shipped("memory_capacity.toml").to_params();
+    params.task = Some(TaskConfig::MemoryCapacity {
         max_delay: 30,
         train: 1000,
         test: 500,
     });
-    config.sweep = Some(reservoir_core::sweep::SweepConfig {
+    params.sweep = Some(SweepParams {
         spectral_radius: Some(vec![0.5, 0.99]),
         ..Default::default()
     });
-    let report = run_sweep(&config, &mut CpuFactory).unwrap();
+    let config = params.check().unwrap();
+    let report = run_sweep(&config, &mut cpu()).unwrap();
     assert_eq!(report.results.len(), 2);
     assert!(report.results[0].score > report.results[1].score);
 }
@@ -160,8 +169,8 @@ fn memory_capacity_ranks_the_largest_capacity_first() {
 #[test]
 fn the_same_config_gives_the_same_results() {
     let config = ExperimentConfig::from_toml(SMALL_NARMA, "<test>").unwrap();
-    let a = run_sweep(&config, &mut CpuFactory).unwrap();
-    let b = run_sweep(&config, &mut CpuFactory).unwrap();
+    let a = run_sweep(&config, &mut cpu()).unwrap();
+    let b = run_sweep(&config, &mut cpu()).unwrap();
     assert_eq!(a.results, b.results);
 }
 
@@ -178,25 +187,13 @@ fn solved(sums: &[LaneSums]) -> Vec<(Array2<f64>, f64, f64)> {
 #[test]
 fn lanes_on_several_threads_equal_lanes_on_one_and_their_own_reservoirs() {
     let data = narma10(700, 2).unwrap();
-    let base = ReservoirConfig {
-        size: 50,
-        seed: 9,
-        ..Default::default()
-    };
+    let base = ReservoirParams::new().size(50).seed(9).check().unwrap();
     let lanes: Vec<Lane> = [(0.5, 0.2, 1.0), (0.9, 1.0, 0.5), (1.2, 0.6, 2.0)]
         .iter()
         .flat_map(|&(r, a, s)| {
             [
-                Lane {
-                    spectral_radius: r,
-                    leak_rate: a,
-                    input_scaling: s,
-                },
-                Lane {
-                    spectral_radius: r * 0.5,
-                    leak_rate: a,
-                    input_scaling: s,
-                },
+                Lane::new(&base, r, a, s).unwrap(),
+                Lane::new(&base, r * 0.5, a, s).unwrap(),
             ]
         })
         .collect();
@@ -206,13 +203,23 @@ fn lanes_on_several_threads_equal_lanes_on_one_and_their_own_reservoirs() {
         washout: 50,
         train_rows: 500,
     };
-    let one = solved(&run_lanes_on_cpu(&base, &lanes, &lane_data, 1).unwrap());
+    let one = solved(
+        &CpuLaneRunner::new(1)
+            .run_lanes(&base, &lanes, &lane_data)
+            .unwrap(),
+    );
     for threads in [2, 4] {
-        let many = solved(&run_lanes_on_cpu(&base, &lanes, &lane_data, threads).unwrap());
+        let many = solved(
+            &CpuLaneRunner::new(threads)
+                .run_lanes(&base, &lanes, &lane_data)
+                .unwrap(),
+        );
         assert_eq!(one, many, "{threads} threads");
     }
     // Lane 3 with its own reservoir, built from its config as `reservoir run` builds one.
-    let mut reservoir = cpu_reservoir(&lanes[3].config(&base)).unwrap();
+    let lane_config = lanes[3].config();
+    let (weights, _) = ReservoirWeights::generate(lane_config).unwrap();
+    let mut reservoir = cpu_reservoir(lane_config, weights).unwrap();
     let mut train = RidgeAccumulator::new(50, 1, 1);
     accumulate_run(
         reservoir.as_mut(),
@@ -235,21 +242,22 @@ fn lanes_on_several_threads_equal_lanes_on_one_and_their_own_reservoirs() {
 #[test]
 fn scaled_draws_equal_generated_weights() {
     for distribution in [WeightDistribution::Uniform, WeightDistribution::Normal] {
-        let base = ReservoirConfig {
-            size: 70,
-            input_size: 2,
-            bias_scaling: 0.3,
-            weight_distribution: distribution,
-            seed: 4,
-            ..Default::default()
-        };
+        let base = ReservoirParams::new()
+            .size(70)
+            .input_size(2)
+            .bias_scaling(0.3)
+            .weight_distribution(distribution)
+            .seed(4)
+            .check()
+            .unwrap();
         let draws = WeightDraws::draw(&base).unwrap();
         for (radius, scaling) in [(0.5, 0.1), (1.3, 2.0), (0.95, 0.0)] {
-            let config = ReservoirConfig {
-                spectral_radius: radius,
-                input_scaling: scaling,
-                ..base.clone()
-            };
+            let config = base
+                .to_params()
+                .spectral_radius(radius)
+                .input_scaling(scaling)
+                .check()
+                .unwrap();
             let (generated, estimate) = ReservoirWeights::generate(&config).unwrap();
             assert_eq!(draws.scaled(radius, scaling).unwrap(), generated);
             assert_eq!(draws.estimate().radius, estimate.radius);
@@ -263,9 +271,7 @@ fn scaled_draws_equal_generated_weights() {
 
 /// A runner whose lanes' states are all zero: the readout can only fit the mean, and ridge 0
 /// leaves a singular system.
-struct ZeroStates {
-    drop_one: bool,
-}
+struct ZeroStates;
 
 impl LaneRunner for ZeroStates {
     fn run_lanes(
@@ -274,7 +280,7 @@ impl LaneRunner for ZeroStates {
         lanes: &[Lane],
         data: &LaneData<'_>,
     ) -> Result<Vec<LaneSums>> {
-        let n = base.size;
+        let n = base.size();
         let sums = |rows: ndarray::ArrayView2<f64>| {
             let y = rows.column(0);
             RidgeAccumulator::from_sums(
@@ -286,8 +292,8 @@ impl LaneRunner for ZeroStates {
                 rows.nrows(),
             )
         };
-        let keep = lanes.len() - usize::from(self.drop_one);
-        (0..keep)
+        lanes
+            .iter()
             .map(|_| {
                 Ok(LaneSums {
                     train: sums(data.targets.slice(s![data.washout..data.train_rows, ..]))?,
@@ -298,30 +304,67 @@ impl LaneRunner for ZeroStates {
     }
 }
 
-struct ZeroFactory {
-    drop_one: bool,
-}
-
-impl ReservoirFactory for ZeroFactory {
-    fn echo_state(&mut self, config: &ReservoirConfig) -> Result<Box<dyn Reservoir + Send>> {
-        CpuFactory.echo_state(config)
-    }
-    fn lif(&mut self, config: &LifConfig) -> Result<Box<dyn Reservoir + Send>> {
-        CpuFactory.lif(config)
-    }
-    fn lane_runner(&mut self, _base: &ReservoirConfig) -> Result<Box<dyn LaneRunner>> {
-        Ok(Box::new(ZeroStates {
-            drop_one: self.drop_one,
-        }))
-    }
+/// `SMALL_NARMA` with input scaling 0 (and no bias, the default): every state of every lane
+/// is exactly zero, the sums of [`ZeroStates`]. The list holds 0 twice to keep 8 lanes.
+fn zero_state_sweep(ridge: &[f64]) -> ExperimentConfig {
+    let mut params = ExperimentConfig::from_toml(SMALL_NARMA, "<test>")
+        .unwrap()
+        .to_params();
+    let sweep = params.sweep.as_mut().unwrap();
+    sweep.input_scaling = Some(vec![0.0, 0.0]);
+    sweep.ridge = Some(ridge.to_vec());
+    params.check().unwrap()
 }
 
 #[test]
-fn the_factory_runs_the_lanes_and_unsolvable_pairs_are_failures() {
-    let mut config = ExperimentConfig::from_toml(SMALL_NARMA, "<test>").unwrap();
-    config.sweep.as_mut().unwrap().ridge = Some(vec![0.0, 1e-3]);
-    let mut factory = ZeroFactory { drop_one: false };
-    let report = run_sweep(&config, &mut factory).unwrap();
+fn zero_input_scaling_lanes_have_the_sums_of_zero_states() {
+    let config = zero_state_sweep(&[0.0, 1e-3]);
+    assert_eq!(config.reservoir().bias_scaling(), 0.0);
+    let lanes = config.sweep().unwrap().lanes(config.reservoir()).unwrap();
+    assert_eq!(lanes.len(), 8);
+    // The rows of `reservoir sweep` on SMALL_NARMA: train 800 after a washout of 50, test 400.
+    let data = narma10(1200, 3).unwrap();
+    let lane_data = LaneData {
+        inputs: data.inputs.view(),
+        targets: data.targets.view(),
+        washout: 50,
+        train_rows: 800,
+    };
+    let base = config.reservoir();
+    let cpu_sums = CpuLaneRunner::new(2)
+        .run_lanes(base, &lanes, &lane_data)
+        .unwrap();
+    let zero_sums = ZeroStates.run_lanes(base, &lanes, &lane_data).unwrap();
+    assert_eq!(cpu_sums.len(), zero_sums.len());
+    let close = |a: &[f64], b: &[f64]| {
+        a.len() == b.len()
+            && a.iter()
+                .zip(b)
+                .all(|(x, y)| (x - y).abs() <= 1e-12 * y.abs())
+    };
+    for (cpu, zero) in cpu_sums.iter().zip(&zero_sums) {
+        for (c, z) in [
+            (&cpu.train, &zero.train),
+            (&cpu.validation, &zero.validation),
+        ] {
+            assert_eq!(c.rows(), z.rows());
+            assert_eq!(c.gram(), z.gram());
+            assert_eq!(c.cross(), z.cross());
+            assert_eq!(c.feature_sums(), z.feature_sums());
+            assert!(close(c.target_sums(), z.target_sums()));
+            assert!(close(c.target_squares(), z.target_squares()));
+        }
+        let err = cpu.train.solve(0.0).unwrap_err().to_string();
+        assert!(err.contains("positive definite"), "{err}");
+    }
+}
+
+// `run_sweep` takes a `Dispatch`, which builds the CPU or a GPU lane runner and cannot be given
+// another one: the sweep runs zero-state lanes (above) instead of `ZeroStates`.
+#[test]
+fn the_dispatch_runs_the_lanes_and_unsolvable_pairs_are_failures() {
+    let config = zero_state_sweep(&[0.0, 1e-3]);
+    let report = run_sweep(&config, &mut cpu()).unwrap();
     assert_eq!(report.backend, "cpu");
     assert_eq!((report.results.len(), report.failures.len()), (8, 8));
     for result in &report.results {
@@ -333,32 +376,32 @@ fn the_factory_runs_the_lanes_and_unsolvable_pairs_are_failures() {
         assert_eq!((failure.lane, failure.ridge), (lane, 0.0));
         assert!(failure.error.contains("positive definite"), "{failure:?}");
     }
-    config.sweep.as_mut().unwrap().ridge = Some(vec![0.0]);
-    let err = run_sweep(&config, &mut factory).unwrap_err().to_string();
+    let config = zero_state_sweep(&[0.0]);
+    let err = run_sweep(&config, &mut cpu()).unwrap_err().to_string();
     assert!(
         err.contains("no (lane, ridge)") && err.contains("positive definite"),
         "{err}"
     );
-    let err = run_sweep(&config, &mut ZeroFactory { drop_one: true })
-        .unwrap_err()
-        .to_string();
-    assert!(err.contains("8 lanes") && err.contains("7 lanes"), "{err}");
 }
 
-fn config_error(err: ReservoirError) -> (String, String, String) {
+fn config_error(err: RuntimeError) -> (String, String, String) {
     match err {
-        ReservoirError::Config(e) => (e.field, e.rule, e.value),
+        RuntimeError::Core(ReservoirError::Config(ConfigError { field, rule, value })) => {
+            (field, rule, value)
+        }
         other => panic!("expected a config error, got {other}"),
     }
 }
 
 #[test]
 fn a_sweep_needs_a_time_series_task() {
-    let mut config = shipped("spike_classification.toml");
-    let (field, rule, _) = config_error(run_sweep(&config, &mut CpuFactory).unwrap_err());
+    let config = shipped("spike_classification.toml");
+    let (field, rule, _) = config_error(run_sweep(&config, &mut cpu()).unwrap_err());
     assert_eq!(field, "task.kind");
     assert!(rule.contains("narma10"), "{rule}");
-    config.task = None;
-    let (field, ..) = config_error(run_sweep(&config, &mut CpuFactory).unwrap_err());
+    let mut params = config.to_params();
+    params.task = None;
+    let config = params.check().unwrap();
+    let (field, ..) = config_error(run_sweep(&config, &mut cpu()).unwrap_err());
     assert_eq!(field, "task");
 }

@@ -1,8 +1,11 @@
 //! The `[sweep]` table: lanes in grid order, absent lists from the base config, and every
 //! rule naming the list and the index.
 
-use reservoir_core::sweep::{Lane, SweepConfig};
-use reservoir_core::{ConfigError, ExperimentConfig, ReservoirError};
+use reservoir_core::lanes::Lane;
+use reservoir_core::{ConfigError, ReservoirError};
+use reservoir_runtime::experiment::ExperimentConfig;
+use reservoir_runtime::sweep::SweepConfig;
+use reservoir_runtime::RuntimeError;
 
 const BASE: &str = "
 [reservoir]
@@ -15,13 +18,13 @@ input_scaling = 0.7
 ridge = 1e-5
 ";
 
-fn parse(sweep: &str) -> Result<ExperimentConfig, ReservoirError> {
+fn parse(sweep: &str) -> Result<ExperimentConfig, RuntimeError> {
     ExperimentConfig::from_toml(&format!("{BASE}\n[sweep]\n{sweep}"), "sweep.toml")
 }
 
 fn rejected(sweep: &str) -> ConfigError {
     match parse(sweep) {
-        Err(ReservoirError::Config(e)) => e,
+        Err(RuntimeError::Core(ReservoirError::Config(e))) => e,
         other => panic!("expected a config error for {sweep:?}, got {other:?}"),
     }
 }
@@ -32,51 +35,67 @@ fn lanes_are_the_grid_with_input_scaling_fastest() {
         "spectral_radius = [0.5, 1.1]\nleak_rate = [0.2, 0.6, 1.0]\ninput_scaling = [0.1, 2.0]\nridge = [1e-8, 1e-2]\ntop = 4\n",
     )
     .unwrap();
-    let sweep = config.sweep.as_ref().unwrap();
-    let lanes = sweep.lanes(&config.reservoir);
+    let sweep = config.sweep().unwrap();
+    let lanes = sweep.lanes(config.reservoir()).unwrap();
     assert_eq!(lanes.len(), 12);
     for (index, lane) in lanes.iter().enumerate() {
         let (i, j, k) = (index / 6, (index / 2) % 3, index % 2);
+        let (radius, leak, scaling) = ([0.5, 1.1][i], [0.2, 0.6, 1.0][j], [0.1, 2.0][k]);
+        assert_eq!(
+            (
+                lane.spectral_radius(),
+                lane.leak_rate(),
+                lane.input_scaling()
+            ),
+            (radius, leak, scaling)
+        );
         assert_eq!(
             *lane,
-            Lane {
-                spectral_radius: [0.5, 1.1][i],
-                leak_rate: [0.2, 0.6, 1.0][j],
-                input_scaling: [0.1, 2.0][k],
-            }
+            Lane::new(config.reservoir(), radius, leak, scaling).unwrap()
         );
     }
-    assert_eq!(sweep.ridges(&config.readout), vec![1e-8, 1e-2]);
-    assert_eq!(sweep.top, 4);
+    assert_eq!(sweep.ridges(config.readout()), vec![1e-8, 1e-2]);
+    assert_eq!(sweep.top(), 4);
     // A lane's config is the base config with the lane's three values.
-    let lane_config = lanes[7].config(&config.reservoir);
+    let lane_config = lanes[7].config();
     assert_eq!(
         (
-            lane_config.spectral_radius,
-            lane_config.leak_rate,
-            lane_config.input_scaling
+            lane_config.spectral_radius(),
+            lane_config.leak_rate(),
+            lane_config.input_scaling()
         ),
         (1.1, 0.2, 2.0)
     );
-    assert_eq!(lane_config.size, 50);
+    assert_eq!(lane_config.size(), 50);
+    assert_eq!(
+        *lane_config,
+        config
+            .reservoir()
+            .to_params()
+            .spectral_radius(1.1)
+            .leak_rate(0.2)
+            .input_scaling(2.0)
+            .check()
+            .unwrap()
+    );
 }
 
 #[test]
 fn absent_lists_take_the_base_values() {
     let config = parse("leak_rate = [0.3, 0.9]\n").unwrap();
-    let sweep = config.sweep.as_ref().unwrap();
-    let lanes = sweep.lanes(&config.reservoir);
+    let sweep = config.sweep().unwrap();
+    let lanes = sweep.lanes(config.reservoir()).unwrap();
     assert_eq!(lanes.len(), 2);
     assert!(lanes
         .iter()
-        .all(|l| l.spectral_radius == 0.8 && l.input_scaling == 0.7));
-    assert_eq!(sweep.ridges(&config.readout), vec![1e-5]);
-    assert_eq!(sweep.top, 10);
+        .all(|l| l.spectral_radius() == 0.8 && l.input_scaling() == 0.7));
+    assert_eq!(sweep.ridges(config.readout()), vec![1e-5]);
+    assert_eq!(sweep.top(), 10);
     let plain = ExperimentConfig::from_toml(BASE, "plain.toml").unwrap();
-    assert_eq!(plain.sweep, None);
-    let lanes = SweepConfig::default().lanes(&plain.reservoir);
+    assert_eq!(plain.sweep(), None);
+    let lanes = SweepConfig::default().lanes(plain.reservoir()).unwrap();
     assert_eq!(lanes.len(), 1);
-    assert_eq!(lanes[0].config(&plain.reservoir), plain.reservoir);
+    assert_eq!(lanes[0].config(), plain.reservoir());
 }
 
 #[test]
@@ -140,7 +159,7 @@ fn every_rule_names_the_list_and_the_index() {
 #[test]
 fn unknown_sweep_keys_are_errors_naming_the_key() {
     let err = parse("leak_rates = [0.5]\n").unwrap_err();
-    assert!(matches!(err, ReservoirError::ConfigParse { .. }), "{err}");
+    assert!(matches!(err, RuntimeError::ConfigParse { .. }), "{err}");
     let message = err.to_string();
     assert!(
         message.contains("leak_rates") && message.contains("sweep.toml"),

@@ -5,11 +5,9 @@ mod common;
 
 use common::train_test_nrmse;
 use reservoir_core::spectral::SpectralOptions;
-use reservoir_core::tasks::mackey_glass::{mackey_glass, one_step_task, MackeyGlassOptions};
-use reservoir_core::tasks::narma::narma10;
-use reservoir_core::{
-    cpu_reservoir_from_weights, HalfFormat, ReadoutConfig, ReservoirConfig, ReservoirWeights,
-};
+use reservoir_core::{cpu_reservoir, HalfFormat, ReadoutParams, ReservoirParams, ReservoirWeights};
+use reservoir_runtime::tasks::mackey_glass::{mackey_glass, one_step_task, MackeyGlassOptions};
+use reservoir_runtime::tasks::narma::narma10;
 
 #[test]
 fn rounding_is_to_nearest_even_within_the_range() {
@@ -30,13 +28,13 @@ fn rounding_is_to_nearest_even_within_the_range() {
 
 #[test]
 fn rounded_weights_hold_their_format_and_keep_w_in_and_b() {
-    let config = ReservoirConfig {
-        size: 400,
-        spectral_radius: 0.9,
-        bias_scaling: 0.5,
-        seed: 7,
-        ..Default::default()
-    };
+    let config = ReservoirParams::new()
+        .size(400)
+        .spectral_radius(0.9)
+        .bias_scaling(0.5)
+        .seed(7)
+        .check()
+        .unwrap();
     let (weights, _) = ReservoirWeights::generate(&config).unwrap();
     let options = SpectralOptions::default();
     let radius = weights
@@ -67,10 +65,7 @@ fn rounded_weights_hold_their_format_and_keep_w_in_and_b() {
         println!("{format:?}: spectral radius {radius:.6} -> relative change {moved:.1e}");
         assert!(moved.abs() < 4.0 * unit, "{format:?}: {moved:.1e}");
     }
-    let huge = ReservoirConfig {
-        spectral_radius: 1e7,
-        ..config
-    };
+    let huge = config.to_params().spectral_radius(1e7).check().unwrap();
     let (weights, _) = ReservoirWeights::generate(&huge).unwrap();
     let message = weights
         .with_recurrent_rounded(HalfFormat::F16)
@@ -95,21 +90,22 @@ fn accuracy_cost_of_half_precision_w_on_narma10_and_mackey_glass() {
         ("Mackey-Glass one-step", &glass, 5000, 1.0, 1e-8),
     ];
     for (name, task, train, spectral_radius, ridge) in cases {
-        let readout = ReadoutConfig {
-            ridge,
-            washout: 100,
-        };
+        let readout = ReadoutParams::new()
+            .ridge(ridge)
+            .washout(100)
+            .check()
+            .unwrap();
         for seed in [1, 2, 3] {
-            let config = ReservoirConfig {
-                size: 500,
-                spectral_radius,
-                leak_rate: 1.0,
-                seed,
-                ..Default::default()
-            };
+            let config = ReservoirParams::new()
+                .size(500)
+                .spectral_radius(spectral_radius)
+                .leak_rate(1.0)
+                .seed(seed)
+                .check()
+                .unwrap();
             let (weights, _) = ReservoirWeights::generate(&config).unwrap();
             let nrmse_on = |weights: ReservoirWeights| {
-                let mut reservoir = cpu_reservoir_from_weights(&config, weights).unwrap();
+                let mut reservoir = cpu_reservoir(&config, weights).unwrap();
                 train_test_nrmse(reservoir.as_mut(), &readout, task, train)
             };
             let full = nrmse_on(weights.clone());

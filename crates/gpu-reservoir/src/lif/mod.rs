@@ -73,10 +73,10 @@ struct EventBuffers {
 }
 
 /// What [`GpuLifNetwork::count_events`] finds in a run's spike flags.
-struct EventCount {
-    spikes: u64,
-    delivered: u64,
-    undelivered: u64,
+pub(crate) struct EventCount {
+    pub(crate) spikes: u64,
+    pub(crate) delivered: u64,
+    pub(crate) undelivered: u64,
 }
 
 /// A current-based LIF reservoir on the GPU: state on the device for the whole run, features
@@ -168,6 +168,16 @@ impl GpuLifNetwork {
         })
     }
 
+    /// The device the network runs on.
+    pub fn device(&self) -> &GpuDevice {
+        &self.device
+    }
+
+    /// The configuration the network was built from.
+    pub fn config(&self) -> &LifConfig {
+        &self.config
+    }
+
     /// How the network steps: [`LifStepPath::auto`] of its synapse count unless forced.
     pub fn step_path(&self) -> LifStepPath {
         self.path
@@ -256,7 +266,7 @@ impl GpuLifNetwork {
     /// events (its out-degree) count when they are delivered, in the next step. `carried` is
     /// the events of the spikes of the step before the run. Returns (spikes, events delivered
     /// during the run, events of the last step's spikes, delivered by the next run).
-    fn count_events(&self, flags: &[u8], carried: u64) -> EventCount {
+    pub(crate) fn count_events(&self, flags: &[u8], carried: u64) -> EventCount {
         let n = self.config.size().max(1);
         let last_step = flags.len().saturating_sub(n);
         let mut count = EventCount {
@@ -469,7 +479,7 @@ impl GpuLifNetwork {
 
 /// Steps per chunk for N neurons: [`LIF_CHUNK_BYTES`] of features and flags, at most
 /// [`LIF_CHUNK_STEPS`], at least 1.
-fn chunk_steps(n: usize) -> usize {
+pub(crate) fn chunk_steps(n: usize) -> usize {
     (LIF_CHUNK_BYTES / (5 * n).max(1)).clamp(1, LIF_CHUNK_STEPS)
 }
 

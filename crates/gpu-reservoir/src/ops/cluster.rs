@@ -136,6 +136,7 @@ impl ClusterPlan {
     /// and local (spilled) bytes per thread of the compiled kernel.
     #[cfg(feature = "internals")]
     pub(crate) fn describe(&self) -> Result<ClusterShape> {
+        use crate::error::DriverContext;
         Ok(ClusterShape {
             blocks: self.geometry.blocks,
             registers: self

@@ -51,7 +51,7 @@ pub enum StepPath {
     /// device supports cooperative launch).
     Persistent,
     /// Two launches per step (`matvec_reservoir_kernel`, `leaky_integration_kernel`): the
-    /// shipped-PTX path, used where cooperative launch is unavailable.
+    /// path of every device, used where cooperative launch is unavailable.
     PerStep,
 }
 

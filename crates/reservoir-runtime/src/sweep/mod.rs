@@ -10,8 +10,8 @@ use std::cmp::Ordering;
 use std::time::Instant;
 
 use rayon::prelude::*;
-use reservoir_core::lanes::{Lane, LaneData, LaneSums};
-use reservoir_core::{ConfigError, ReservoirError};
+use reservoir_core::lanes::{Lane, LaneData, LaneRunner, LaneSums};
+use reservoir_core::{ConfigError, ReservoirConfig, ReservoirError};
 use serde::Serialize;
 
 use crate::device::Dispatch;
@@ -149,13 +149,24 @@ impl SweepReport {
 /// No `[task]` or the spike task (config errors naming `task` and `task.kind`), any error of
 /// the lane runner, and, when every (lane, ridge) fails, the first failure.
 pub fn run_sweep(config: &ExperimentConfig, dispatch: &mut Dispatch) -> Result<SweepReport> {
-    sweep_in_batches(config, dispatch, SWEEP_SUMS_BUDGET_BYTES)
+    let mut runner = |base: &ReservoirConfig| -> Result<(Box<dyn LaneRunner>, String)> {
+        let runner = dispatch.lane_runner(base)?;
+        let placed = dispatch
+            .placements()
+            .last()
+            .map_or_else(|| "cpu".to_string(), |(_, placement)| placement.name());
+        Ok((runner, placed))
+    };
+    sweep_in_batches(config, &mut runner, SWEEP_SUMS_BUDGET_BYTES)
 }
+
+/// Makes the lane runner of a sweep around a base config, with the name of where it runs.
+type RunnerFor<'a> = dyn FnMut(&ReservoirConfig) -> Result<(Box<dyn LaneRunner>, String)> + 'a;
 
 /// [`run_sweep`] with lanes run in batches whose sums fit in `budget_bytes`.
 fn sweep_in_batches(
     config: &ExperimentConfig,
-    dispatch: &mut Dispatch,
+    runner_for: &mut RunnerFor<'_>,
     budget_bytes: usize,
 ) -> Result<SweepReport> {
     let start = Instant::now();
@@ -192,11 +203,7 @@ fn sweep_in_batches(
     data.check(&base)?;
     let data_seconds = start.elapsed().as_secs_f64();
 
-    let mut runner = dispatch.lane_runner(&base)?;
-    let backend = dispatch
-        .placements()
-        .last()
-        .map_or_else(|| "cpu".to_string(), |(_, placement)| placement.name());
+    let (mut runner, backend) = runner_for(&base)?;
     let batch = lanes_per_batch(base.size(), rows.data.targets.ncols(), budget_bytes);
     let (mut run_seconds, mut solve_seconds) = (0.0, 0.0);
     let (mut results, mut failures) = (Vec::new(), Vec::new());
@@ -297,28 +304,66 @@ fn solve_and_score(
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-    use crate::device::Device;
+    use reservoir_core::lanes::CpuLaneRunner;
 
-    #[test]
-    fn lanes_in_batches_give_the_results_of_one_batch() {
-        let config = ExperimentConfig::from_toml(
+    use super::*;
+
+    fn config() -> ExperimentConfig {
+        ExperimentConfig::from_toml(
             "[task]\nkind = \"narma10\"\ntrain = 300\ntest = 100\nseed = 1\n\
              [reservoir]\nsize = 20\nseed = 2\n[readout]\nwashout = 20\n\
              [sweep]\nspectral_radius = [0.5, 0.9, 1.2]\nleak_rate = [0.4, 1.0]\n\
              ridge = [1e-6, 1e-2]\n",
             "<test>",
         )
-        .unwrap();
+        .unwrap()
+    }
+
+    fn cpu_runner(_: &ReservoirConfig) -> Result<(Box<dyn LaneRunner>, String)> {
+        Ok((Box::new(CpuLaneRunner::new(2)), "cpu".into()))
+    }
+
+    #[test]
+    fn lanes_in_batches_give_the_results_of_one_batch() {
+        let config = config();
         // One lane's two accumulators of 20 features and 1 output take 7,072 bytes: six lanes
         // run one at a time, or as a batch of four and a batch of two.
         assert_eq!(lanes_per_batch(20, 1, 7_072 * 4), 4);
-        let cpu = || Dispatch::new(Device::Cpu);
-        let whole = sweep_in_batches(&config, &mut cpu(), SWEEP_SUMS_BUDGET_BYTES).unwrap();
+        let whole = sweep_in_batches(&config, &mut cpu_runner, SWEEP_SUMS_BUDGET_BYTES).unwrap();
         for budget in [1, 7_072 * 4] {
-            let batched = sweep_in_batches(&config, &mut cpu(), budget).unwrap();
+            let batched = sweep_in_batches(&config, &mut cpu_runner, budget).unwrap();
             assert_eq!(batched.results, whole.results, "budget {budget}");
         }
         assert_eq!(whole.results.len(), 12);
+    }
+
+    /// A runner that loses the last lane of every batch.
+    struct OneLaneShort;
+
+    impl LaneRunner for OneLaneShort {
+        fn run_lanes(
+            &mut self,
+            base: &ReservoirConfig,
+            lanes: &[Lane],
+            data: &LaneData<'_>,
+        ) -> reservoir_core::Result<Vec<LaneSums>> {
+            let mut sums = CpuLaneRunner::new(1).run_lanes(base, lanes, data)?;
+            sums.pop();
+            Ok(sums)
+        }
+    }
+
+    #[test]
+    fn a_runner_that_returns_too_few_lanes_is_an_error_not_a_misattribution() {
+        let mut short = |_: &ReservoirConfig| -> Result<(Box<dyn LaneRunner>, String)> {
+            Ok((Box::new(OneLaneShort), "cpu".into()))
+        };
+        let error = sweep_in_batches(&config(), &mut short, SWEEP_SUMS_BUDGET_BYTES)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("6 lanes") && error.contains("5 lanes"),
+            "{error}"
+        );
     }
 }

@@ -1,6 +1,7 @@
 //! The Mackey–Glass delay differential equation, sampled once per time unit.
 //!
-//! Definition used (REFERENCE.md §1, "Mackey–Glass"):
+//! Definition used (Mackey & Glass 1977, with the benchmark settings of the reservoir-computing
+//! literature):
 //!
 //! > τ = 17: dx/dt = 0.2 x(t−τ) / (1 + x(t−τ)^10) − 0.1 x(t), one sample per time unit,
 //! > integrated with RK4 at h = 1 with the delayed value interpolated (as ReservoirPy does) or at
@@ -37,7 +38,7 @@ use rand_chacha::ChaCha8Rng;
 use super::{next_step_task, TaskData};
 use reservoir_core::error::{ReservoirError, Result};
 
-/// Parameters of [`mackey_glass`]; `Default` gives the benchmark settings of REFERENCE.md §1.
+/// Parameters of [`mackey_glass`]; `Default` gives the usual benchmark settings (τ = 17).
 #[derive(Debug, Clone, PartialEq)]
 pub struct MackeyGlassOptions {
     /// Delay τ in time units, at least 1. Default 17.

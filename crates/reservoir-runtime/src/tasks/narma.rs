@@ -1,6 +1,6 @@
 //! Canonical NARMA-10 (non-linear auto-regressive moving average of order 10).
 //!
-//! Definition used (REFERENCE.md §1, "Canonical NARMA-10"), followed literally:
+//! Definition used (canonical NARMA-10, Atiya & Parlos 2000), followed literally:
 //!
 //! > u(t) ~ U[0, 0.5] i.i.d.;
 //! > y(t+1) = 0.3 y(t) + 0.05 y(t) Σ_{i=0..9} y(t−i) + 1.5 u(t−9) u(t) + 0.1,

@@ -1,14 +1,14 @@
 //! Helpers shared by the accuracy tests.
 
+use reservoir_core::fit::fit_ridge;
 use reservoir_core::metrics::nrmse;
-use reservoir_core::readout::fit_ridge;
-use reservoir_core::tasks::TaskData;
 use reservoir_core::{ReadoutConfig, Reservoir};
+use reservoir_runtime::tasks::TaskData;
 
 /// Trains a ridge readout on the first `train` rows of `task` and returns the test NRMSE of
 /// the rest, the reservoir continuing in time.
 pub fn train_test_nrmse(
-    reservoir: &mut (dyn Reservoir + Send),
+    reservoir: &mut dyn Reservoir,
     readout: &ReadoutConfig,
     task: &TaskData,
     train: usize,

@@ -1,18 +1,21 @@
-//! The engine as one step of a graph pipeline: `analyse(&graph)` turns per-vertex features into
-//! spikes, runs them through a reservoir, looks for each community's spike pattern with the
-//! template detector, trains a readout that names the vertex's community, and returns the
-//! results to its caller.
+//! The engine as one step of a larger program, here a graph analysis: `analyse(&graph)` finds
+//! which community each vertex of a graph belongs to, from spikes.
+//!
+//! ```text
+//! per-vertex features ─► spike codes (rate + latency) ─► reservoir ─► ridge readout
+//!                                     └─► template detector (one latency template per community)
+//! ```
 //!
 //! Features of a vertex: its degree, its clustering coefficient, and where three steps of a
 //! random walk from it land among eight probe vertices (a few power-iteration steps of the
 //! row-normalised adjacency). Each feature becomes a rate code and a latency code (40 steps);
-//! the reservoir runs on the GPU when one is usable (`backend = "auto"`), else on the CPU.
+//! the reservoir runs on the GPU when one is usable (`Dispatch::new(Device::Auto)`), else on
+//! the CPU. Half the vertices train the readout and the templates; the other half are scored.
 //!
-//! `cargo run --release -p reservoir-examples --example prct_pipeline`
+//! `cargo run --release -p reservoir-examples --example 06_spike_detection_pipeline`
 
 use std::error::Error;
 
-use gpu_reservoir::Chosen;
 use ndarray::{concatenate, Array1, Array2, Axis};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -20,8 +23,9 @@ use reservoir_core::detection::{DetectorOptions, PatternDetector};
 use reservoir_core::encoding::{latency, rate, LatencyOptions, RateOptions};
 use reservoir_core::readout::RidgeAccumulator;
 use reservoir_core::spikes::SpikePattern;
-use reservoir_core::tasks::spike_classification::{predict_classes, sample_features};
-use reservoir_core::ReservoirConfig;
+use reservoir_core::{ReservoirParams, ReservoirWeights};
+use reservoir_runtime::tasks::spike_classification::{predict_classes, sample_features};
+use reservoir_runtime::{Device, Dispatch, Placement};
 
 /// Steps of each spike code (1 ms each).
 const STEPS: usize = 40;
@@ -50,7 +54,7 @@ pub struct Report {
     /// Vertices the readout and the templates were trained on (the others are scored).
     pub train_vertices: usize,
     /// Where the reservoir ran (and why the CPU, when `auto` fell back).
-    pub backend: String,
+    pub placement: String,
     /// Test vertices whose community the reservoir readout names correctly, as a fraction.
     pub readout_accuracy: f64,
     /// Test vertices with at least one template detection.
@@ -169,16 +173,28 @@ pub fn analyse(graph: &Graph) -> Result<Report, Box<dyn Error>> {
         .collect::<Result<Vec<_>, _>>()?;
 
     // Reservoir features: mean state over 4 segments of each vertex's spike pattern.
-    let config = ReservoirConfig {
-        size: 200,
-        input_size: 2 * features.ncols(),
-        spectral_radius: 0.9,
-        leak_rate: 0.3,
-        input_scaling: 0.5,
-        seed: 3,
-        ..Default::default()
+    let config = ReservoirParams::new()
+        .size(200)
+        .input_size(2 * features.ncols())
+        .spectral_radius(0.9)
+        .leak_rate(0.3)
+        .input_scaling(0.5)
+        .seed(3)
+        .check()?;
+    let (weights, _) = ReservoirWeights::generate(&config)?;
+    let mut dispatch = Dispatch::new(Device::Auto);
+    let mut reservoir = dispatch.echo_state(&config, weights)?;
+    let placement = match dispatch.placements().last() {
+        Some((
+            _,
+            Placement::Cpu {
+                fallback: Some(reason),
+            },
+        )) => format!("cpu ({reason})"),
+        Some((_, Placement::Cuda(info))) => format!("cuda (GPU {}: {})", info.ordinal, info.name),
+        Some((_, other)) => other.name(),
+        None => "unknown".to_string(),
     };
-    let (mut reservoir, chosen) = gpu_reservoir::reservoir_for(&config)?;
     let states = spikes
         .iter()
         .map(|p| sample_features(reservoir.as_mut(), p, 1.0, 4))
@@ -235,13 +251,7 @@ pub fn analyse(graph: &Graph) -> Result<Report, Box<dyn Error>> {
         vertices: n,
         edges: graph.neighbours.iter().map(Vec::len).sum::<usize>() / 2,
         train_vertices: train.len(),
-        backend: match chosen {
-            Chosen::Cpu {
-                fallback: Some(reason),
-            } => format!("cpu ({reason})"),
-            Chosen::Cuda { device } => format!("cuda (GPU {}: {})", device.ordinal, device.name),
-            other => other.name().to_string(),
-        },
+        placement,
         readout_accuracy: right as f64 / test.len() as f64,
         detected,
         detector_accuracy: detector_right as f64 / test.len() as f64,
@@ -257,7 +267,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         "graph: {} vertices, {} edges, {} planted communities",
         report.vertices, report.edges, graph.communities
     );
-    println!("reservoir ran on: {}", report.backend);
+    println!("reservoir ran on: {}", report.placement);
     println!(
         "readout (reservoir states): community of {:.1} % of {test} held-out vertices",
         100.0 * report.readout_accuracy

@@ -1,0 +1,254 @@
+//! Every kernel module of `reservoir-kernels` compiles with NVRTC and loads on this device.
+//!
+//! Modules are compiled inside the crate, on first use per device, by the public GPU objects
+//! (the loader is crate-private), so these tests build every public GPU object once on tiny
+//! inputs and run it once: together they compile and load every module of
+//! `reservoir_kernels::MODULES` that the device can run. The kernels' results are checked
+//! against the CPU by the parity tests; the entry points and the shared header by
+//! `reservoir-kernels`' own unit tests.
+
+mod common;
+
+use common::gpu;
+use gpu_reservoir::{
+    detection, encoding, spectral, DeviceRidgeSums, GemmMath, GpuError, GpuLaneRunner,
+    GpuLifNetwork, GpuReservoirComputer, LifStepPath, StepPath,
+};
+use ndarray::{Array2, ArrayView2};
+use reservoir_core::detection::{random_template, DetectorOptions, PatternDetector};
+use reservoir_core::encoding::RateOptions;
+use reservoir_core::lanes::{Lane, LaneData};
+use reservoir_core::lif::LifParams;
+use reservoir_core::spectral::SpectralOptions;
+use reservoir_core::spikes::{Spike, SpikePattern};
+use reservoir_core::{Reservoir, ReservoirConfig, ReservoirParams, ReservoirWeights};
+
+/// Which public GPU object compiles each kernel module (on its first use on a device).
+const BUILT_BY: &[(&str, &str)] = &[
+    ("esn.cu", "GpuReservoirComputer, on every step path"),
+    (
+        "esn_persistent.cu",
+        "GpuReservoirComputer, where the device has cooperative launch",
+    ),
+    (
+        "esn_cluster.cu",
+        "GpuReservoirComputer, where the device has thread-block clusters (sm_90+)",
+    ),
+    ("lanes.cu", "GpuLaneRunner::new"),
+    ("ridge.cu", "DeviceRidgeSums::new"),
+    ("spectral.cu", "gpu_reservoir::spectral::spectral_radius"),
+    ("encoding.cu", "gpu_reservoir::encoding::rate_sequence"),
+    ("detection.cu", "gpu_reservoir::detection::scores"),
+    ("lif.cu", "GpuLifNetwork, on both step paths"),
+];
+
+/// Step paths from the most to the least demanding: the order in which a reservoir picks its
+/// default.
+const STEP_PATHS: [StepPath; 3] = [StepPath::Cluster, StepPath::Persistent, StepPath::PerStep];
+
+/// A small echo-state config (N within the cluster path's limit).
+fn small_config() -> ReservoirConfig {
+    ReservoirParams::new()
+        .size(64)
+        .input_size(2)
+        .connection_prob(0.2)
+        .bias_scaling(0.1)
+        .seed(7)
+        .check()
+        .expect("config")
+}
+
+/// Deterministic inputs in (−1, 1), `steps` × `k`.
+fn inputs(steps: usize, k: usize) -> Array2<f64> {
+    Array2::from_shape_fn((steps, k), |(t, c)| ((t * k + c) as f64 * 0.37).sin())
+}
+
+fn assert_finite(what: &str, values: &Array2<f64>) {
+    assert!(
+        values.iter().all(|v| v.is_finite()),
+        "{what}: a value is not finite"
+    );
+}
+
+#[test]
+fn every_kernel_module_is_built_by_an_object_here() {
+    // A CPU test: a module added to (or renamed in) `reservoir_kernels::MODULES` must get the
+    // object that compiles it into `BUILT_BY` and into the GPU test below.
+    let mut modules: Vec<&str> = reservoir_kernels::MODULES.iter().map(|m| m.name).collect();
+    let mut covered: Vec<&str> = BUILT_BY.iter().map(|(module, _)| *module).collect();
+    modules.sort_unstable();
+    covered.sort_unstable();
+    assert_eq!(
+        covered, modules,
+        "the modules built here are not reservoir_kernels::MODULES"
+    );
+    for (module, object) in BUILT_BY {
+        assert!(!object.is_empty(), "{module}: no object named");
+    }
+}
+
+#[test]
+fn every_public_gpu_object_builds_and_runs_once_on_this_device() {
+    let Some(device) = gpu() else { return };
+    eprintln!("device: {:?}", device.info());
+
+    // esn.cu, and esn_persistent.cu / esn_cluster.cu where the device runs them: every step
+    // path the device allows builds and runs; the others are refused as unsupported.
+    let config = small_config();
+    let u = inputs(20, 2);
+    let mut allowed = Vec::new();
+    for path in STEP_PATHS {
+        let reservoir =
+            GpuReservoirComputer::new_shared(&config, &device).expect("GpuReservoirComputer");
+        match reservoir.with_step_path(path) {
+            Ok(mut reservoir) => {
+                assert_eq!(reservoir.step_path(), path);
+                let states = reservoir
+                    .run(u.view())
+                    .unwrap_or_else(|e| panic!("{path:?}: the run failed: {e}"));
+                assert_eq!(states.dim(), (20, 64), "{path:?}");
+                assert_finite(&format!("{path:?}"), &states);
+                allowed.push(path);
+            }
+            Err(GpuError::Unsupported { what, reason }) => {
+                eprintln!("{path:?}: {what} is not supported here: {reason}");
+            }
+            Err(other) => panic!("{path:?}: expected Ok or Unsupported, got {other}"),
+        }
+    }
+    eprintln!("step paths this device runs: {allowed:?}");
+    assert!(
+        allowed.contains(&StepPath::PerStep),
+        "every device runs the per-step path"
+    );
+
+    // The many-sequence GEMM path (esn.cu's elementwise and f16 kernels beside cuBLAS), in
+    // each arithmetic.
+    let sequences = [inputs(12, 2), inputs(7, 2)];
+    let views: Vec<ArrayView2<f64>> = sequences.iter().map(|s| s.view()).collect();
+    for math in [GemmMath::F32, GemmMath::Tf32, GemmMath::F16] {
+        let mut reservoir = GpuReservoirComputer::new_shared(&config, &device)
+            .expect("GpuReservoirComputer")
+            .with_batch_math(math)
+            .expect("batch math");
+        let mut lengths = Vec::new();
+        reservoir
+            .run_many(&views, &mut |_, states| {
+                lengths.push(states.nrows());
+                Ok(())
+            })
+            .unwrap_or_else(|e| panic!("{math:?}: run_many failed: {e}"));
+        assert_eq!(lengths, [12, 7], "{math:?}");
+    }
+
+    // lif.cu, on both step paths.
+    let lif = LifParams::new()
+        .size(50)
+        .input_size(2)
+        .check()
+        .expect("LIF config");
+    for path in [LifStepPath::Gather, LifStepPath::EventDriven] {
+        let mut network = GpuLifNetwork::new_shared(&lif, &device)
+            .expect("GpuLifNetwork")
+            .with_step_path(path);
+        assert_eq!(network.step_path(), path);
+        let features = network
+            .run(inputs(30, 2).mapv(f64::abs).view())
+            .unwrap_or_else(|e| panic!("{path:?}: the LIF run failed: {e}"));
+        assert_eq!(features.dim(), (30, 50), "{path:?}");
+        assert_finite(&format!("LIF {path:?}"), &features);
+    }
+
+    // lanes.cu (and ridge.cu through the lanes' sums).
+    let mut runner = GpuLaneRunner::new(&device).expect("GpuLaneRunner::new");
+    let (lane_inputs, targets) = (inputs(40, 2), inputs(40, 1));
+    let data = LaneData {
+        inputs: lane_inputs.view(),
+        targets: targets.view(),
+        washout: 5,
+        train_rows: 30,
+    };
+    let lanes = [Lane::new(&config, 0.9, 0.5, 1.0).expect("lane")];
+    let sums = runner
+        .run(&config, &lanes, &data)
+        .expect("GpuLaneRunner::run");
+    assert_eq!(sums.len(), 1);
+    assert_eq!((sums[0].train.rows(), sums[0].validation.rows()), (25, 10));
+
+    // ridge.cu on its own.
+    let mut ridge = DeviceRidgeSums::new(&device, 4, 1, 2).expect("DeviceRidgeSums::new");
+    let host: Vec<f32> = (0..3 * 8).map(|i| (i as f32 * 0.1).sin()).collect();
+    let states = device.stream().clone_htod(&host).expect("upload");
+    ridge
+        .add(&states.slice(..), Array2::<f64>::ones((3, 1)).view())
+        .expect("DeviceRidgeSums::add");
+    let blocks = ridge.download().expect("DeviceRidgeSums::download");
+    assert_eq!(blocks.len(), 2);
+    assert!(blocks.iter().all(|b| b.rows() == 3));
+
+    // encoding.cu.
+    let spikes = encoding::rate_sequence(
+        &device,
+        inputs(10, 3).mapv(f64::abs).view(),
+        RateOptions::default(),
+        11,
+    )
+    .expect("encoding::rate_sequence");
+    assert_eq!(spikes.dim(), (10, 3));
+    assert!(spikes.iter().all(|&s| s == 0.0 || s == 1.0));
+
+    // detection.cu.
+    let template = random_template(4, 10.0, 4, 3).expect("template");
+    let detector =
+        PatternDetector::new(vec![template], DetectorOptions::default()).expect("detector");
+    let stream: Vec<Spike> = (0..40)
+        .map(|i| Spike {
+            neuron_id: i % 4,
+            time_ms: f64::from(i) * 2.4,
+            amplitude: 1.0,
+        })
+        .collect();
+    let stream = SpikePattern::new(stream, 4, 100.0).expect("stream");
+    let scores = detection::scores(&device, &detector, &stream).expect("detection::scores");
+    assert_eq!(scores.ncols(), 1);
+    assert!(scores.nrows() > 0);
+
+    // spectral.cu.
+    let (weights, _) = ReservoirWeights::generate(&config).expect("weights");
+    let estimate =
+        spectral::spectral_radius(&device, weights.recurrent(), &SpectralOptions::default())
+            .expect("spectral::spectral_radius");
+    assert!(
+        estimate.radius.is_finite() && estimate.radius > 0.0,
+        "{estimate:?}"
+    );
+}
+
+#[test]
+fn the_default_step_path_is_the_first_the_device_allows() {
+    let Some(device) = gpu() else { return };
+    let config = small_config();
+    let default = GpuReservoirComputer::new_shared(&config, &device)
+        .expect("GpuReservoirComputer")
+        .step_path();
+    let first_allowed =
+        STEP_PATHS.into_iter().find(|&path| {
+            match GpuReservoirComputer::new_shared(&config, &device)
+                .expect("GpuReservoirComputer")
+                .with_step_path(path)
+            {
+                Ok(_) => true,
+                Err(GpuError::Unsupported { .. }) => false,
+                Err(other) => panic!("{path:?}: expected Ok or Unsupported, got {other}"),
+            }
+        });
+    eprintln!(
+        "compute capability {:?}: default step path {default:?}",
+        device.info().compute_capability
+    );
+    assert_eq!(Some(default), first_allowed);
+    if device.info().compute_capability.0 >= 9 {
+        // N = 64 is within the cluster path's limit.
+        assert_eq!(default, StepPath::Cluster, "an sm_90+ device with N = 64");
+    }
+}
