@@ -1,0 +1,123 @@
+//! The conformance suite on the GPU reservoirs: every check of `reservoir-conformance` for
+//! `GpuReservoirComputer` on each step path the device runs (against the CPU's
+//! `EchoStateNetwork<f32>` on the same weights, states within 1e-4) and for `GpuLifNetwork` on
+//! both step paths (against the CPU's `LifNetwork`, bit for bit). Skipped with the reason
+//! printed without a GPU; fails instead with `RESERVOIR_REQUIRE_GPU=1`.
+
+mod common;
+
+use common::gpu;
+use gpu_reservoir::{
+    GpuDevice, GpuError, GpuLifNetwork, GpuReservoirComputer, LifStepPath, StepPath,
+};
+use reservoir_conformance as check;
+use reservoir_conformance::Subject;
+use reservoir_core::lif::{
+    LifConfig, LifFeatures, LifInputMode, LifNetwork, LifParams, LifWeights,
+};
+use reservoir_core::{
+    EchoStateNetwork, Reservoir, ReservoirConfig, ReservoirParams, ReservoirWeights, Result,
+};
+
+fn echo_state_config() -> Result<ReservoirConfig> {
+    Ok(ReservoirParams::new()
+        .size(300)
+        .input_size(3)
+        .leak_rate(0.5)
+        .bias_scaling(0.2)
+        .seed(11)
+        .check()?)
+}
+
+fn lif_config() -> Result<LifConfig> {
+    Ok(LifParams::new()
+        .size(400)
+        .input_size(3)
+        .dt_ms(1.0)
+        .input_mode(LifInputMode::Synaptic)
+        .input_scaling(3.0)
+        .features(LifFeatures::Membrane)
+        .seed(5)
+        .check()?)
+}
+
+/// Runs `run` on every subject the device has: the echo-state reservoir on each step path it
+/// allows, the LIF network on both paths.
+fn on_every_gpu_reservoir(run: fn(&Subject<'_>)) {
+    let Some(device) = gpu() else { return };
+    let config = echo_state_config().expect("config");
+    let (weights, _) = ReservoirWeights::generate(&config).expect("weights");
+    let cpu = || -> Result<Box<dyn Reservoir>> {
+        Ok(Box::new(EchoStateNetwork::<f32>::from_weights(
+            &config,
+            weights.clone(),
+        )?))
+    };
+    for path in [StepPath::Cluster, StepPath::Persistent, StepPath::PerStep] {
+        let on_path = |device: &GpuDevice| -> std::result::Result<Box<dyn Reservoir>, GpuError> {
+            let reservoir = GpuReservoirComputer::from_weights(&config, weights.clone(), device)?;
+            Ok(Box::new(reservoir.with_step_path(path)?))
+        };
+        match on_path(&device) {
+            Err(GpuError::Unsupported { reason, .. }) => {
+                eprintln!("{path:?}: not on this device ({reason})");
+                continue;
+            }
+            Err(e) => panic!("{path:?}: {e}"),
+            Ok(_) => {}
+        }
+        let build = || -> Result<Box<dyn Reservoir>> { Ok(on_path(&device)?) };
+        let name = format!("GpuReservoirComputer ({path:?})");
+        run(&Subject {
+            name: &name,
+            build: &build,
+            reference: &cpu,
+            tolerance: 1e-4,
+            state_rounding: 6e-8,
+        });
+    }
+    let lif = lif_config().expect("config");
+    let lif_weights = LifWeights::generate(&lif).expect("weights");
+    let cpu_lif = || -> Result<Box<dyn Reservoir>> {
+        Ok(Box::new(LifNetwork::from_weights(
+            &lif,
+            lif_weights.clone(),
+        )?))
+    };
+    for path in [LifStepPath::Gather, LifStepPath::EventDriven] {
+        let build = || -> Result<Box<dyn Reservoir>> {
+            let network = GpuLifNetwork::from_weights(&lif, lif_weights.clone(), &device)?;
+            Ok(Box::new(network.with_step_path(path)))
+        };
+        let name = format!("GpuLifNetwork ({path:?})");
+        run(&Subject {
+            name: &name,
+            build: &build,
+            reference: &cpu_lif,
+            tolerance: 0.0,
+            state_rounding: 6e-8,
+        });
+    }
+}
+
+macro_rules! conformance {
+    ($($check:ident),*) => {
+        $(
+            #[test]
+            fn $check() {
+                on_every_gpu_reservoir(check::$check);
+            }
+        )*
+    };
+}
+
+conformance!(
+    shapes,
+    errors,
+    state_round_trip,
+    determinism,
+    parity,
+    spike_patterns,
+    many_sequences,
+    ridge_sums
+);
