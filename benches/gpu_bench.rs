@@ -14,7 +14,8 @@ use std::time::Instant;
 use cudarc::driver::DriverError;
 use gpu_reservoir::internals::{capture, BatchedSteps, SingleSequenceSteps};
 use gpu_reservoir::{
-    probe, GemmMath, GpuDevice, GpuError, GpuReservoirComputer, PersistentWeights, Result,
+    probe, GemmMath, GpuDevice, GpuError, GpuReservoirComputer, ManySequences, PersistentWeights,
+    Result,
 };
 use ndarray::{Array2, ArrayView2};
 use reservoir_benches::{copy_bandwidth, median_micros_per_step};
@@ -71,6 +72,10 @@ fn main() -> Result<()> {
     let t = Instant::now();
     device.blas()?;
     let blas_s = t.elapsed().as_secs_f64();
+    if std::env::args().any(|a| a == "--many-only") {
+        print_many(&many_sequences(&device)?);
+        return Ok(());
+    }
     let copy = copy_bandwidth(&device, 1 << 30)?;
     println!(
         "device: {} ({} SMs); copy bandwidth {:.0} GB/s (read + write, 1 GiB)",
@@ -222,7 +227,7 @@ fn main() -> Result<()> {
     }
 
     // Many sequences end to end through the public run_many (drive, steps, states back to the
-    // host), against the sequences one after another on the single-sequence path.
+    // host), one after another and batched.
     let many = many_sequences(&device)?;
 
     println!("\nstart-up (excluded above): context {:.3} s, cuBLAS handle {:.3} s, first NVRTC compile + plans + uploads {:.3} s", context_s, blas_s, nvrtc_s.unwrap_or(0.0));
@@ -240,14 +245,7 @@ fn main() -> Result<()> {
         );
     }
     print_rows(&rows, copy);
-    println!("\n| sequences × steps (N = 500, 10 %) | one after another (s) | run_many, F32 GEMM (s) | speed-up |");
-    println!("|---|---|---|---|");
-    for (count, steps, one_by_one, together) in many {
-        println!(
-            "| {count} × {steps} | {one_by_one:.4} | {together:.4} | {:.1}× |",
-            one_by_one / together
-        );
-    }
+    print_many(&many);
     println!(
         "\n| batched: N, B | GEMM | launches | µs/step (all B sequences) | µs per sequence-step |"
     );
@@ -266,68 +264,81 @@ fn main() -> Result<()> {
     Ok(())
 }
 
-/// Wall seconds (median of 3, after a warm-up) of `count` sequences of `steps` steps through a
-/// reservoir of N = 500 (10 % connected), one after another and through `run_many`, for
-/// counts around the batching threshold; checks that both agree to 1e-4 relative.
-fn many_sequences(device: &GpuDevice) -> Result<Vec<(usize, usize, f64, f64)>> {
-    let config = bench_config(500, 0.1, 4)?;
-    let mut reservoir = GpuReservoirComputer::new_shared(&config, device)?;
+/// One row of the many-sequence table: N, sequences, steps each, and the median seconds of
+/// `run_many` one after another, batched in F32 and batched in TF32.
+type ManyRow = (usize, usize, usize, f64, f64, f64);
+
+/// Wall seconds (median of 3, after a warm-up) of `count` sequences of `steps` steps through
+/// `run_many` of a reservoir of N units (10 % connected), as a caller gets them (states back on
+/// the host, each handed to a visitor that keeps its last state), one after another and
+/// batched; checks that the modes agree to 1e-4 relative.
+fn many_sequences(device: &GpuDevice) -> Result<Vec<ManyRow>> {
     let mut rows = Vec::new();
-    for (count, steps) in [(2, 80), (8, 80), (32, 80), (400, 80), (4, 2000)] {
-        let inputs: Vec<Array2<f64>> = (0..count)
-            .map(|i| Array2::from_shape_fn((steps, 1), |(t, _)| ((t + 7 * i) as f64 * 0.1).sin()))
-            .collect();
-        let views: Vec<ArrayView2<f64>> = inputs.iter().map(|a| a.view()).collect();
-        let mut last = (Vec::new(), Vec::new());
-        let mut seconds = |together: bool, out: &mut Vec<f64>| -> Result<f64> {
-            let mut samples = Vec::new();
-            for run in 0..4 {
-                let mut states: Vec<f64> = Vec::new();
-                let started = Instant::now();
-                if together {
-                    reservoir.run_many(&views, &mut |_, s| {
-                        states.extend(s.iter());
+    for n in [500, 2000] {
+        let config = bench_config(n, 0.1, 4)?;
+        let (weights, _) = ReservoirWeights::generate(&config)?;
+        for (count, steps) in [(8, 80), (64, 80), (400, 80), (8, 1000), (64, 1000)] {
+            let inputs: Vec<Array2<f64>> = (0..count)
+                .map(|i| {
+                    Array2::from_shape_fn((steps, 1), |(t, _)| ((t + 7 * i) as f64 * 0.1).sin())
+                })
+                .collect();
+            let views: Vec<ArrayView2<f64>> = inputs.iter().map(|a| a.view()).collect();
+            let mut seconds = Vec::new();
+            let mut last_states = Vec::new();
+            for many in [
+                ManySequences::OneByOne,
+                ManySequences::Batched(GemmMath::F32),
+                ManySequences::Batched(GemmMath::Tf32),
+            ] {
+                let mut reservoir =
+                    GpuReservoirComputer::from_weights(&config, weights.clone(), device)?
+                        .with_many_sequences(many)?;
+                let mut samples = Vec::new();
+                let mut last = Array2::zeros((count, n));
+                for run in 0..4 {
+                    let started = Instant::now();
+                    reservoir.run_many(&views, &mut |index, states| {
+                        last.row_mut(index).assign(&states.row(states.nrows() - 1));
                         Ok(())
                     })?;
-                } else {
-                    for v in &views {
-                        reservoir.reset()?;
-                        states.extend(reservoir.run(*v)?.iter());
+                    if run > 0 {
+                        samples.push(started.elapsed().as_secs_f64());
                     }
                 }
-                if run > 0 {
-                    samples.push(started.elapsed().as_secs_f64());
-                }
-                *out = states;
+                samples.sort_by(f64::total_cmp);
+                seconds.push(samples[samples.len() / 2]);
+                last_states.push(last);
             }
-            samples.sort_by(f64::total_cmp);
-            Ok(samples[samples.len() / 2])
-        };
-        let one_by_one = seconds(false, &mut last.0)?;
-        let together = seconds(true, &mut last.1)?;
-        let (a, b) = (&last.0, &last.1);
-        let diff = a
-            .iter()
-            .zip(b)
-            .map(|(x, y)| (x - y).powi(2))
-            .sum::<f64>()
-            .sqrt();
-        let norm = a
-            .iter()
-            .map(|x| x * x)
-            .sum::<f64>()
-            .sqrt()
-            .max(f64::MIN_POSITIVE);
-        if diff / norm > 1e-4 {
-            return Err(ReservoirError::numerical(
-                "gpu_bench",
-                format!("run_many and one-by-one runs differ by {:.2e}", diff / norm),
-            )
-            .into());
+            let diff = (&last_states[1] - &last_states[0])
+                .mapv(|d| d * d)
+                .sum()
+                .sqrt()
+                / last_states[0]
+                    .mapv(|v| v * v)
+                    .sum()
+                    .sqrt()
+                    .max(f64::MIN_POSITIVE);
+            if diff > 1e-4 {
+                return Err(ReservoirError::numerical(
+                    "gpu_bench",
+                    format!("run_many batched and one by one differ by {diff:.2e} (N = {n})"),
+                )
+                .into());
+            }
+            rows.push((n, count, steps, seconds[0], seconds[1], seconds[2]));
         }
-        rows.push((count, steps, one_by_one, together));
     }
     Ok(rows)
+}
+
+/// The many-sequence table.
+fn print_many(rows: &[ManyRow]) {
+    println!("\n| run_many: N (10 %), sequences × steps | one after another (s) | batched, F32 GEMM (s) | batched, TF32 GEMM (s) |");
+    println!("|---|---|---|---|");
+    for (n, count, steps, one_by_one, f32, tf32) in rows {
+        println!("| N={n}, {count} × {steps} | {one_by_one:.4} | {f32:.4} | {tf32:.4} |");
+    }
 }
 
 /// The row of a persistent-kernel timing: its path and the bytes of W it reads per step.

@@ -4,7 +4,7 @@
 use cudarc::cublas::sys::{cublasMath_t, cublasSetMathMode};
 use cudarc::cublas::CudaBlas;
 use cudarc::driver::{CudaSlice, CudaView, CudaViewMut};
-use ndarray::{Array2, ArrayView2};
+use ndarray::{s, Array2, ArrayView2};
 use rand_chacha::ChaCha8Rng;
 use reservoir_core::{Activation, HalfFormat, ReservoirConfig, ReservoirError, ReservoirWeights};
 
@@ -20,7 +20,7 @@ const CHUNK_BYTES: usize = 1 << 28;
 /// Most bytes of a batch's states on the host (they are handed out once the batch is done).
 const HOST_BATCH_BYTES: usize = 1 << 29;
 
-/// Arithmetic of the per-step GEMM of [`crate::GpuReservoirComputer`]'s `run_many`.
+/// Arithmetic of the per-step GEMM of [`crate::ManySequences::Batched`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum GemmMath {
     /// Plain f32 SGEMM (states agree with the CPU to f32 rounding). The default.
@@ -223,37 +223,46 @@ impl BatchEngine {
             let noise = noise
                 .as_mut()
                 .map(|(rng, level)| draw_batch_noise(rng, *level, batch, n));
-            let states = self.run_batch(shared, batch, noise.as_deref())?;
-            for (offset, states) in states.iter().enumerate() {
-                visit(start + offset, states.view())?;
-            }
+            self.run_batch(shared, batch, noise.as_deref(), start, visit)?;
             start = end;
         }
         Ok(())
     }
 
     /// One batch: time chunks of all its sequences stepped together; shorter sequences are
-    /// padded with zero inputs, which cannot reach their earlier states.
+    /// padded with zero inputs, which cannot reach their earlier states. Sequence j is handed
+    /// to `visit` as `first_index + j`: straight from the copied-back chunk when the batch fits
+    /// in one, else once its last chunk is back.
     fn run_batch(
         &self,
         shared: &Shared<'_>,
         batch: &[ArrayView2<f64>],
         noise: Option<&[Vec<f32>]>,
-    ) -> Result<Vec<Array2<f64>>> {
+        first_index: usize,
+        visit: &mut dyn FnMut(usize, ArrayView2<f64>) -> reservoir_core::Result<()>,
+    ) -> Result<()> {
         let (n, k, b) = (
             shared.config.size(),
             shared.config.input_size(),
             batch.len(),
         );
         let longest = batch.iter().map(|s| s.nrows()).max().unwrap_or(0);
-        let mut out: Vec<Array2<f64>> = batch
-            .iter()
-            .map(|s| Array2::zeros((s.nrows(), n)))
-            .collect();
         if longest == 0 {
-            return Ok(out);
+            for j in 0..b {
+                visit(first_index + j, Array2::zeros((0, n)).view())?;
+            }
+            return Ok(());
         }
         let chunk = (CHUNK_BYTES / (8 * n * b).max(1)).clamp(1, longest);
+        let one_chunk = chunk == longest;
+        let mut kept: Vec<Array2<f64>> = if one_chunk {
+            Vec::new()
+        } else {
+            batch
+                .iter()
+                .map(|s| Array2::zeros((s.nrows(), n)))
+                .collect()
+        };
         let mut buffers = self.buffers(shared, (n, k, b), chunk, noise.is_some())?;
         let blas = shared.device.blas()?;
         let _math = MathModeGuard::set(blas, self.math)?;
@@ -265,16 +274,33 @@ impl BatchEngine {
                 .stream()
                 .clone_dtoh(&buffers.states.slice(..steps * b * n))
                 .context("copying the states back")?;
-            for (j, states) in out.iter_mut().enumerate() {
-                for t in first..(first + steps).min(states.nrows()) {
+            // Row t of sequence j is at (t·B + j)·N in the chunk.
+            let copy_rows = |j: usize, rows: std::ops::Range<usize>, out: &mut Array2<f64>| {
+                for t in rows {
                     let row = &host[((t - first) * b + j) * n..][..n];
-                    for (dst, &src) in states.row_mut(t).iter_mut().zip(row) {
+                    for (dst, &src) in out.row_mut(t).iter_mut().zip(row) {
                         *dst = f64::from(src);
                     }
                 }
+            };
+            if one_chunk {
+                let mut states = Array2::zeros((longest, n));
+                for (j, sequence) in batch.iter().enumerate() {
+                    let rows = sequence.nrows();
+                    copy_rows(j, 0..rows, &mut states);
+                    visit(first_index + j, states.slice(s![..rows, ..]))?;
+                }
+            } else {
+                for (j, states) in kept.iter_mut().enumerate() {
+                    let end = (first + steps).min(states.nrows());
+                    copy_rows(j, first..end.max(first), states);
+                }
             }
         }
-        Ok(out)
+        for (j, states) in kept.iter().enumerate() {
+            visit(first_index + j, states.view())?;
+        }
+        Ok(())
     }
 
     fn buffers(

@@ -26,9 +26,16 @@ use crate::ops::persistent::{PersistentPlan, PersistentRun, PersistentWeights, S
 /// the states are copied back once per chunk (never per step).
 pub const CHUNK_STEPS: usize = 8192;
 
-/// Fewest sequences that [`Reservoir::run_many`] steps together (one GEMM per step for all of
-/// them) rather than one after another on the single-sequence path.
-pub const BATCH_MIN_SEQUENCES: usize = 2;
+/// How [`Reservoir::run_many`] of a [`GpuReservoirComputer`] steps its sequences.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ManySequences {
+    /// One after another on the reservoir's single-sequence step path (the default).
+    #[default]
+    OneByOne,
+    /// All together: the states of a batch are an N × B matrix, one GEMM per step for all of
+    /// them in the given arithmetic.
+    Batched(GemmMath),
+}
 
 /// An echo-state reservoir whose state lives on the GPU for the whole run.
 ///
@@ -55,7 +62,7 @@ pub struct GpuReservoirComputer {
     persistent: Option<PersistentPlan>,
     cluster: Option<ClusterPlan>,
     path: StepPath,
-    batch_math: GemmMath,
+    many: ManySequences,
     /// The many-sequence engine (a dense W), made on the first `run_many` that uses it.
     batch: Option<BatchEngine>,
 }
@@ -100,7 +107,7 @@ impl GpuReservoirComputer {
             path,
             persistent,
             cluster,
-            batch_math: GemmMath::default(),
+            many: ManySequences::default(),
             batch: None,
         })
     }
@@ -161,15 +168,16 @@ impl GpuReservoirComputer {
         self.persistent.as_ref().map(PersistentPlan::weights)
     }
 
-    /// The arithmetic of the GEMM with which [`Reservoir::run_many`] steps many sequences
-    /// together (default [`GemmMath::F32`]).
+    /// How [`Reservoir::run_many`] steps its sequences (default one after another).
     ///
     /// # Errors
     /// [`GemmMath::F16`] for a linear reservoir (its states can leave f16's range) or a W
     /// with a weight beyond f16's range.
-    pub fn with_batch_math(mut self, math: GemmMath) -> Result<Self> {
-        BatchEngine::check(&self.config, &self.weights, math)?;
-        self.batch_math = math;
+    pub fn with_many_sequences(mut self, how: ManySequences) -> Result<Self> {
+        if let ManySequences::Batched(math) = how {
+            BatchEngine::check(&self.config, &self.weights, math)?;
+        }
+        self.many = how;
         self.batch = None;
         Ok(self)
     }
@@ -389,29 +397,25 @@ impl Reservoir for GpuReservoirComputer {
         Ok(())
     }
 
-    /// From [`BATCH_MIN_SEQUENCES`] sequences on, steps them together: one GEMM per step for
-    /// all of them ([`GemmMath`] says in which arithmetic).
+    /// As [`ManySequences`] says: one after another, or all together, one GEMM per step for
+    /// all of them.
     fn run_many(
         &mut self,
         sequences: &[ArrayView2<f64>],
         visit: &mut SequenceVisitor<'_>,
     ) -> reservoir_core::Result<()> {
-        if sequences.len() < BATCH_MIN_SEQUENCES {
+        let ManySequences::Batched(math) = self.many else {
             return run_one_by_one(self, sequences, visit);
-        }
+        };
         for inputs in sequences {
             check_inputs(self.input_size(), inputs)?;
         }
-        if self
-            .batch
-            .as_ref()
-            .is_none_or(|b| b.math() != self.batch_math)
-        {
+        if self.batch.as_ref().is_none_or(|b| b.math() != math) {
             self.batch = Some(BatchEngine::new(
                 &self.device,
                 &self.config,
                 &self.weights,
-                self.batch_math,
+                math,
             )?);
         }
         if let Some(engine) = &self.batch {

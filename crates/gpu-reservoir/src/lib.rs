@@ -36,7 +36,7 @@ pub mod spectral;
 pub use batched::GemmMath;
 pub use driver::{probe, DeviceInfo, GpuDevice, GpuSupport};
 pub use error::{GpuError, Result};
-pub use esn::{GpuReservoirComputer, BATCH_MIN_SEQUENCES, CHUNK_STEPS};
+pub use esn::{GpuReservoirComputer, ManySequences, CHUNK_STEPS};
 pub use lanes::GpuLaneRunner;
 pub use lif::{
     GpuLifNetwork, LifStepPath, LIF_CHUNK_BYTES, LIF_CHUNK_STEPS, LIF_EVENT_MIN_SYNAPSES,

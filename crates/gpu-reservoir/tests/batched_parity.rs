@@ -4,7 +4,7 @@
 mod common;
 
 use common::{fresh_seed, gpu, relative_error};
-use gpu_reservoir::{GemmMath, GpuReservoirComputer, BATCH_MIN_SEQUENCES};
+use gpu_reservoir::{GemmMath, GpuReservoirComputer, ManySequences};
 use ndarray::{Array1, Array2, ArrayView2};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -94,7 +94,6 @@ fn batched_states_match_the_cpu_per_sequence() {
         .check()
         .expect("config");
     let batch = 7;
-    assert!(batch >= BATCH_MIN_SEQUENCES, "the batched path is taken");
     let sequences: Vec<Array2<f64>> = (0..batch)
         .map(|_| Array2::from_shape_fn((1000, 2), |_| rng.random_range(-1.0..1.0)))
         .collect();
@@ -106,7 +105,7 @@ fn batched_states_match_the_cpu_per_sequence() {
     ] {
         let mut gpu = GpuReservoirComputer::new_shared(&config, &device)
             .expect("gpu reservoir")
-            .with_batch_math(math)
+            .with_many_sequences(ManySequences::Batched(math))
             .expect("batch math");
         let got = run_many(&mut gpu, &views).expect("batched run");
         assert_eq!(got.len(), batch, "{math:?}: one result per sequence");
@@ -126,7 +125,7 @@ fn batched_states_match_the_cpu_per_sequence() {
     // A sequence of the wrong width is refused before anything runs.
     let mut gpu = GpuReservoirComputer::new_shared(&config, &device)
         .expect("gpu reservoir")
-        .with_batch_math(GemmMath::F32)
+        .with_many_sequences(ManySequences::Batched(GemmMath::F32))
         .expect("batch math");
     let wrong = Array2::<f64>::zeros((1000, 3));
     let mut visited = 0;
@@ -167,7 +166,7 @@ fn sequences_of_different_lengths_match_the_cpu_one_by_one() {
     ] {
         let mut gpu = GpuReservoirComputer::new_shared(&config, &device)
             .expect("gpu reservoir")
-            .with_batch_math(math)
+            .with_many_sequences(ManySequences::Batched(math))
             .expect("batch math");
         let got = run_many(&mut gpu, &views).expect("batched run");
         assert_eq!(
@@ -258,7 +257,7 @@ fn f16_states_match_a_cpu_step_with_f16_operands() {
     let views: Vec<_> = sequences.iter().map(|s| s.view()).collect();
     let mut gpu = GpuReservoirComputer::from_weights(&config, weights.clone(), &device)
         .expect("gpu reservoir")
-        .with_batch_math(GemmMath::F16)
+        .with_many_sequences(ManySequences::Batched(GemmMath::F16))
         .expect("batch math");
     let got = run_many(&mut gpu, &views).expect("batched run");
     assert_eq!(got.len(), batch);
@@ -291,7 +290,7 @@ fn f16_states_match_a_cpu_step_with_f16_operands() {
         .expect("config");
     let refused = GpuReservoirComputer::new_shared(&linear, &device)
         .expect("gpu reservoir")
-        .with_batch_math(GemmMath::F16);
+        .with_many_sequences(ManySequences::Batched(GemmMath::F16));
     let message = match refused {
         Ok(_) => panic!("F16 with a linear reservoir must be refused"),
         Err(e) => e.to_string(),

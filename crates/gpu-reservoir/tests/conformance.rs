@@ -1,14 +1,15 @@
 //! The conformance suite on the GPU reservoirs: every check of `reservoir-conformance` for
-//! `GpuReservoirComputer` on each step path the device runs (against the CPU's
-//! `EchoStateNetwork<f32>` on the same weights, states within 1e-4) and for `GpuLifNetwork` on
-//! both step paths (against the CPU's `LifNetwork`, bit for bit). Skipped with the reason
-//! printed without a GPU; fails instead with `RESERVOIR_REQUIRE_GPU=1`.
+//! `GpuReservoirComputer` on each step path the device runs and with `run_many` batched
+//! (against the CPU's `EchoStateNetwork<f32>` on the same weights, states within 1e-4) and for
+//! `GpuLifNetwork` on both step paths (against the CPU's `LifNetwork`, bit for bit). Skipped
+//! with the reason printed without a GPU; fails instead with `RESERVOIR_REQUIRE_GPU=1`.
 
 mod common;
 
 use common::gpu;
 use gpu_reservoir::{
-    GpuDevice, GpuError, GpuLifNetwork, GpuReservoirComputer, LifStepPath, StepPath,
+    GemmMath, GpuDevice, GpuError, GpuLifNetwork, GpuReservoirComputer, LifStepPath, ManySequences,
+    StepPath,
 };
 use reservoir_conformance as check;
 use reservoir_conformance::Subject;
@@ -53,10 +54,19 @@ fn on_every_gpu_reservoir(run: fn(&Subject<'_>)) {
             weights.clone(),
         )?))
     };
-    for path in [StepPath::Cluster, StepPath::Persistent, StepPath::PerStep] {
+    let batched = ManySequences::Batched(GemmMath::F32);
+    let ways = [
+        (StepPath::Cluster, ManySequences::OneByOne),
+        (StepPath::Persistent, ManySequences::OneByOne),
+        (StepPath::PerStep, ManySequences::OneByOne),
+        (StepPath::PerStep, batched),
+    ];
+    for (path, many) in ways {
         let on_path = |device: &GpuDevice| -> std::result::Result<Box<dyn Reservoir>, GpuError> {
             let reservoir = GpuReservoirComputer::from_weights(&config, weights.clone(), device)?;
-            Ok(Box::new(reservoir.with_step_path(path)?))
+            Ok(Box::new(
+                reservoir.with_step_path(path)?.with_many_sequences(many)?,
+            ))
         };
         match on_path(&device) {
             Err(GpuError::Unsupported { reason, .. }) => {
@@ -67,7 +77,7 @@ fn on_every_gpu_reservoir(run: fn(&Subject<'_>)) {
             Ok(_) => {}
         }
         let build = || -> Result<Box<dyn Reservoir>> { Ok(on_path(&device)?) };
-        let name = format!("GpuReservoirComputer ({path:?})");
+        let name = format!("GpuReservoirComputer ({path:?}, run_many {many:?})");
         run(&Subject {
             name: &name,
             build: &build,

@@ -12,7 +12,7 @@ mod common;
 use common::gpu;
 use gpu_reservoir::{
     detection, encoding, spectral, DeviceRidgeSums, GemmMath, GpuError, GpuLaneRunner,
-    GpuLifNetwork, GpuReservoirComputer, LifStepPath, StepPath,
+    GpuLifNetwork, GpuReservoirComputer, LifStepPath, ManySequences, StepPath,
 };
 use ndarray::{Array2, ArrayView2};
 use reservoir_core::detection::{random_template, DetectorOptions, PatternDetector};
@@ -129,7 +129,7 @@ fn every_public_gpu_object_builds_and_runs_once_on_this_device() {
     for math in [GemmMath::F32, GemmMath::Tf32, GemmMath::F16] {
         let mut reservoir = GpuReservoirComputer::new_shared(&config, &device)
             .expect("GpuReservoirComputer")
-            .with_batch_math(math)
+            .with_many_sequences(ManySequences::Batched(math))
             .expect("batch math");
         let mut lengths = Vec::new();
         reservoir
