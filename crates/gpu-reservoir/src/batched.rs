@@ -11,7 +11,7 @@ use reservoir_core::{Activation, HalfFormat, ReservoirConfig, ReservoirError, Re
 use crate::driver::blas::{blas_error, product_row_major, product_row_major_f16};
 use crate::driver::GpuDevice;
 use crate::error::{DriverContext, Result};
-use crate::esn::noise_values;
+use crate::noise::noise_values;
 use crate::ops::esn::{activation_code, elementwise, input_drive, to_f16, EsnKernels, Update};
 
 /// Most bytes of one time chunk's drive and states (all sequences of a batch).

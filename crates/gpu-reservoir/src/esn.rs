@@ -3,10 +3,8 @@
 use std::sync::Arc;
 
 use cudarc::driver::CudaSlice;
-use ndarray::{Array1, Array2, ArrayView1, ArrayView2, ArrayViewMut2};
-use rand::Rng;
+use ndarray::{s, Array1, Array2, ArrayView1, ArrayView2, ArrayViewMut2};
 use rand_chacha::ChaCha8Rng;
-use rand_distr::StandardNormal;
 use reservoir_core::checks::{check_inputs, check_run, check_state};
 use reservoir_core::random::{stream_rng, Stream};
 use reservoir_core::readout::RidgeAccumulator;
@@ -18,9 +16,11 @@ use crate::batched::{BatchEngine, GemmMath, Shared};
 use crate::driver::csr::DeviceCsr;
 use crate::driver::GpuDevice;
 use crate::error::{DriverContext, GpuError, Result};
+use crate::noise::noise_values;
 use crate::ops::cluster::{ClusterPlan, ClusterRun, CLUSTER_MAX_N};
 use crate::ops::esn::{activation_code, input_drive, step_two_launches, EsnKernels, Update};
 use crate::ops::persistent::{PersistentPlan, PersistentRun, PersistentWeights, StepPath};
+use crate::ridge_sums::DeviceRidgeSums;
 
 /// Steps run per chunk: inputs, drive and states of a chunk live on the device together, and
 /// the states are copied back once per chunk (never per step).
@@ -334,17 +334,6 @@ impl GpuReservoirComputer {
     }
 }
 
-/// `count` noise values `level·ξ` (ξ standard normal from `rng`, the config's noise stream)
-/// rounded to f32: the CPU reservoir's draws in its order (step by step, unit by unit).
-pub(crate) fn noise_values(rng: &mut ChaCha8Rng, level: f64, count: usize) -> Vec<f32> {
-    (0..count)
-        .map(|_| {
-            let xi: f64 = rng.sample(StandardNormal);
-            (level * xi) as f32
-        })
-        .collect()
-}
-
 impl Reservoir for GpuReservoirComputer {
     fn size(&self) -> usize {
         self.config.size()
@@ -442,8 +431,48 @@ impl Reservoir for GpuReservoirComputer {
         acc: &mut RidgeAccumulator,
         progress: &mut dyn FnMut(usize, usize),
     ) -> reservoir_core::Result<()> {
-        Ok(crate::ridge_sums::accumulate_on_device(
+        Ok(accumulate_on_device(
             self, inputs, targets, washout, acc, progress,
         )?)
     }
+}
+
+/// Runs `reservoir` over `inputs` in chunks of [`CHUNK_STEPS`] steps and adds each chunk's
+/// rows after the washout to [`DeviceRidgeSums`] on the device; the sums are copied back once,
+/// at the end, and merged into `acc`. `progress` is called after each chunk.
+fn accumulate_on_device(
+    reservoir: &mut GpuReservoirComputer,
+    inputs: ArrayView2<f64>,
+    targets: ArrayView2<f64>,
+    washout: usize,
+    acc: &mut RidgeAccumulator,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<()> {
+    let (total, n) = (inputs.nrows(), reservoir.size());
+    check_inputs(reservoir.input_size(), &inputs)?;
+    if targets.nrows() != total {
+        return Err(ReservoirError::shape(
+            "training targets",
+            format!("{total} rows"),
+            format!("{} rows", targets.nrows()),
+        )
+        .into());
+    }
+    let mut sums = DeviceRidgeSums::new(reservoir.device(), n, targets.ncols(), 1)?;
+    for start in (0..total).step_by(CHUNK_STEPS) {
+        let end = (start + CHUNK_STEPS).min(total);
+        let states = reservoir.run_chunk_on_device(inputs.slice(s![start..end, ..]))?;
+        let first = washout.clamp(start, end);
+        if first < end {
+            sums.add(
+                &states.slice((first - start) * n..),
+                targets.slice(s![first..end, ..]),
+            )?;
+        }
+        progress(end, total);
+    }
+    for block in sums.download()? {
+        acc.merge(&block)?;
+    }
+    Ok(())
 }

@@ -14,7 +14,8 @@ use reservoir_core::{Precision, ReservoirConfig, ReservoirError, ReservoirWeight
 use crate::driver::blas::product_row_major;
 use crate::driver::GpuDevice;
 use crate::error::{DriverContext, GpuError, Result};
-use crate::esn::{noise_values, CHUNK_STEPS};
+use crate::esn::CHUNK_STEPS;
+use crate::noise::noise_values;
 use crate::ops::esn::activation_code;
 use crate::ops::lanes::{lane_step, LaneKernels, LaneParameters, LaneStepInputs};
 use crate::ridge_sums::DeviceRidgeSums;

@@ -29,6 +29,7 @@ mod esn;
 pub mod internals;
 mod lanes;
 mod lif;
+mod noise;
 mod ops;
 mod ridge_sums;
 pub mod spectral;

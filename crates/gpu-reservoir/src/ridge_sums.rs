@@ -1,19 +1,18 @@
 //! Ridge sums on the device: XᵀX, XᵀY and ΣX of device-resident f32 states, in f64, without
-//! copying the states to the host; the GPU reservoir's `accumulate_ridge` adds its states to
+//! copying the states to the host. The GPU reservoir's `accumulate_ridge` adds its states to
 //! them, so a ridge fit on the GPU never moves states across the bus.
 
 use std::sync::Arc;
 
 use cudarc::driver::{CudaSlice, CudaView};
-use ndarray::{s, Array2, ArrayView2};
-use reservoir_core::checks::{check_finite_rows, check_inputs};
+use ndarray::{Array2, ArrayView2};
+use reservoir_core::checks::check_finite_rows;
 use reservoir_core::readout::RidgeAccumulator;
-use reservoir_core::{Reservoir, ReservoirError};
+use reservoir_core::ReservoirError;
 
 use crate::driver::blas::{add_grams_f64, add_product_f64};
 use crate::driver::GpuDevice;
 use crate::error::{DriverContext, Result};
-use crate::esn::{GpuReservoirComputer, CHUNK_STEPS};
 use crate::ops::ridge::{widen, RidgeKernels};
 
 /// Running ridge sums of f32 states that live on the GPU, accumulated in f64 on the device.
@@ -223,44 +222,4 @@ impl DeviceRidgeSums {
             Ok(blocks)
         })
     }
-}
-
-/// Runs `reservoir` over `inputs` in chunks of [`CHUNK_STEPS`] steps and adds each chunk's
-/// rows after the washout to [`DeviceRidgeSums`] on the device; the sums are copied back once,
-/// at the end, and merged into `acc`. `progress` is called after each chunk.
-pub(crate) fn accumulate_on_device(
-    reservoir: &mut GpuReservoirComputer,
-    inputs: ArrayView2<f64>,
-    targets: ArrayView2<f64>,
-    washout: usize,
-    acc: &mut RidgeAccumulator,
-    progress: &mut dyn FnMut(usize, usize),
-) -> Result<()> {
-    let (total, n) = (inputs.nrows(), reservoir.size());
-    check_inputs(reservoir.input_size(), &inputs)?;
-    if targets.nrows() != total {
-        return Err(ReservoirError::shape(
-            "training targets",
-            format!("{total} rows"),
-            format!("{} rows", targets.nrows()),
-        )
-        .into());
-    }
-    let mut sums = DeviceRidgeSums::new(reservoir.device(), n, targets.ncols(), 1)?;
-    for start in (0..total).step_by(CHUNK_STEPS) {
-        let end = (start + CHUNK_STEPS).min(total);
-        let states = reservoir.run_chunk_on_device(inputs.slice(s![start..end, ..]))?;
-        let first = washout.clamp(start, end);
-        if first < end {
-            sums.add(
-                &states.slice((first - start) * n..),
-                targets.slice(s![first..end, ..]),
-            )?;
-        }
-        progress(end, total);
-    }
-    for block in sums.download()? {
-        acc.merge(&block)?;
-    }
-    Ok(())
 }

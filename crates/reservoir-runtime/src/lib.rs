@@ -23,11 +23,13 @@
 #![warn(missing_docs)]
 
 pub mod device;
+pub mod dispatch;
 pub mod error;
 pub mod experiment;
 pub mod model;
 pub mod sweep;
 pub mod tasks;
 
-pub use device::{Device, Dispatch, Placement};
+pub use device::Device;
+pub use dispatch::{Dispatch, Placement};
 pub use error::{Result, RuntimeError};

@@ -1,14 +1,10 @@
 //! Compressed sparse row (CSR) matrices for the recurrent weights.
 
-mod spmv;
-
-pub(crate) use spmv::{mul_vec_f32, mul_vec_f64};
-
 use ndarray::Array2;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{ReservoirError, Result};
-use crate::real::Real;
+use crate::real::{CsrRef, Real};
 use crate::spectral::{spectral_radius, LinearOperator, SpectralEstimate, SpectralOptions};
 
 /// A CSR matrix whose structure is checked on construction (and on deserialisation), so the
@@ -196,7 +192,18 @@ impl<T: Real> CsrMatrix<T> {
     /// # Panics
     /// When `x` or `y` is shorter than the matrix needs (a bug in the caller, never data).
     pub(crate) fn mul_vec_trusted(&self, x: &[T], y: &mut [T]) {
-        T::csr_mul_vec(self, x, y);
+        // The SIMD kernels read x and write y by index: the lengths are checked here, once
+        // per product, whatever the caller promised.
+        assert!(
+            x.len() >= self.ncols && y.len() >= self.nrows,
+            "CSR mat-vec lengths"
+        );
+        let matrix = CsrRef {
+            row_ptr: &self.row_ptr,
+            col_idx: &self.col_idx,
+            values: &self.values,
+        };
+        T::csr_mul_vec(matrix, x, y);
     }
 }
 

@@ -9,9 +9,9 @@ use serde::{Deserialize, Serialize};
 use toml::de::{DeTable, DeValue};
 
 use super::TaskConfig;
+use super::{SweepConfig, SweepParams};
 use crate::device::Device;
 use crate::error::{Result, RuntimeError};
-use crate::sweep::{SweepConfig, SweepParams};
 
 /// A config file as written. Every table is optional and defaults as documented on its type.
 ///

@@ -9,9 +9,11 @@ mod config;
 mod outcome;
 pub(crate) mod series;
 mod spikes;
+mod sweep_table;
 
 pub use config::{ExperimentConfig, ExperimentParams};
 pub use outcome::{ProgressFn, RunHooks, RunOutcome, TestSeries, TrainedModel};
+pub use sweep_table::{SweepConfig, SweepParams};
 
 use std::time::Instant;
 
@@ -19,7 +21,7 @@ use reservoir_core::lif::LifConfig;
 use reservoir_core::{ConfigError, ReadoutConfig};
 use serde::{Deserialize, Serialize};
 
-use crate::device::Dispatch;
+use crate::dispatch::Dispatch;
 use crate::error::Result;
 use crate::tasks::spike_classification::SpikeClassificationOptions;
 

@@ -14,7 +14,7 @@ use super::{
     figure, ExperimentConfig, ExperimentReport, Figure, RunHooks, RunOutcome, TaskConfig,
     TestSeries, TrainedModel,
 };
-use crate::device::Dispatch;
+use crate::dispatch::Dispatch;
 use crate::error::Result;
 use crate::model::Model;
 use crate::tasks::mackey_glass::{mackey_glass, one_step_task, MackeyGlassOptions};

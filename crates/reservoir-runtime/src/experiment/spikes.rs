@@ -10,7 +10,7 @@ use reservoir_core::{ConfigError, ReservoirWeights};
 use super::{
     figure, ExperimentConfig, ExperimentReport, Figure, RunHooks, RunOutcome, TrainedModel,
 };
-use crate::device::Dispatch;
+use crate::dispatch::Dispatch;
 use crate::error::Result;
 use crate::model::SpikeModel;
 use crate::tasks::spike_classification::{

@@ -2,9 +2,7 @@
 //! task, then a readout solved for every lane and ridge value from the lane's sums, and every
 //! (lane, ridge) ranked by its validation score.
 
-mod config;
-
-pub use config::{SweepConfig, SweepParams};
+pub use crate::experiment::{SweepConfig, SweepParams};
 
 use std::cmp::Ordering;
 use std::time::Instant;
@@ -14,7 +12,7 @@ use reservoir_core::lanes::{Lane, LaneData, LaneRunner, LaneSums};
 use reservoir_core::{ConfigError, ReservoirConfig, ReservoirError};
 use serde::Serialize;
 
-use crate::device::Dispatch;
+use crate::dispatch::Dispatch;
 use crate::error::Result;
 use crate::experiment::series::{series_reservoir, series_task};
 use crate::experiment::{ExperimentConfig, TaskConfig};

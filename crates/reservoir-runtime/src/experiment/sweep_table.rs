@@ -1,4 +1,4 @@
-//! The `[sweep]` table of a config: the grid of `reservoir sweep`.
+//! The `[sweep]` table of a config: the grid of `reservoir sweep` (run by [`crate::sweep`]).
 
 use serde::{Deserialize, Serialize};
 

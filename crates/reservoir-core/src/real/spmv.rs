@@ -2,40 +2,23 @@
 //!
 //! The SIMD kernels sum each row in a different order from the portable one, so states agree
 //! to rounding across CPUs; on one CPU every run takes the same path and gives the same bits.
-//! All kernels rely on the invariants `CsrMatrix::from_parts` checks: `row_ptr` is monotone
-//! and within `values`, every column index is `< ncols <= i32::MAX`, and the caller passes
-//! `x.len() >= ncols`, `y.len() >= nrows`.
 
-use super::CsrMatrix;
+use super::Real;
 
-/// A borrowed CSR matrix whose invariants were checked by `CsrMatrix::from_parts`.
+/// A borrowed CSR matrix with the invariants `CsrMatrix::from_parts` checks (`row_ptr` is
+/// monotone and within `values`, every column index is `< ncols <= i32::MAX`), made only by
+/// `CsrMatrix`, which also checks `x.len() >= ncols` and `y.len() >= nrows` for each product:
+/// the SIMD kernels rely on all of it.
+#[doc(hidden)]
 #[derive(Clone, Copy)]
-pub(crate) struct CsrRef<'a, T> {
-    pub row_ptr: &'a [u32],
-    pub col_idx: &'a [u32],
-    pub values: &'a [T],
-}
-
-impl<'a, T: crate::real::Real> CsrRef<'a, T> {
-    /// Borrows `m` for a mat-vec with `x` and `y`.
-    ///
-    /// # Panics
-    /// When `x` or `y` is shorter than `m` needs: the SIMD kernels rely on it.
-    fn checked(m: &'a CsrMatrix<T>, x: &[T], y: &[T]) -> Self {
-        assert!(
-            x.len() >= m.ncols() && y.len() >= m.nrows(),
-            "CSR mat-vec lengths"
-        );
-        CsrRef {
-            row_ptr: m.row_ptr(),
-            col_idx: m.col_idx(),
-            values: m.values(),
-        }
-    }
+pub struct CsrRef<'a, T> {
+    pub(crate) row_ptr: &'a [u32],
+    pub(crate) col_idx: &'a [u32],
+    pub(crate) values: &'a [T],
 }
 
 /// Portable kernel: four accumulators per row hide the latency of the gathered loads.
-pub(crate) fn mul_vec_portable<T: crate::real::Real>(m: CsrRef<'_, T>, x: &[T], y: &mut [T]) {
+pub(crate) fn mul_vec_portable<T: Real>(m: CsrRef<'_, T>, x: &[T], y: &mut [T]) {
     for (out, w) in y.iter_mut().zip(m.row_ptr.windows(2)) {
         let (cols, vals) = (
             &m.col_idx[w[0] as usize..w[1] as usize],
@@ -58,8 +41,7 @@ pub(crate) fn mul_vec_portable<T: crate::real::Real>(m: CsrRef<'_, T>, x: &[T], 
 }
 
 /// `y ← A·x` in `f32`, with the fastest kernel this CPU has.
-pub(crate) fn mul_vec_f32(m: &CsrMatrix<f32>, x: &[f32], y: &mut [f32]) {
-    let m = CsrRef::checked(m, x, y);
+pub(super) fn mul_vec_f32(m: CsrRef<'_, f32>, x: &[f32], y: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx512f") {
@@ -76,8 +58,7 @@ pub(crate) fn mul_vec_f32(m: &CsrMatrix<f32>, x: &[f32], y: &mut [f32]) {
 }
 
 /// `y ← A·x` in `f64`, with the fastest kernel this CPU has.
-pub(crate) fn mul_vec_f64(m: &CsrMatrix<f64>, x: &[f64], y: &mut [f64]) {
-    let m = CsrRef::checked(m, x, y);
+pub(super) fn mul_vec_f64(m: CsrRef<'_, f64>, x: &[f64], y: &mut [f64]) {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx512f") {
@@ -250,13 +231,22 @@ mod tests {
                 );
                 y
             };
-            let m64 = CsrMatrix::from_parts(300, 300, row_ptr, col_idx, vals).unwrap();
             let mut y64 = vec![0.0; 300];
-            mul_vec_f64(&m64, &x, &mut y64);
-            let m32: CsrMatrix<f32> = m64.cast();
+            let m64 = CsrRef {
+                row_ptr: &row_ptr,
+                col_idx: &col_idx,
+                values: &vals,
+            };
+            mul_vec_f64(m64, &x, &mut y64);
+            let vals32: Vec<f32> = vals.iter().map(|&v| v as f32).collect();
+            let m32 = CsrRef {
+                row_ptr: &row_ptr,
+                col_idx: &col_idx,
+                values: &vals32,
+            };
             let x32: Vec<f32> = x.iter().map(|&v| v as f32).collect();
             let mut y32 = vec![0.0f32; 300];
-            mul_vec_f32(&m32, &x32, &mut y32);
+            mul_vec_f32(m32, &x32, &mut y32);
             for i in 0..300 {
                 assert!((y64[i] - exact[i]).abs() < 1e-12, "f64 row {i}");
                 assert!((f64::from(y32[i]) - exact[i]).abs() < 1e-5, "f32 row {i}");

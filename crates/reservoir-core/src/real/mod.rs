@@ -1,5 +1,10 @@
 //! The floating-point types the engine computes in (`f32` and `f64`).
 
+mod spmv;
+mod tanh;
+
+pub use spmv::CsrRef;
+
 use std::fmt::{Debug, Display};
 
 /// A floating-point scalar usable for reservoir states and weights.
@@ -28,9 +33,10 @@ pub trait Real:
     fn as_f64(self) -> f64;
     /// `tanh` over a slice, in place; the hot path of the tanh reservoir.
     fn tanh_in_place(values: &mut [Self]);
-    /// `y ← A·x` with the fastest kernel this CPU has; panics if `x` or `y` is too short.
+    /// `y ← A·x` with the fastest kernel this CPU has (the lengths checked by the caller,
+    /// `CsrMatrix`).
     #[doc(hidden)]
-    fn csr_mul_vec(matrix: &crate::sparse::CsrMatrix<Self>, x: &[Self], y: &mut [Self]);
+    fn csr_mul_vec(matrix: CsrRef<'_, Self>, x: &[Self], y: &mut [Self]);
 }
 
 impl Real for f32 {
@@ -43,10 +49,10 @@ impl Real for f32 {
         f64::from(self)
     }
     fn tanh_in_place(values: &mut [Self]) {
-        crate::activation::tanh_f32_in_place(values);
+        tanh::tanh_f32_in_place(values);
     }
-    fn csr_mul_vec(matrix: &crate::sparse::CsrMatrix<Self>, x: &[Self], y: &mut [Self]) {
-        crate::sparse::mul_vec_f32(matrix, x, y);
+    fn csr_mul_vec(matrix: CsrRef<'_, Self>, x: &[Self], y: &mut [Self]) {
+        spmv::mul_vec_f32(matrix, x, y);
     }
 }
 
@@ -64,7 +70,7 @@ impl Real for f64 {
             *v = v.tanh();
         }
     }
-    fn csr_mul_vec(matrix: &crate::sparse::CsrMatrix<Self>, x: &[Self], y: &mut [Self]) {
-        crate::sparse::mul_vec_f64(matrix, x, y);
+    fn csr_mul_vec(matrix: CsrRef<'_, Self>, x: &[Self], y: &mut [Self]) {
+        spmv::mul_vec_f64(matrix, x, y);
     }
 }

@@ -1,0 +1,180 @@
+//! [`Dispatch`]: the one place that builds a reservoir (or a sweep's lanes) on the CPU or a GPU,
+//! as the [`Device`] asked for says.
+
+use gpu_reservoir::{DeviceInfo, GpuDevice, GpuLaneRunner, GpuLifNetwork, GpuReservoirComputer};
+use reservoir_core::lanes::{CpuLaneRunner, LaneRunner};
+use reservoir_core::lif::{LifConfig, LifNetwork, LifWeights};
+use reservoir_core::{cpu_reservoir, Precision, Reservoir, ReservoirConfig, ReservoirWeights};
+
+use crate::device::Device;
+use crate::error::{Result, RuntimeError};
+
+/// Where a reservoir was built.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Placement {
+    /// The CPU; with [`Device::Auto`], `fallback` says why no GPU was used.
+    Cpu {
+        /// Why `auto` did not pick a GPU (`None` when the CPU was asked for).
+        fallback: Option<String>,
+    },
+    /// A GPU.
+    Cuda(DeviceInfo),
+}
+
+impl Placement {
+    /// `cpu`, or `cuda` / `cuda:N` for GPU N.
+    pub fn name(&self) -> String {
+        match self {
+            Placement::Cpu { .. } => "cpu".to_string(),
+            Placement::Cuda(info) => Device::Cuda(info.ordinal).to_string(),
+        }
+    }
+}
+
+/// The one dispatch point: builds every reservoir of a job on the device asked for, and
+/// remembers where each went. The GPU is opened once, on first use.
+#[derive(Debug)]
+pub struct Dispatch {
+    device: Device,
+    gpu: Option<std::result::Result<GpuDevice, String>>,
+    placements: Vec<(&'static str, Placement)>,
+}
+
+impl Dispatch {
+    /// Dispatches to `device`.
+    pub fn new(device: Device) -> Self {
+        Self {
+            device,
+            gpu: None,
+            placements: Vec::new(),
+        }
+    }
+
+    /// The device asked for.
+    pub fn device(&self) -> Device {
+        self.device
+    }
+
+    /// `(what, where)` for everything built so far, in order (`what` is `esn`, `lif` or
+    /// `sweep`).
+    pub fn placements(&self) -> &[(&'static str, Placement)] {
+        &self.placements
+    }
+
+    /// The echo-state reservoir for `config` on `weights`. A GPU computes in f32, so a
+    /// config asking for f64 runs on the CPU under `auto` and is an error under `cuda`.
+    ///
+    /// # Errors
+    /// A GPU that was asked for and is not usable; any error of building the reservoir.
+    pub fn echo_state(
+        &mut self,
+        config: &ReservoirConfig,
+        weights: ReservoirWeights,
+    ) -> Result<Box<dyn Reservoir>> {
+        let gpu = self.gpu_for("esn", gpu_precision(config.precision()))?;
+        Ok(match gpu {
+            Some(device) => Box::new(GpuReservoirComputer::from_weights(
+                config, weights, &device,
+            )?),
+            None => cpu_reservoir(config, weights)?,
+        })
+    }
+
+    /// The LIF reservoir for `config` on `weights` (it runs in f32 on both).
+    ///
+    /// # Errors
+    /// As [`Dispatch::echo_state`].
+    pub fn lif(&mut self, config: &LifConfig, weights: LifWeights) -> Result<Box<dyn Reservoir>> {
+        Ok(match self.gpu_for("lif", Ok(()))? {
+            Some(device) => Box::new(GpuLifNetwork::from_weights(config, weights, &device)?),
+            None => Box::new(LifNetwork::from_weights(config, weights)?),
+        })
+    }
+
+    /// The runner of a sweep's lanes around `base`.
+    ///
+    /// # Errors
+    /// As [`Dispatch::echo_state`].
+    pub fn lane_runner(&mut self, base: &ReservoirConfig) -> Result<Box<dyn LaneRunner>> {
+        Ok(
+            match self.gpu_for("sweep", gpu_precision(base.precision()))? {
+                Some(device) => Box::new(GpuLaneRunner::new(&device)?),
+                None => Box::new(CpuLaneRunner::all_cores()),
+            },
+        )
+    }
+
+    /// The GPU to build `what` on, or `None` for the CPU, recording the placement.
+    /// `runs_on_gpu` says why this reservoir cannot run on a GPU, if it cannot.
+    fn gpu_for(
+        &mut self,
+        what: &'static str,
+        runs_on_gpu: std::result::Result<(), String>,
+    ) -> Result<Option<GpuDevice>> {
+        let (gpu, placement) = match self.device {
+            Device::Cpu => (None, Placement::Cpu { fallback: None }),
+            Device::Cuda(ordinal) => {
+                runs_on_gpu.map_err(|reason| RuntimeError::Device {
+                    device: self.device,
+                    reason,
+                })?;
+                let device = self.open(ordinal).map_err(|reason| RuntimeError::Device {
+                    device: Device::Cuda(ordinal),
+                    reason,
+                })?;
+                let placement = Placement::Cuda(device.info().clone());
+                (Some(device), placement)
+            }
+            Device::Auto => match runs_on_gpu.and_then(|()| self.open(0)) {
+                Ok(device) => {
+                    let placement = Placement::Cuda(device.info().clone());
+                    (Some(device), placement)
+                }
+                Err(reason) => (
+                    None,
+                    Placement::Cpu {
+                        fallback: Some(reason),
+                    },
+                ),
+            },
+        };
+        self.placements.push((what, placement));
+        Ok(gpu)
+    }
+
+    /// GPU `ordinal`, opened on first use; the reason it is not usable otherwise.
+    fn open(&mut self, ordinal: usize) -> std::result::Result<GpuDevice, String> {
+        self.gpu
+            .get_or_insert_with(|| GpuDevice::shared(ordinal).map_err(|e| e.to_string()))
+            .clone()
+    }
+}
+
+/// Why a config with `precision` cannot run on a GPU, if it cannot.
+fn gpu_precision(precision: Precision) -> std::result::Result<(), String> {
+    match precision {
+        Precision::F32 => Ok(()),
+        Precision::F64 => {
+            Err("precision = \"f64\" runs on the CPU only; a GPU computes in f32".to_string())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cpu_is_used_when_asked_for() {
+        let mut dispatch = Dispatch::new(Device::Cpu);
+        let config = ReservoirConfig::default();
+        let config = config.to_params().size(20).check().expect("config");
+        let (weights, _) = ReservoirWeights::generate(&config).expect("weights");
+        let reservoir = dispatch.echo_state(&config, weights).expect("reservoir");
+        assert_eq!(reservoir.size(), 20);
+        assert_eq!(
+            dispatch.placements(),
+            &[("esn", Placement::Cpu { fallback: None })]
+        );
+    }
+}
