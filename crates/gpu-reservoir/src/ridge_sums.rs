@@ -26,9 +26,9 @@ use crate::ops::ridge::{widen, RidgeKernels};
 /// [`RidgeAccumulator`] per block; they equal the CPU's sums of the same f32 states to f64
 /// rounding (the order of the additions differs).
 ///
-/// One DGEMM for all blocks rather than a DSYRK per block: measured on an H200 with 256 blocks
-/// of 500 units, the 256 DSYRK launches took 33 µs per row of states, more than the lanes'
-/// recurrence; the batched DGEMM does twice the arithmetic in one launch on the tensor cores.
+/// One DGEMM for all blocks rather than a DSYRK per block: with hundreds of blocks the DSYRK
+/// launches cost more than the lanes' recurrence, while the batched DGEMM does twice the
+/// arithmetic in one launch on the tensor cores (docs/performance.md).
 #[derive(Debug)]
 pub struct DeviceRidgeSums {
     device: GpuDevice,

@@ -1,5 +1,5 @@
 //! The driver layer: the only code that calls cudarc's driver, NVRTC and cuBLAS directly.
-//! Above it, [`crate::ops`] launches kernels through typed operations and the reservoirs use
+//! Above it, `ops` launches kernels through typed operations and the reservoirs use
 //! those.
 
 pub(crate) mod blas;
