@@ -6,7 +6,7 @@ precision), and the product W·x alone per step (torch.mm in a CUDA graph: the f
 that calls the library's GEMM once per step). µs/step from CUDA events after warm-up, median
 of 5.
 
-Run on the GPU machine next to `.gpu/bin/gpu_bench` (same process group, same GPU):
+Run on the GPU machine in the same command as `gpu_bench` (same GPU):
     python3 benches/pytorch_esn.py
 """
 import statistics

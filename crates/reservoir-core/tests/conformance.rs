@@ -5,16 +5,23 @@
 use reservoir_conformance as check;
 use reservoir_conformance::Subject;
 use reservoir_core::lif::{LifFeatures, LifInputMode, LifNetwork, LifParams};
-use reservoir_core::{EchoStateNetwork, Reservoir, ReservoirParams, ReservoirWeights, Result};
+use reservoir_core::{
+    EchoStateNetwork, Reservoir, ReservoirConfig, ReservoirParams, ReservoirWeights, Result,
+};
 
-fn echo_state_f32() -> Result<Box<dyn Reservoir>> {
-    let config = ReservoirParams::new()
+fn echo_state_config() -> Result<ReservoirConfig> {
+    ReservoirParams::new()
         .size(120)
         .input_size(3)
         .leak_rate(0.5)
         .bias_scaling(0.2)
         .seed(11)
-        .check()?;
+        .check()
+        .map_err(Into::into)
+}
+
+fn echo_state_f32() -> Result<Box<dyn Reservoir>> {
+    let config = echo_state_config()?;
     let (weights, _) = ReservoirWeights::generate(&config)?;
     Ok(Box::new(EchoStateNetwork::<f32>::from_weights(
         &config, weights,
@@ -22,13 +29,7 @@ fn echo_state_f32() -> Result<Box<dyn Reservoir>> {
 }
 
 fn echo_state_f64() -> Result<Box<dyn Reservoir>> {
-    let config = ReservoirParams::new()
-        .size(120)
-        .input_size(3)
-        .leak_rate(0.5)
-        .bias_scaling(0.2)
-        .seed(11)
-        .check()?;
+    let config = echo_state_config()?;
     let (weights, _) = ReservoirWeights::generate(&config)?;
     Ok(Box::new(EchoStateNetwork::<f64>::from_weights(
         &config, weights,

@@ -1,4 +1,6 @@
-//! Accuracy at parity with ReservoirPy on the protocols of REFERENCE.md §1–2 (fixed seeds).
+//! Accuracy at parity with ReservoirPy on the standard protocols (NARMA-10, Mackey–Glass, memory
+//! capacity; fixed seeds; the protocols are in docs/config.md and the ReservoirPy figures in
+//! docs/performance.md).
 
 mod common;
 

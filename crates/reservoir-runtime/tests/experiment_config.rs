@@ -148,3 +148,26 @@ fn an_unknown_reservoir_key_names_the_key_and_the_line() {
         "{message}"
     );
 }
+
+#[test]
+fn a_spike_task_with_fewer_than_two_classes_names_the_rule() {
+    let err = ExperimentConfig::from_toml(
+        "[task]\nkind = \"spike_classification\"\nclasses = 1\n",
+        "one_class.toml",
+    )
+    .unwrap_err();
+    let message = err.to_string();
+    assert!(message.contains("task.classes"), "{message}");
+    assert!(message.contains(">= 2"), "{message}");
+    assert_eq!(field_of(err), "task.classes");
+}
+
+#[test]
+fn a_negative_template_onset_names_its_own_field() {
+    let err = ExperimentConfig::from_toml(
+        "[task]\nkind = \"spike_classification\"\nonset_ms = -1.0\n",
+        "onset.toml",
+    )
+    .unwrap_err();
+    assert_eq!(field_of(err), "task.onset_ms");
+}

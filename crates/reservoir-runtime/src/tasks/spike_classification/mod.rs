@@ -98,7 +98,13 @@ impl SpikeClassificationOptions {
                 ))
             }
         };
-        positive("classes", self.classes >= 2, self.classes.to_string())?;
+        if self.classes < 2 {
+            return Err(ConfigError::new(
+                "task.classes",
+                "must be >= 2",
+                self.classes.to_string(),
+            ));
+        }
         positive("channels", self.channels >= 1, self.channels.to_string())?;
         positive(
             "pattern_ms",
@@ -121,9 +127,14 @@ impl SpikeClassificationOptions {
             self.test_per_class.to_string(),
         )?;
         positive("segments", self.segments >= 1, self.segments.to_string())?;
-        let fits = self.onset_ms >= 0.0
-            && self.onset_ms + self.pattern_ms <= self.sample_ms
-            && self.sample_ms.is_finite();
+        if !(self.onset_ms >= 0.0 && self.onset_ms.is_finite()) {
+            return Err(ConfigError::new(
+                "task.onset_ms",
+                "must be finite and >= 0",
+                self.onset_ms,
+            ));
+        }
+        let fits = self.onset_ms + self.pattern_ms <= self.sample_ms && self.sample_ms.is_finite();
         if !fits {
             return Err(ConfigError::new(
                 "task.sample_ms",
