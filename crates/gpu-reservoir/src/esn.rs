@@ -1,6 +1,7 @@
 //! The echo-state reservoir on the GPU, with the CPU reservoir's weights and update.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use cudarc::driver::CudaSlice;
 use ndarray::{s, Array1, Array2, ArrayView1, ArrayView2, ArrayViewMut2};
@@ -14,6 +15,7 @@ use reservoir_core::{Reservoir, ReservoirConfig, ReservoirError, ReservoirWeight
 
 use crate::batched::{BatchEngine, GemmMath, Shared};
 use crate::driver::csr::DeviceCsr;
+use crate::driver::staging::Staging;
 use crate::driver::GpuDevice;
 use crate::error::{DriverContext, GpuError, Result};
 use crate::noise::noise_values;
@@ -65,6 +67,10 @@ pub struct GpuReservoirComputer {
     many: ManySequences,
     /// The many-sequence engine (a dense W), made on the first `run_many` that uses it.
     batch: Option<BatchEngine>,
+    /// Page-locked buffers the states are copied back through.
+    staging: Staging,
+    /// Device buffers of a chunk, kept so that a run allocates nothing once they fit.
+    chunk: ChunkBuffers,
 }
 
 impl GpuReservoirComputer {
@@ -82,7 +88,9 @@ impl GpuReservoirComputer {
         device: &GpuDevice,
     ) -> Result<Self> {
         weights.check_fits(config)?;
+        let kernels = device.kernels::<EsnKernels>()?;
         let w = weights.recurrent();
+        let started = Instant::now();
         let persistent = PersistentPlan::for_matrix(device, w)?;
         let cluster = ClusterPlan::for_matrix(device, w)?;
         let path = match (&cluster, &persistent) {
@@ -90,15 +98,22 @@ impl GpuReservoirComputer {
             (None, Some(_)) => StepPath::Persistent,
             (None, None) => StepPath::PerStep,
         };
+        device.record("esn plans", started);
+        let started = Instant::now();
+        let recurrent = DeviceCsr::upload(device, w, |v| v as f32)?;
+        let input = device.upload_f32(weights.input(), "uploading W_in")?;
+        let bias = device.upload_f32(weights.bias(), "uploading b")?;
+        let state = device
+            .stream()
+            .alloc_zeros::<f32>(config.size())
+            .context("allocating the state")?;
+        device.record("esn uploads", started);
         Ok(Self {
-            kernels: device.kernels::<EsnKernels>()?,
-            recurrent: DeviceCsr::upload(device, w, |v| v as f32)?,
-            input: device.upload_f32(weights.input(), "uploading W_in")?,
-            bias: device.upload_f32(weights.bias(), "uploading b")?,
-            state: device
-                .stream()
-                .alloc_zeros::<f32>(config.size())
-                .context("allocating the state")?,
+            kernels,
+            recurrent,
+            input,
+            bias,
+            state,
             noise: stream_rng(config.seed(), Stream::Noise),
             device: device.clone(),
             config: config.clone(),
@@ -109,6 +124,8 @@ impl GpuReservoirComputer {
             cluster,
             many: ManySequences::default(),
             batch: None,
+            staging: Staging::default(),
+            chunk: ChunkBuffers::new(device, config.size(), config.input_size())?,
         })
     }
 
@@ -206,131 +223,216 @@ impl GpuReservoirComputer {
         self.run_pattern(pattern, self.dt_ms)
     }
 
-    /// Runs the rows of `inputs` (≤ [`CHUNK_STEPS`]) and copies their states into `out`.
-    fn run_chunk(&mut self, inputs: ArrayView2<f64>, mut out: ArrayViewMut2<f64>) -> Result<()> {
-        let states = self.run_chunk_on_device(inputs)?;
-        let host = self
-            .device
-            .stream()
-            .clone_dtoh(&states)
-            .context("copying the states back")?;
-        for (dst, &src) in out.iter_mut().zip(&host) {
-            *dst = f64::from(src);
+    /// Runs `inputs` (checked) in chunks of [`CHUNK_STEPS`] and hands each chunk's states
+    /// (rows × N, row-major f32) to `take` with the chunk's first row. The copy of chunk k
+    /// back to the host goes into a page-locked buffer while the device runs chunk k + 1, and
+    /// `take` reads chunk k meanwhile: the states come back at the link's speed, overlapped
+    /// with the run. The two buffers are kept between calls.
+    fn run_chunks(
+        &mut self,
+        inputs: ArrayView2<f64>,
+        mut take: impl FnMut(usize, &[f32]),
+    ) -> Result<()> {
+        let n = self.config.size();
+        let rows = inputs.nrows().min(CHUNK_STEPS);
+        self.staging.reserve(&self.device, rows * n)?;
+        let mut pending: Option<(usize, usize, usize)> = None;
+        for (index, start) in (0..inputs.nrows()).step_by(CHUNK_STEPS).enumerate() {
+            let end = (start + CHUNK_STEPS).min(inputs.nrows());
+            let len = self.run_chunk_on_device(inputs.slice(s![start..end, ..]))?;
+            let slot = index % 2;
+            let states = self.chunk.states.slice(..len);
+            self.staging.copy_back(&self.device, slot, &states)?;
+            if let Some((previous, first, len)) = pending {
+                take(first, self.staging.read(previous, len)?);
+            }
+            pending = Some((slot, start, (end - start) * n));
+        }
+        if let Some((previous, first, len)) = pending {
+            take(first, self.staging.read(previous, len)?);
         }
         Ok(())
     }
 
-    /// Runs the rows of `inputs` (≤ [`CHUNK_STEPS`], at least one, already checked) from the
-    /// current state and returns their states (steps × N, row-major) on the device; the
-    /// reservoir keeps the last.
-    pub(crate) fn run_chunk_on_device(
+    /// Runs over `inputs` (T × K) from the current state and writes the states into `states`
+    /// (T × N) in `f32`, as the device computes them: [`Reservoir::run_into`] without the
+    /// conversion to `f64`.
+    ///
+    /// # Errors
+    /// As [`Reservoir::run_into`].
+    pub fn run_into_f32(
         &mut self,
         inputs: ArrayView2<f64>,
-    ) -> Result<CudaSlice<f32>> {
+        mut states: ArrayViewMut2<f32>,
+    ) -> reservoir_core::Result<()> {
+        check_inputs(self.input_size(), &inputs)?;
+        let expected = (inputs.nrows(), self.size());
+        if states.dim() != expected {
+            return Err(ReservoirError::shape(
+                "states",
+                format!("{} × {}", expected.0, expected.1),
+                format!("{} × {}", states.nrows(), states.ncols()),
+            ));
+        }
+        let n = self.size();
+        self.run_chunks(inputs, |first, chunk| {
+            let rows = chunk.len() / n;
+            let mut out = states.slice_mut(s![first..first + rows, ..]);
+            for (dst, src) in out.rows_mut().into_iter().zip(chunk.chunks_exact(n)) {
+                for (d, &v) in dst.into_iter().zip(src) {
+                    *d = v;
+                }
+            }
+        })?;
+        Ok(())
+    }
+
+    /// Runs the rows of `inputs` (≤ [`CHUNK_STEPS`], at least one, already checked) from the
+    /// current state into the chunk buffers (kept between calls, so a run of the same length
+    /// allocates nothing): the first steps × N values of `chunk.states` (row-major) are its
+    /// states, and their count is returned; the reservoir keeps the last.
+    fn run_chunk_on_device(&mut self, inputs: ArrayView2<f64>) -> Result<usize> {
         let (steps, n, k) = (inputs.nrows(), self.config.size(), self.config.input_size());
         let stream = self.device.stream().clone();
-        let host_u: Vec<f32> = inputs.iter().map(|&v| v as f32).collect();
-        let u = stream.clone_htod(&host_u).context("uploading inputs")?;
-        let mut drive = stream
-            .alloc_zeros::<f32>(steps * n)
-            .context("allocating the drive")?;
-        let mut states = stream
-            .alloc_zeros::<f32>(steps * n)
-            .context("allocating the states")?;
-        let noise = self.draw_noise(steps)?;
+        self.chunk.reserve(&self.device, steps * k, steps * n)?;
+        let chunk = &mut self.chunk;
+        chunk.host_u.clear();
+        chunk.host_u.extend(inputs.iter().map(|&v| v as f32));
+        stream
+            .memcpy_htod(chunk.host_u.as_slice(), &mut chunk.u)
+            .context("uploading inputs")?;
+        let noise = if self.config.noise_level() > 0.0 {
+            let host = noise_values(&mut self.noise, self.config.noise_level(), steps * n);
+            Some(stream.clone_htod(&host).context("uploading the noise")?)
+        } else {
+            None
+        };
         input_drive(
             &self.device,
             &self.kernels,
-            &u.slice(..),
+            &chunk.u.slice(..),
             &self.input.slice(..),
             &self.bias.slice(..),
             noise.as_ref().map(|noise| noise.slice(..)).as_ref(),
-            &mut drive.slice_mut(..),
+            &mut chunk.drive.slice_mut(..),
             (steps, n, k),
         )?;
         let update = Update {
             leak: self.config.leak_rate() as f32,
             activation: activation_code(self.config.activation()),
         };
+        let (drive, states) = (&chunk.drive, &mut chunk.states);
         match (self.path, self.persistent.as_mut(), self.cluster.as_ref()) {
             (StepPath::Cluster, _, Some(plan)) => {
                 let run = ClusterRun {
-                    drive: &drive,
+                    drive,
                     x0: &self.state,
                     steps,
                     update,
                 };
-                plan.launch(&self.device, run, &mut states)?;
+                plan.launch(&self.device, run, states)?;
             }
             (StepPath::Persistent, Some(plan), _) => {
                 let run = PersistentRun {
                     w: &self.recurrent,
-                    drive: &drive,
+                    drive,
                     x0: self.state.slice(..),
                     steps,
                     update,
                 };
-                plan.launch(&self.device, run, &mut states)?;
+                plan.launch(&self.device, run, states)?;
             }
-            _ => self.per_step(&drive, &mut states, steps, update)?,
-        }
-        stream
-            .memcpy_dtod(&states.slice((steps - 1) * n..), &mut self.state)
-            .context("keeping the final state")?;
-        Ok(states)
-    }
-
-    /// The two-launches-per-step path.
-    fn per_step(
-        &self,
-        drive: &CudaSlice<f32>,
-        states: &mut CudaSlice<f32>,
-        steps: usize,
-        update: Update,
-    ) -> Result<()> {
-        let n = self.config.size();
-        let mut pre = self
-            .device
-            .stream()
-            .alloc_zeros::<f32>(n)
-            .context("allocating the pre-activation")?;
-        for t in 0..steps {
-            let (done, mut rest) = states.split_at_mut(t * n);
-            let previous = if t == 0 {
-                self.state.slice(..)
-            } else {
-                done.slice((t - 1) * n..)
-            };
-            step_two_launches(
+            _ => per_step(
                 &self.device,
                 &self.kernels,
                 &self.recurrent,
-                &previous,
-                &drive.slice(t * n..(t + 1) * n),
-                &mut pre.slice_mut(..),
-                &mut rest.slice_mut(..n),
-                update,
-            )?;
+                (&self.state, drive, states),
+                (steps, update),
+            )?,
         }
-        Ok(())
+        stream
+            .memcpy_dtod(&states.slice((steps - 1) * n..steps * n), &mut self.state)
+            .context("keeping the final state")?;
+        Ok(steps * n)
+    }
+}
+
+/// The two-launches-per-step path: `states` (≥ steps × N) from `x0` and the drive.
+fn per_step(
+    device: &GpuDevice,
+    kernels: &EsnKernels,
+    recurrent: &DeviceCsr<f32>,
+    (x0, drive, states): (&CudaSlice<f32>, &CudaSlice<f32>, &mut CudaSlice<f32>),
+    (steps, update): (usize, Update),
+) -> Result<()> {
+    let n = recurrent.rows();
+    let mut pre = device
+        .stream()
+        .alloc_zeros::<f32>(n)
+        .context("allocating the pre-activation")?;
+    for t in 0..steps {
+        let (done, mut rest) = states.split_at_mut(t * n);
+        let previous = if t == 0 {
+            x0.slice(..)
+        } else {
+            done.slice((t - 1) * n..)
+        };
+        step_two_launches(
+            device,
+            kernels,
+            recurrent,
+            &previous,
+            &drive.slice(t * n..(t + 1) * n),
+            &mut pre.slice_mut(..),
+            &mut rest.slice_mut(..n),
+            update,
+        )?;
+    }
+    Ok(())
+}
+
+/// The device buffers of one chunk and the host buffer its inputs are converted in, grown on
+/// demand and kept between runs.
+#[derive(Debug)]
+struct ChunkBuffers {
+    host_u: Vec<f32>,
+    u: CudaSlice<f32>,
+    drive: CudaSlice<f32>,
+    states: CudaSlice<f32>,
+}
+
+impl ChunkBuffers {
+    /// Buffers for one step of `n` units and `k` inputs.
+    fn new(device: &GpuDevice, n: usize, k: usize) -> Result<Self> {
+        let alloc = |len: usize| {
+            device
+                .stream()
+                .alloc_zeros::<f32>(len)
+                .context("allocating the chunk buffers")
+        };
+        Ok(Self {
+            host_u: Vec::new(),
+            u: alloc(k)?,
+            drive: alloc(n)?,
+            states: alloc(n)?,
+        })
     }
 
-    /// The noise of `steps` steps, drawn exactly as the CPU reservoir draws it.
-    fn draw_noise(&mut self, steps: usize) -> Result<Option<CudaSlice<f32>>> {
-        if self.config.noise_level() <= 0.0 {
-            return Ok(None);
-        }
-        let host = noise_values(
-            &mut self.noise,
-            self.config.noise_level(),
-            steps * self.config.size(),
-        );
-        Ok(Some(
-            self.device
-                .stream()
-                .clone_htod(&host)
-                .context("uploading the noise")?,
-        ))
+    /// Makes the buffers hold `inputs` input values and `states` state values (the drive is
+    /// as long as the states).
+    fn reserve(&mut self, device: &GpuDevice, inputs: usize, states: usize) -> Result<()> {
+        let grow = |buffer: &mut CudaSlice<f32>, len: usize| {
+            if buffer.len() < len {
+                *buffer = device
+                    .stream()
+                    .alloc_zeros::<f32>(len)
+                    .context("allocating the chunk buffers")?;
+            }
+            Ok::<(), GpuError>(())
+        };
+        grow(&mut self.u, inputs)?;
+        grow(&mut self.drive, states)?;
+        grow(&mut self.states, states)
     }
 }
 
@@ -376,13 +478,16 @@ impl Reservoir for GpuReservoirComputer {
         mut states: ArrayViewMut2<f64>,
     ) -> reservoir_core::Result<()> {
         check_run(self.size(), self.input_size(), &inputs, &states)?;
-        for start in (0..inputs.nrows()).step_by(CHUNK_STEPS) {
-            let end = (start + CHUNK_STEPS).min(inputs.nrows());
-            self.run_chunk(
-                inputs.slice(ndarray::s![start..end, ..]),
-                states.slice_mut(ndarray::s![start..end, ..]),
-            )?;
-        }
+        let n = self.size();
+        self.run_chunks(inputs, |first, chunk| {
+            let rows = chunk.len() / n;
+            let mut out = states.slice_mut(s![first..first + rows, ..]);
+            for (dst, src) in out.rows_mut().into_iter().zip(chunk.chunks_exact(n)) {
+                for (d, &v) in dst.into_iter().zip(src) {
+                    *d = f64::from(v);
+                }
+            }
+        })?;
         Ok(())
     }
 
@@ -461,11 +566,11 @@ fn accumulate_on_device(
     let mut sums = DeviceRidgeSums::new(reservoir.device(), n, targets.ncols(), 1)?;
     for start in (0..total).step_by(CHUNK_STEPS) {
         let end = (start + CHUNK_STEPS).min(total);
-        let states = reservoir.run_chunk_on_device(inputs.slice(s![start..end, ..]))?;
+        let len = reservoir.run_chunk_on_device(inputs.slice(s![start..end, ..]))?;
         let first = washout.clamp(start, end);
         if first < end {
             sums.add(
-                &states.slice((first - start) * n..),
+                &reservoir.chunk.states.slice((first - start) * n..len),
                 targets.slice(s![first..end, ..]),
             )?;
         }

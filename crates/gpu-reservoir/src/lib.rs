@@ -35,7 +35,7 @@ mod ridge_sums;
 pub mod spectral;
 
 pub use batched::GemmMath;
-pub use driver::{probe, DeviceInfo, GpuDevice, GpuSupport};
+pub use driver::{probe, DeviceInfo, GpuDevice, GpuSupport, Startup, StartupPhase, CACHE_ENV};
 pub use error::{GpuError, Result};
 pub use esn::{GpuReservoirComputer, ManySequences, CHUNK_STEPS};
 pub use lanes::GpuLaneRunner;

@@ -2,6 +2,7 @@
 
 use std::sync::Once;
 
+use gpu_reservoir::Startup;
 use reservoir_runtime::{Device, Dispatch, Placement};
 
 /// The `--device` argument: where to run (overrides the config's `device`).
@@ -39,6 +40,19 @@ pub fn describe(dispatch: &Dispatch) -> String {
         names.push(format!("{what}: {}", placement.name()));
     }
     names.join(", ")
+}
+
+/// What starting the GPU cost (`None` when the job opened none), after saying its notes (a
+/// kernel cache that could not be used) once on standard error.
+pub fn startup(dispatch: &Dispatch) -> Option<Startup> {
+    let startup = dispatch.startup()?;
+    static SAID: Once = Once::new();
+    SAID.call_once(|| {
+        for note in &startup.notes {
+            eprintln!("note: {note}");
+        }
+    });
+    Some(startup)
 }
 
 /// Where the one reservoir of a job went (`cpu`, `cuda`, `cuda:1`), saying why `auto` fell

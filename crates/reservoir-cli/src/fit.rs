@@ -221,6 +221,7 @@ pub fn run(args: &FitArgs) -> Result<()> {
         test_rmse: scores.as_ref().map(|s| s.rmse),
         test_r2: scores.as_ref().map(|s| s.r2),
         fit_seconds,
+        startup: device::startup(&dispatch),
         model: args.model.as_ref().map(|p| p.display().to_string()),
         plot: args.plot.as_ref().map(|p| p.display().to_string()),
     };

@@ -58,6 +58,7 @@ pub fn run(args: &PredictArgs) -> Result<()> {
         .echo_state(&config, weights)
         .map_err(|e| CliError::core(format!("building the reservoir of {model_path}"), e))?;
     device::describe(&dispatch);
+    device::startup(&dispatch);
     if !args.reset {
         reservoir
             .set_state(state.view())

@@ -1,5 +1,6 @@
 //! What `reservoir fit` prints: an aligned table for people, or one JSON object for programs.
 
+use gpu_reservoir::Startup;
 use reservoir_runtime::experiment::ExperimentReport;
 use serde::Serialize;
 
@@ -53,6 +54,8 @@ pub struct FitReport {
     /// Seconds from config parse to fitted readout (weights, spectral radius, run, ridge),
     /// without the time spent reading the CSV files.
     pub fit_seconds: f64,
+    /// What starting the GPU cost, phase by phase (`null` when no GPU was opened).
+    pub startup: Option<Startup>,
     /// Where the model was saved, if it was.
     pub model: Option<String>,
     /// Where the plot was drawn, if it was (`--plot`).
@@ -70,10 +73,12 @@ pub fn print_fit(report: &FitReport, json: bool) -> Result<()> {
 }
 
 /// Prints a task run: one flat JSON object (`task`, `size`, `backend`, then every metric and
-/// timing by name, then the `files` written, e.g. `model`) or an aligned table.
+/// timing by name, the GPU's `startup` (phases and notes) when a GPU was opened, then the
+/// `files` written, e.g. `model`) or an aligned table.
 pub fn print_run(
     report: &ExperimentReport,
     backend: &str,
+    startup: Option<&Startup>,
     files: &[(&str, String)],
     json: bool,
 ) -> Result<()> {
@@ -86,6 +91,13 @@ pub fn print_run(
         for f in figures {
             object.insert(f.name.clone(), f.value.into());
         }
+        if let Some(startup) = startup {
+            let value = serde_json::to_value(startup).map_err(|e| CliError::Format {
+                what: "the JSON report",
+                message: e.to_string(),
+            })?;
+            object.insert("startup".into(), value);
+        }
         for (key, path) in files {
             object.insert((*key).into(), path.clone().into());
         }
@@ -97,6 +109,9 @@ pub fn print_run(
             ("backend".to_string(), backend.to_string()),
         ];
         rows.extend(figures.map(|f| (f.name.replace('_', " "), number(f.value))));
+        if let Some(startup) = startup {
+            rows.push(("gpu startup seconds".into(), number(startup.seconds())));
+        }
         rows.extend(files.iter().map(|(k, v)| (k.to_string(), v.clone())));
         aligned(&rows)
     };

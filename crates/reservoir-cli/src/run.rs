@@ -109,6 +109,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
     };
     stages.clear();
     let backend_name = device::describe(&dispatch);
+    let startup = device::startup(&dispatch);
     let outcome = result.map_err(|e| match &args.config {
         Some(path) => CliError::config(path, e),
         None => CliError::core(format!("running {origin}"), e),
@@ -122,7 +123,13 @@ pub fn run(args: &RunArgs) -> Result<()> {
         draw(path, &config, &outcome)?;
         saved.push(("plot", path.display().to_string()));
     }
-    print_run(&outcome.report, &backend_name, &saved, args.json)
+    print_run(
+        &outcome.report,
+        &backend_name,
+        startup.as_ref(),
+        &saved,
+        args.json,
+    )
 }
 
 /// Where the model goes: `--model`, else `<config stem>-model.bin` (`reservoir-model.bin` for

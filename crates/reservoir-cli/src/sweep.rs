@@ -42,6 +42,7 @@ pub fn run(args: &SweepArgs) -> Result<()> {
     let mut dispatch = Dispatch::new(args.device.or(config.device()));
     let result = run_sweep(&config, &mut dispatch);
     device::describe(&dispatch);
+    device::startup(&dispatch);
     let report = result.map_err(|e| CliError::config(&args.config, e))?;
     let text = if args.json {
         json_line(&report)?

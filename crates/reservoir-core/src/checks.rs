@@ -4,6 +4,7 @@
 use ndarray::{ArrayView1, ArrayView2, ArrayViewMut2};
 
 use crate::error::{ReservoirError, Result};
+use crate::spikes::SpikePattern;
 
 /// Checks a state vector (a `set_state` argument): `size` entries, all finite.
 pub fn check_state(size: usize, state: &ArrayView1<f64>) -> Result<()> {
@@ -52,6 +53,18 @@ pub fn check_inputs(input_size: usize, inputs: &ArrayView2<f64>) -> Result<()> {
         return Err(ReservoirError::invalid(
             "reservoir inputs",
             format!("row {row}, column {col} is not finite"),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks that a spike pattern has `input_size` channels (one per input of the reservoir).
+pub fn check_pattern(input_size: usize, pattern: &SpikePattern) -> Result<()> {
+    if pattern.n_neurons() != input_size {
+        return Err(ReservoirError::shape(
+            "spike pattern channels (the reservoir's input_size)",
+            input_size,
+            pattern.n_neurons(),
         ));
     }
     Ok(())

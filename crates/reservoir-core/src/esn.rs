@@ -1,5 +1,7 @@
 //! The echo-state reservoir on the CPU.
 
+use std::sync::Arc;
+
 use ndarray::linalg::general_mat_vec_mul;
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2, ArrayViewMut1, ArrayViewMut2};
 use rand::Rng;
@@ -12,7 +14,7 @@ use crate::config::{Precision, ReservoirConfig};
 use crate::error::Result;
 use crate::random::{stream_rng, Stream};
 use crate::real::Real;
-use crate::reservoir::Reservoir;
+use crate::reservoir::{run_on_all_cores, run_one_by_one, Reservoir, SequenceVisitor};
 use crate::sparse::CsrMatrix;
 use crate::weights::ReservoirWeights;
 
@@ -57,14 +59,17 @@ impl<T: Real> RecurrentLayout<T> {
 ///
 /// `T` is the arithmetic of the update (`f32` or `f64`); weights are generated in `f64` and
 /// rounded once. A reservoir built twice from the same config produces bit-identical states.
+///
+/// The weights are shared (`Arc`): a clone copies only the state, so that
+/// [`Reservoir::run_many`] can run sequences on clones, one per thread.
 #[derive(Debug, Clone)]
 pub struct EchoStateNetwork<T: Real = f32> {
     config: ReservoirConfig,
-    weights: ReservoirWeights,
-    recurrent: RecurrentLayout<T>,
+    weights: Arc<ReservoirWeights>,
+    recurrent: Arc<RecurrentLayout<T>>,
     /// W_in transposed (K × N), so each input channel's weights are contiguous.
-    input_by_channel: Array2<T>,
-    bias: Vec<T>,
+    input_by_channel: Arc<Array2<T>>,
+    bias: Arc<[T]>,
     leak: T,
     state: Vec<T>,
     pre_activation: Vec<T>,
@@ -86,15 +91,15 @@ impl<T: Real> EchoStateNetwork<T> {
         weights.check_fits(config)?;
         let n = config.size();
         Ok(Self {
-            recurrent: RecurrentLayout::new(weights.recurrent()),
-            input_by_channel: weights.input().t().mapv(T::from_f64),
+            recurrent: Arc::new(RecurrentLayout::new(weights.recurrent())),
+            input_by_channel: Arc::new(weights.input().t().mapv(T::from_f64)),
             bias: weights.bias().iter().map(|&b| T::from_f64(b)).collect(),
             leak: T::from_f64(config.leak_rate()),
             state: vec![T::zero(); n],
             pre_activation: vec![T::zero(); n],
             noise: stream_rng(config.seed(), Stream::Noise),
             config: config.clone(),
-            weights,
+            weights: Arc::new(weights),
         })
     }
 
@@ -112,7 +117,7 @@ impl<T: Real> EchoStateNetwork<T> {
     fn step(&mut self, u: ArrayView1<f64>) {
         let pre = &mut self.pre_activation;
         self.recurrent.mul_vec(&self.state, pre);
-        for (p, &b) in pre.iter_mut().zip(&self.bias) {
+        for (p, &b) in pre.iter_mut().zip(self.bias.iter()) {
             *p += b;
         }
         for (&u_k, w_k) in u.iter().zip(self.input_by_channel.rows()) {
@@ -173,6 +178,21 @@ impl<T: Real> Reservoir for EchoStateNetwork<T> {
             }
         }
         Ok(())
+    }
+
+    /// Runs the sequences on every core, on clones sharing the weights, with the same bits as
+    /// one after another. With noise the states depend on the order in which the sequences
+    /// draw from the one noise stream, so they run one after another.
+    fn run_many(
+        &mut self,
+        sequences: &[ArrayView2<f64>],
+        visit: &mut SequenceVisitor<'_>,
+    ) -> Result<()> {
+        if self.config.noise_level() > 0.0 {
+            run_one_by_one(self, sequences, visit)
+        } else {
+            run_on_all_cores(self, sequences, visit)
+        }
     }
 }
 

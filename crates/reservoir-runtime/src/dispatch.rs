@@ -1,7 +1,9 @@
 //! [`Dispatch`]: the one place that builds a reservoir (or a sweep's lanes) on the CPU or a GPU,
 //! as the [`Device`] asked for says.
 
-use gpu_reservoir::{DeviceInfo, GpuDevice, GpuLaneRunner, GpuLifNetwork, GpuReservoirComputer};
+use gpu_reservoir::{
+    DeviceInfo, GpuDevice, GpuLaneRunner, GpuLifNetwork, GpuReservoirComputer, Startup,
+};
 use reservoir_core::lanes::{CpuLaneRunner, LaneRunner};
 use reservoir_core::lif::{LifConfig, LifNetwork, LifWeights};
 use reservoir_core::{cpu_reservoir, Precision, Reservoir, ReservoirConfig, ReservoirWeights};
@@ -59,6 +61,14 @@ impl Dispatch {
     /// `sweep`).
     pub fn placements(&self) -> &[(&'static str, Placement)] {
         &self.placements
+    }
+
+    /// What starting the GPU cost, phase by phase (`None` when no GPU was opened).
+    pub fn startup(&self) -> Option<Startup> {
+        match &self.gpu {
+            Some(Ok(device)) => Some(device.startup()),
+            _ => None,
+        }
     }
 
     /// The echo-state reservoir for `config` on `weights`. A GPU computes in f32, so a

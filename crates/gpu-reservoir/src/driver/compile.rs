@@ -1,11 +1,11 @@
-//! NVRTC: a kernel module compiled for the device's architecture, with the shared headers of
-//! `reservoir-kernels` given to the compiler (so `#include "common.cuh"` resolves without
-//! files on disk).
+//! NVRTC: a kernel module compiled to a cubin for the device's architecture (machine code the
+//! driver loads without a further compile), with the shared headers of `reservoir-kernels`
+//! given to the compiler (so `#include "common.cuh"` resolves without files on disk).
 
 use std::ffi::{c_char, CString};
 use std::mem::MaybeUninit;
 
-use cudarc::nvrtc::{result, sys, Ptx};
+use cudarc::nvrtc::{result, sys};
 use reservoir_kernels::{Module, HEADERS};
 
 use crate::error::{GpuError, Result};
@@ -39,9 +39,31 @@ fn text(bytes: &[c_char]) -> String {
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
-/// Compiles `module` to PTX for compute capability `(major, minor)` with `--fmad=false`, so
-/// every kernel keeps the CPU reference's separately rounded multiplies and adds.
-pub(crate) fn compile(module: &Module, (major, minor): (i32, i32)) -> Result<Ptx> {
+/// The options every module is compiled with for compute capability `(major, minor)`:
+/// `--fmad=false`, so every kernel keeps the CPU reference's separately rounded multiplies and
+/// adds.
+pub(crate) fn options((major, minor): (i32, i32)) -> [String; 2] {
+    [
+        "--fmad=false".to_string(),
+        format!("--gpu-architecture=sm_{major}{minor}"),
+    ]
+}
+
+/// Compiles `module` to a cubin for compute capability `capability` with [`options`].
+///
+/// # Errors
+/// [`GpuError::Unavailable`] without NVRTC; [`GpuError::Compile`] with the compiler's log.
+pub(crate) fn compile(module: &Module, capability: (i32, i32)) -> Result<Vec<u8>> {
+    // SAFETY: only tries to dlopen libnvrtc; no NVRTC function is called.
+    if !unsafe { sys::is_culib_present() } {
+        return Err(GpuError::Unavailable {
+            reason: format!(
+                "the NVRTC library (libnvrtc.so) was not found; it compiles the kernels \
+                 ({} is not in the kernel cache)",
+                module.name
+            ),
+        });
+    }
     let source = c_string(module, module.source)?;
     let name = c_string(module, module.name)?;
     let header_texts = HEADERS
@@ -74,12 +96,8 @@ pub(crate) fn compile(module: &Module, (major, minor): (i32, i32)) -> Result<Ptx
     })?;
     // SAFETY: nvrtcCreateProgram succeeded, so the program is initialised.
     let program = Program(unsafe { program.assume_init() });
-    let options = [
-        "--fmad=false".to_string(),
-        format!("--gpu-architecture=compute_{major}{minor}"),
-    ];
     // SAFETY: the program is alive; the options are plain strings.
-    if let Err(e) = unsafe { result::compile_program(program.0, &options) } {
+    if let Err(e) = unsafe { result::compile_program(program.0, &options(capability)) } {
         // SAFETY: as above; the log exists after a compilation attempt.
         let log = unsafe { result::get_program_log(program.0) }
             .map(|log| text(&log).trim().replace('\n', " "))
@@ -89,10 +107,19 @@ pub(crate) fn compile(module: &Module, (major, minor): (i32, i32)) -> Result<Ptx
             log,
         });
     }
-    // SAFETY: the program compiled.
-    let ptx = unsafe { result::get_ptx(program.0) }.map_err(|e| GpuError::Compile {
+    cubin(&program).map_err(|e| GpuError::Compile {
         module: module.name,
-        log: format!("reading the PTX: {e:?}"),
-    })?;
-    Ok(Ptx::from_src(text(&ptx)))
+        log: format!("reading the cubin: {e:?}"),
+    })
+}
+
+/// The cubin of a compiled program.
+fn cubin(program: &Program) -> std::result::Result<Vec<u8>, result::NvrtcError> {
+    let mut size = 0usize;
+    // SAFETY: the program compiled; the call writes one size.
+    unsafe { sys::nvrtcGetCUBINSize(program.0, &mut size) }.result()?;
+    let mut bytes = vec![0u8; size];
+    // SAFETY: `bytes` holds the `size` bytes NVRTC writes.
+    unsafe { sys::nvrtcGetCUBIN(program.0, bytes.as_mut_ptr().cast()) }.result()?;
+    Ok(bytes)
 }

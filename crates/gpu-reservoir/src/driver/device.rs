@@ -1,19 +1,24 @@
-//! One shared handle per GPU: context, stream, compiled kernel modules, cuBLAS handle.
+//! One shared handle per GPU: context, stream, compiled kernel modules (from the disk cache
+//! when they are there), cuBLAS handle, and the record of what starting them cost.
 
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::time::Instant;
 
 use cudarc::cublas::CudaBlas;
 use cudarc::driver::sys::{
     CUdevice_attribute, CUfunction_attribute, CUgraphInstantiate_flags, CUstreamCaptureMode,
 };
 use cudarc::driver::{CudaContext, CudaFunction, CudaGraph, CudaModule, CudaSlice, CudaStream};
+use cudarc::nvrtc::Ptx;
 use reservoir_core::ReservoirError;
-use reservoir_kernels::Module;
+use reservoir_kernels::{Module, HEADERS};
 
-use super::compile::compile;
-use super::probe::{probe, DeviceInfo};
+use super::cache::{cache_dir, fingerprint, KernelCache, Lookup};
+use super::compile::{compile, options};
+use super::probe::{probe_devices, DeviceInfo};
+use super::startup::{Startup, StartupPhase};
 use crate::error::{DriverContext, GpuError, Result};
 
 /// The functions of one kernel module, looked up once per device ([`GpuDevice::kernels`]) so
@@ -44,8 +49,11 @@ struct DeviceInner {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
     info: DeviceInfo,
+    /// The driver's CUDA version as (major, minor), part of the kernel cache's key.
+    driver_version: (i32, i32),
     kernel_sets: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
     blas: OnceLock<CudaBlas>,
+    startup: Mutex<Startup>,
 }
 
 /// A GPU shared by everything built on it: cheap to clone (an `Arc` inside); kernel modules
@@ -95,7 +103,8 @@ impl GpuDevice {
     }
 
     fn open(ordinal: usize) -> Result<Self> {
-        let support = probe();
+        let started = Instant::now();
+        let support = probe_devices();
         if let Some(reason) = support.problem {
             return Err(GpuError::Unavailable { reason });
         }
@@ -112,15 +121,41 @@ impl GpuDevice {
         unsafe { ctx.disable_event_tracking() };
         // A created stream, not the legacy default one: CUDA graphs can capture only the former.
         let stream = ctx.new_stream().context("creating the device's stream")?;
-        Ok(Self {
+        let device = Self {
             inner: Arc::new(DeviceInner {
                 ctx,
                 stream,
                 info,
+                driver_version: support.driver_version.unwrap_or((0, 0)),
                 kernel_sets: Mutex::new(HashMap::new()),
                 blas: OnceLock::new(),
+                startup: Mutex::new(Startup::default()),
             }),
-        })
+        };
+        device.record("driver and context", started);
+        Ok(device)
+    }
+
+    /// What starting this device has cost so far, phase by phase, with its notes.
+    pub fn startup(&self) -> Startup {
+        lock(&self.inner.startup).clone()
+    }
+
+    /// Records that phase `name` ran from `started` until now.
+    pub(crate) fn record(&self, name: impl Into<String>, started: Instant) {
+        lock(&self.inner.startup).phases.push(StartupPhase {
+            name: name.into(),
+            seconds: started.elapsed().as_secs_f64(),
+        });
+    }
+
+    /// Adds a note about the kernel cache, once per device: after one, the cache's further
+    /// trouble says nothing new.
+    fn note_cache(&self, note: String) {
+        let mut startup = lock(&self.inner.startup);
+        if !startup.notes.iter().any(|n| n.starts_with("kernel cache:")) {
+            startup.notes.push(format!("kernel cache: {note}"));
+        }
     }
 
     /// The device's description.
@@ -153,10 +188,12 @@ impl GpuDevice {
                 reason: "the cuBLAS library (libcublas.so) was not found".into(),
             });
         }
+        let started = Instant::now();
         let blas = CudaBlas::new(self.inner.stream.clone()).map_err(|source| GpuError::Blas {
             context: "creating the cuBLAS handle",
             source,
         })?;
+        self.record("cuBLAS handle", started);
         Ok(self.inner.blas.get_or_init(|| blas))
     }
 
@@ -168,15 +205,69 @@ impl GpuDevice {
                 return Ok(set);
             }
         }
-        let ptx = compile(&K::MODULE, self.inner.info.compute_capability)?;
-        let module = self
-            .inner
-            .ctx
-            .load_module(ptx)
-            .context("loading a compiled kernel module")?;
+        let started = Instant::now();
+        let (module, how) = self.load_module(&K::MODULE)?;
         let set = Arc::new(K::load(&LoadedModule { module })?);
+        self.record(format!("kernels {} ({how})", K::MODULE.name), started);
         sets.insert(TypeId::of::<K>(), set.clone());
         Ok(set)
+    }
+
+    /// Loads `module`'s cubin from the kernel cache, or compiles it and stores it there; says
+    /// which (`cached`, `compiled`). A cache that cannot be used is noted, never an error.
+    fn load_module(&self, module: &Module) -> Result<(Arc<CudaModule>, &'static str)> {
+        let capability = self.inner.info.compute_capability;
+        let key = self.module_key(module);
+        let cache = cache_dir().map(KernelCache::new);
+        if let Some(cache) = &cache {
+            match cache.load(module.name, key) {
+                Lookup::Hit(image) => match self.inner.ctx.load_module(Ptx::from_binary(image)) {
+                    Ok(loaded) => return Ok((loaded, "cached")),
+                    Err(e) => self.note_cache(format!(
+                        "the driver rejected the cached {} ({e}); compiling again",
+                        module.name
+                    )),
+                },
+                Lookup::Miss => {}
+                Lookup::Unusable(note) => self.note_cache(format!("{note}; compiling again")),
+            }
+        }
+        let image = compile(module, capability)?;
+        if let Some(cache) = &cache {
+            if let Err(note) = cache.store(module.name, key, &image) {
+                self.note_cache(format!(
+                    "{note}; kernels will be compiled again by every process (set {} to a \
+                     writable folder, or to `off`)",
+                    super::CACHE_ENV
+                ));
+            }
+        }
+        let loaded = self
+            .inner
+            .ctx
+            .load_module(Ptx::from_binary(image))
+            .context("loading a compiled kernel module")?;
+        Ok((loaded, "compiled"))
+    }
+
+    /// The cache key of `module` on this device: its source and the shared headers, the
+    /// compile options, the architecture, the driver's version and this crate's version.
+    fn module_key(&self, module: &Module) -> u64 {
+        let (major, minor) = self.inner.driver_version;
+        let driver = format!("driver {major}.{minor}");
+        let options = options(self.inner.info.compute_capability).join(" ");
+        let mut parts: Vec<&[u8]> = vec![
+            env!("CARGO_PKG_VERSION").as_bytes(),
+            module.name.as_bytes(),
+            module.source.as_bytes(),
+            options.as_bytes(),
+            driver.as_bytes(),
+        ];
+        for (name, text) in HEADERS {
+            parts.push(name.as_bytes());
+            parts.push(text.as_bytes());
+        }
+        fingerprint(&parts)
     }
 
     /// Reads an attribute of the device.

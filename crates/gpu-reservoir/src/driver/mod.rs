@@ -3,12 +3,17 @@
 //! those.
 
 pub(crate) mod blas;
+mod cache;
 mod compile;
 pub(crate) mod csr;
 mod device;
 pub(crate) mod launch;
 mod probe;
+pub(crate) mod staging;
+mod startup;
 
+pub use cache::CACHE_ENV;
 pub use device::GpuDevice;
 pub(crate) use device::{KernelSet, LoadedModule};
 pub use probe::{probe, DeviceInfo, GpuSupport};
+pub use startup::{Startup, StartupPhase};

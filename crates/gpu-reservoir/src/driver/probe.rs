@@ -45,18 +45,34 @@ impl GpuSupport {
 
 /// Looks for the driver, NVRTC, cuBLAS and devices; never panics.
 pub fn probe() -> GpuSupport {
-    // SAFETY: these only try to dlopen the libraries; no CUDA function is called.
-    let (driver_present, nvrtc, cublas) = unsafe {
+    let mut support = probe_devices();
+    // SAFETY: these only try to dlopen the libraries; no function of theirs is called.
+    let (nvrtc, cublas) = unsafe {
         (
-            sys::is_culib_present(),
             cudarc::nvrtc::sys::is_culib_present(),
             cudarc::cublas::sys::is_culib_present(),
         )
     };
+    support.nvrtc = nvrtc;
+    support.cublas = cublas;
+    if support.problem.is_none() && !nvrtc {
+        support.problem = Some(
+            "the NVRTC library (libnvrtc.so) was not found; it compiles the kernels at run time"
+                .into(),
+        );
+    }
+    support
+}
+
+/// The driver and its devices only: what opening a device needs. NVRTC and cuBLAS are large
+/// libraries, loaded only when a kernel must be compiled or a product needs cuBLAS.
+pub(crate) fn probe_devices() -> GpuSupport {
+    // SAFETY: this only tries to dlopen libcuda; no CUDA function is called.
+    let driver_present = unsafe { sys::is_culib_present() };
     let mut support = GpuSupport {
         driver_version: None,
-        nvrtc,
-        cublas,
+        nvrtc: false,
+        cublas: false,
         devices: Vec::new(),
         problem: None,
     };
@@ -83,16 +99,9 @@ pub fn probe() -> GpuSupport {
             return support;
         }
     }
-    support.problem = if support.devices.is_empty() {
-        Some("the driver reports no CUDA device".into())
-    } else if !nvrtc {
-        Some(
-            "the NVRTC library (libnvrtc.so) was not found; it compiles the kernels at run time"
-                .into(),
-        )
-    } else {
-        None
-    };
+    if support.devices.is_empty() {
+        support.problem = Some("the driver reports no CUDA device".into());
+    }
     support
 }
 

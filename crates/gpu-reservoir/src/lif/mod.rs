@@ -20,6 +20,7 @@
 //! [`LifNetwork`]: reservoir_core::lif::LifNetwork
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use cudarc::driver::CudaSlice;
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2, ArrayViewMut2};
@@ -118,6 +119,8 @@ impl GpuLifNetwork {
         device: &GpuDevice,
     ) -> Result<Self> {
         weights.check_fits(config)?;
+        let kernels = device.kernels::<LifKernels>()?;
+        let started = Instant::now();
         let s = device.stream();
         let n = config.size();
         let input_t: Vec<f32> = weights.input().t().iter().map(|&x| x as f32).collect();
@@ -127,8 +130,8 @@ impl GpuLifNetwork {
             s.alloc_zeros::<u32>(len)
                 .context("allocating the spike lists")
         };
-        Ok(Self {
-            kernels: device.kernels::<LifKernels>()?,
+        let network = Self {
+            kernels,
             path: LifStepPath::auto(weights.recurrent().nnz()),
             recurrent: DeviceCsr::upload(device, weights.recurrent(), |v| v as f32)?,
             events: EventBuffers {
@@ -165,7 +168,9 @@ impl GpuLifNetwork {
             spike_count: 0,
             synaptic_events: 0,
             undelivered: 0,
-        })
+        };
+        device.record("lif uploads", started);
+        Ok(network)
     }
 
     /// The device the network runs on.

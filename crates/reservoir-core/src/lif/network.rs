@@ -1,5 +1,7 @@
 //! The LIF reservoir's state and its event-driven step.
 
+use std::sync::Arc;
+
 use ndarray::ArrayView1;
 
 use super::config::{LifConfig, LifInputMode};
@@ -55,15 +57,18 @@ impl LifConstants {
 /// for the exact update). Build it with [`LifNetwork::new`]; run it through
 /// [`crate::Reservoir`] (spike patterns with [`crate::Reservoir::run_pattern`]) or
 /// [`LifNetwork::run_recording`].
+///
+/// The weights are shared (`Arc`): a clone copies only the state, so that
+/// [`crate::Reservoir::run_many`] can run sequences on clones, one per thread.
 #[derive(Debug, Clone)]
 pub struct LifNetwork {
     pub(super) config: LifConfig,
-    pub(super) weights: LifWeights,
+    pub(super) weights: Arc<LifWeights>,
     pub(super) constants: LifConstants,
     /// Wᵀ: row j = neuron j's targets and weights.
-    pub(super) outgoing: CsrMatrix<f32>,
+    pub(super) outgoing: Arc<CsrMatrix<f32>>,
     /// W_in transposed (K × N), one contiguous row per channel.
-    pub(super) input_by_channel: Vec<Vec<f32>>,
+    pub(super) input_by_channel: Arc<[Vec<f32>]>,
     pub(super) v: Vec<f32>,
     pub(super) i_syn: Vec<f32>,
     pub(super) refractory: Vec<u32>,
@@ -98,7 +103,7 @@ impl LifNetwork {
         let n = config.size();
         let constants = LifConstants::new(config);
         let mut network = Self {
-            outgoing: transposed(weights.recurrent(), |v| v as f32)?,
+            outgoing: Arc::new(transposed(weights.recurrent(), |v| v as f32)?),
             input_by_channel: weights
                 .input()
                 .columns()
@@ -120,7 +125,7 @@ impl LifNetwork {
             synaptic_events: 0,
             constants,
             config: config.clone(),
-            weights,
+            weights: Arc::new(weights),
         };
         network.reset_state();
         Ok(network)
@@ -189,7 +194,7 @@ impl LifNetwork {
             LifInputMode::Current => &mut self.external,
             LifInputMode::Synaptic => &mut self.i_syn,
         };
-        for (&u_k, w_k) in u.iter().zip(&self.input_by_channel) {
+        for (&u_k, w_k) in u.iter().zip(self.input_by_channel.iter()) {
             if u_k != 0.0 {
                 let u_k = u_k as f32;
                 for (x, &w) in input_target.iter_mut().zip(w_k) {

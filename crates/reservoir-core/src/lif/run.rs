@@ -8,7 +8,7 @@ use super::network::{check_finite_f32, LifConstants, LifNetwork};
 use super::weights::LifWeights;
 use crate::checks::check_run;
 use crate::error::{ReservoirError, Result};
-use crate::reservoir::Reservoir;
+use crate::reservoir::{run_on_all_cores, Reservoir, SequenceVisitor};
 use crate::spikes::{Spike, SpikePattern};
 
 impl LifNetwork {
@@ -173,5 +173,16 @@ impl Reservoir for LifNetwork {
             self.write_features(out);
         }
         Ok(())
+    }
+
+    /// Runs the sequences on every core, on clones sharing the weights, with the same bits as
+    /// one after another. The network is left reset, so its counters end at zero, as after
+    /// the provided method.
+    fn run_many(
+        &mut self,
+        sequences: &[ArrayView2<f64>],
+        visit: &mut SequenceVisitor<'_>,
+    ) -> Result<()> {
+        run_on_all_cores(self, sequences, visit)
     }
 }

@@ -3,14 +3,18 @@
 //! Every method that touches a backend's memory can fail (a GPU's memset or copy can), so the
 //! interface is fallible throughout. What a backend does better than the generic code it says
 //! by overriding a provided method: [`Reservoir::run_many`] (the GPU steps many sequences at
-//! once) and [`Reservoir::accumulate_ridge`] (the GPU adds XᵀX where the states are).
+//! once, the CPU reservoirs run them on every core) and [`Reservoir::accumulate_ridge`] (the
+//! GPU adds XᵀX where the states are).
 
+mod parallel;
 mod stream;
+
+pub(crate) use parallel::run_on_all_cores;
 
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2, ArrayViewMut2};
 
-use crate::checks::check_inputs;
-use crate::error::{ReservoirError, Result};
+use crate::checks::{check_inputs, check_pattern};
+use crate::error::Result;
 use crate::readout::RidgeAccumulator;
 use crate::spikes::SpikePattern;
 
@@ -93,13 +97,7 @@ pub trait Reservoir: Send {
     /// A shape error when the pattern's channels are not K, an invalid `dt_ms`, or any error
     /// of the run.
     fn run_pattern(&mut self, pattern: &SpikePattern, dt_ms: f64) -> Result<Array2<f64>> {
-        if pattern.n_neurons() != self.input_size() {
-            return Err(ReservoirError::shape(
-                "spike pattern channels (the reservoir's input_size)",
-                self.input_size(),
-                pattern.n_neurons(),
-            ));
-        }
+        check_pattern(self.input_size(), pattern)?;
         let inputs = pattern.to_input_matrix(dt_ms)?;
         self.run(inputs.view())
     }
@@ -109,7 +107,8 @@ pub trait Reservoir: Send {
     /// No state carries from one sequence to the next.
     ///
     /// The provided method runs them one after another; a backend that steps many sequences
-    /// at once overrides it with the same results to its arithmetic's rounding.
+    /// at once overrides it with the same results to its arithmetic's rounding, and the CPU
+    /// reservoirs run them on every core with the same results bit for bit.
     ///
     /// # Errors
     /// A sequence with the wrong width or a non-finite value (checked before any runs), any

@@ -1,9 +1,10 @@
 //! Features, training and scoring of the spike-pattern classifier.
 
-use ndarray::{s, Array1, Array2};
+use ndarray::{s, Array1, Array2, ArrayView2, Axis};
 use serde::Serialize;
 
 use super::{LabelledPattern, SpikeClassificationData, SpikeClassificationOptions};
+use reservoir_core::checks::check_pattern;
 use reservoir_core::error::{ReservoirError, Result};
 use reservoir_core::readout::{LinearReadout, RidgeAccumulator};
 use reservoir_core::reservoir::Reservoir;
@@ -20,6 +21,12 @@ pub fn sample_features(
 ) -> Result<Array1<f64>> {
     reservoir.reset()?;
     let states = reservoir.run_pattern(pattern, dt_ms)?;
+    segment_means(states.view(), segments)
+}
+
+/// The features of one sample from its states (bins × N): the mean state over each of
+/// `segments` equal runs of bins, concatenated (segments × N values).
+fn segment_means(states: ArrayView2<f64>, segments: usize) -> Result<Array1<f64>> {
     let (bins, n) = states.dim();
     if segments == 0 || segments > bins {
         return Err(ReservoirError::invalid(
@@ -30,8 +37,7 @@ pub fn sample_features(
     let mut features = Array1::zeros(segments * n);
     for k in 0..segments {
         let (start, end) = (k * bins / segments, (k + 1) * bins / segments);
-        let mean =
-            states.slice(s![start..end, ..]).sum_axis(ndarray::Axis(0)) / (end - start) as f64;
+        let mean = states.slice(s![start..end, ..]).sum_axis(Axis(0)) / (end - start) as f64;
         features.slice_mut(s![k * n..(k + 1) * n]).assign(&mean);
     }
     Ok(features)
@@ -60,6 +66,9 @@ pub fn classify(
 
 /// [`classify`], calling `progress(samples_run, total_samples)` after each sample (training
 /// samples first, then test samples) has run through the reservoir.
+///
+/// Each split runs through one [`Reservoir::run_many`] (every sample from the zero state, as
+/// [`sample_features`] runs it), so that a backend can run its samples in parallel.
 pub fn classify_with_progress(
     reservoir: &mut dyn Reservoir,
     data: &SpikeClassificationData,
@@ -69,23 +78,26 @@ pub fn classify_with_progress(
 ) -> Result<(LinearReadout, ClassificationReport)> {
     let total = data.train.len() + data.test.len();
     let mut done = 0;
-    let mut features = |reservoir: &mut dyn Reservoir,
-                        set: &[LabelledPattern]|
-     -> Result<Array2<f64>> {
-        let rows = set
-            .iter()
-            .map(|s| {
-                let row = sample_features(reservoir, &s.pattern, options.dt_ms, options.segments);
+    let mut features =
+        |reservoir: &mut dyn Reservoir, set: &[LabelledPattern]| -> Result<Array2<f64>> {
+            let inputs = set
+                .iter()
+                .map(|s| {
+                    check_pattern(reservoir.input_size(), &s.pattern)?;
+                    s.pattern.to_input_matrix(options.dt_ms)
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let views: Vec<ArrayView2<f64>> = inputs.iter().map(|u| u.view()).collect();
+            let mut rows = Array2::zeros((set.len(), options.segments * reservoir.size()));
+            reservoir.run_many(&views, &mut |index, states| {
+                rows.row_mut(index)
+                    .assign(&segment_means(states, options.segments)?);
                 done += 1;
                 progress(done, total);
-                row
-            })
-            .collect::<Result<Vec<_>>>()?;
-        let width = rows.first().map_or(0, |r| r.len());
-        let flat: Vec<f64> = rows.iter().flat_map(|r| r.iter().copied()).collect();
-        Array2::from_shape_vec((rows.len(), width), flat)
-            .map_err(|e| ReservoirError::invalid("sample features", e))
-    };
+                Ok(())
+            })?;
+            Ok(rows)
+        };
     let one_hot = |set: &[LabelledPattern]| {
         Array2::from_shape_fn((set.len(), options.classes), |(i, c)| {
             f64::from(u8::from(set[i].label == c))

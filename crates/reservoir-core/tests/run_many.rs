@@ -1,0 +1,271 @@
+//! `run_many` of the CPU reservoirs runs sequences on every core: the same bits as one after
+//! another (`run_one_by_one`), visited in order, errors checked first or returned in order.
+
+use ndarray::{Array2, ArrayView2};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use reservoir_core::lif::{LifFeatures, LifInputMode, LifNetwork, LifParams};
+use reservoir_core::reservoir::run_one_by_one;
+use reservoir_core::{EchoStateNetwork, Reservoir, ReservoirError, ReservoirParams};
+
+const K: usize = 3;
+
+/// 41 sequences of K channels and varied lengths (0 included), uniform in [0, 1).
+fn sequences() -> Vec<Array2<f64>> {
+    let mut rng = ChaCha8Rng::seed_from_u64(17);
+    (0..41)
+        .map(|i| {
+            let t = [0, 1, 2, 9, 40, 83, 127][i % 7] + i;
+            Array2::from_shape_fn((t, K), |_| rng.random_range(0.0..1.0))
+        })
+        .collect()
+}
+
+fn views(sequences: &[Array2<f64>]) -> Vec<ArrayView2<'_, f64>> {
+    sequences.iter().map(|s| s.view()).collect()
+}
+
+fn echo_state_params() -> ReservoirParams {
+    ReservoirParams::new()
+        .size(90)
+        .input_size(K)
+        .leak_rate(0.4)
+        .bias_scaling(0.2)
+        .noise_level(0.0)
+        .seed(3)
+}
+
+fn echo_state_f32(params: ReservoirParams) -> EchoStateNetwork<f32> {
+    EchoStateNetwork::new(&params.check().unwrap()).unwrap()
+}
+
+fn echo_state_f64(params: ReservoirParams) -> EchoStateNetwork<f64> {
+    EchoStateNetwork::new(&params.check().unwrap()).unwrap()
+}
+
+/// A LIF network that spikes under the inputs of [`sequences`].
+fn lif(features: LifFeatures, input_mode: LifInputMode) -> LifNetwork {
+    let config = LifParams::new()
+        .size(120)
+        .input_size(K)
+        .input_scaling(4.0)
+        .bias_current(0.5)
+        .features(features)
+        .input_mode(input_mode)
+        .count_window_steps(5)
+        .seed(8)
+        .check()
+        .unwrap();
+    LifNetwork::new(&config).unwrap()
+}
+
+fn lif_networks() -> Vec<LifNetwork> {
+    let mut networks = Vec::new();
+    for features in [
+        LifFeatures::Trace,
+        LifFeatures::Membrane,
+        LifFeatures::Counts,
+    ] {
+        for mode in [LifInputMode::Current, LifInputMode::Synaptic] {
+            networks.push(lif(features, mode));
+        }
+    }
+    networks
+}
+
+/// Every visit of `run`: (index, states).
+fn visits(
+    run: impl FnOnce(&mut dyn FnMut(usize, ArrayView2<f64>) -> reservoir_core::Result<()>),
+) -> Vec<(usize, Array2<f64>)> {
+    let mut got = Vec::new();
+    run(&mut |index, states| {
+        got.push((index, states.to_owned()));
+        Ok(())
+    });
+    got
+}
+
+fn bits(visited: &[(usize, Array2<f64>)]) -> Vec<(usize, Vec<u64>)> {
+    visited
+        .iter()
+        .map(|(i, s)| (*i, s.iter().map(|v| v.to_bits()).collect()))
+        .collect()
+}
+
+/// `run_many` on `reservoir` and `run_one_by_one` on its twin visit the same indices, in order,
+/// with the same bits, and both leave the reservoir in the same (reset) state.
+fn assert_same_as_one_by_one<R: Reservoir + Clone>(name: &str, reservoir: &R) {
+    let sequences = sequences();
+    let views = views(&sequences);
+    let (mut many, mut one) = (reservoir.clone(), reservoir.clone());
+    // A state neither must carry into its sequences (and, with noise, draws both make alike).
+    let earlier = Array2::from_elem((7, K), 0.9);
+    many.run(earlier.view()).unwrap();
+    one.run(earlier.view()).unwrap();
+    let got = visits(|visit| many.run_many(&views, visit).unwrap());
+    let expected = visits(|visit| run_one_by_one(&mut one, &views, visit).unwrap());
+    let indices: Vec<usize> = got.iter().map(|(i, _)| *i).collect();
+    assert_eq!(
+        indices,
+        (0..views.len()).collect::<Vec<_>>(),
+        "{name}: order"
+    );
+    assert!(bits(&got) == bits(&expected), "{name}: states differ");
+    assert_eq!(many.state().unwrap(), one.state().unwrap(), "{name}: reset");
+}
+
+/// Runs `check` on rayon's global pool and on pools of 1 and 3 threads (waves of 12).
+fn on_pools(mut check: impl FnMut() + Send) {
+    check();
+    for threads in [1, 3] {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap()
+            .install(&mut check);
+    }
+}
+
+#[test]
+fn echo_state_f32_run_many_equals_one_by_one_bit_for_bit() {
+    let sparse = echo_state_f32(echo_state_params());
+    let dense = echo_state_f32(echo_state_params().connection_prob(1.0));
+    on_pools(|| {
+        assert_same_as_one_by_one("ESN f32 sparse", &sparse);
+        assert_same_as_one_by_one("ESN f32 dense", &dense);
+    });
+}
+
+#[test]
+fn echo_state_f64_run_many_equals_one_by_one_bit_for_bit() {
+    let sparse = echo_state_f64(echo_state_params());
+    let dense = echo_state_f64(echo_state_params().connection_prob(1.0));
+    on_pools(|| {
+        assert_same_as_one_by_one("ESN f64 sparse", &sparse);
+        assert_same_as_one_by_one("ESN f64 dense", &dense);
+    });
+}
+
+#[test]
+fn noisy_echo_state_run_many_equals_one_by_one() {
+    let noisy = echo_state_f32(echo_state_params().noise_level(0.05));
+    on_pools(|| assert_same_as_one_by_one("ESN f32 with noise", &noisy));
+}
+
+#[test]
+fn lif_run_many_equals_one_by_one_bit_for_bit_for_every_feature() {
+    let networks = lif_networks();
+    on_pools(|| {
+        for network in &networks {
+            let name = format!(
+                "LIF {:?} {:?}",
+                network.config().features(),
+                network.config().input_mode()
+            );
+            assert_same_as_one_by_one(&name, network);
+        }
+    });
+}
+
+#[test]
+fn lif_counters_end_as_after_one_by_one() {
+    let sequences = sequences();
+    let views = views(&sequences);
+    let mut network = lif(LifFeatures::Trace, LifInputMode::Current);
+    network.run(views[40]).unwrap();
+    assert!(
+        network.spike_count() > 0,
+        "the inputs make the network spike"
+    );
+    network.run_many(&views, &mut |_, _| Ok(())).unwrap();
+    let counters = |n: &LifNetwork| (n.neuron_updates(), n.spike_count(), n.synaptic_events());
+    let mut one = lif(LifFeatures::Trace, LifInputMode::Current);
+    run_one_by_one(&mut one, &views, &mut |_, _| Ok(())).unwrap();
+    assert_eq!(counters(&network), counters(&one));
+}
+
+/// A bad sequence (wrong width, or a non-finite value) anywhere is refused before any
+/// sequence is visited.
+fn assert_bad_sequences_refused_first(reservoir: &mut dyn Reservoir) {
+    let wide = Array2::zeros((4, K + 1));
+    let mut nan = Array2::zeros((4, K));
+    nan[(2, 1)] = f64::NAN;
+    let sequences = sequences();
+    let mut views = views(&sequences);
+    for (bad, is_expected) in [
+        (wide.view(), "columns"),
+        (nan.view(), "row 2, column 1 is not finite"),
+    ] {
+        views.push(bad);
+        let mut visited = 0;
+        let result = reservoir.run_many(&views, &mut |_, _| {
+            visited += 1;
+            Ok(())
+        });
+        let error = result.expect_err("a bad last sequence");
+        assert!(error.to_string().contains(is_expected), "{error}");
+        assert_eq!(visited, 0, "refused before any sequence was visited");
+        views.pop();
+    }
+}
+
+#[test]
+fn bad_sequences_are_refused_before_any_is_visited() {
+    on_pools(|| {
+        assert_bad_sequences_refused_first(&mut echo_state_f32(echo_state_params()));
+        assert_bad_sequences_refused_first(&mut echo_state_f64(echo_state_params()));
+        assert_bad_sequences_refused_first(&mut lif(LifFeatures::Trace, LifInputMode::Current));
+    });
+}
+
+#[test]
+fn lif_run_error_comes_after_the_sequences_before_it() {
+    // Finite in f64, so it passes the up-front check, but not in f32: sequence 17's own run
+    // fails, as it does one after another.
+    let sequences = sequences();
+    let mut huge = sequences[17].clone();
+    huge[(3, 0)] = 1e300;
+    let mut views = views(&sequences);
+    views[17] = huge.view();
+    on_pools(|| {
+        let mut network = lif(LifFeatures::Membrane, LifInputMode::Synaptic);
+        let mut visited = Vec::new();
+        let result = network.run_many(&views, &mut |index, _| {
+            visited.push(index);
+            Ok(())
+        });
+        let error = result.expect_err("sequence 17 is not finite in f32");
+        assert!(
+            matches!(error, ReservoirError::InvalidInput { .. }),
+            "{error}"
+        );
+        assert_eq!(visited, (0..17).collect::<Vec<_>>());
+    });
+}
+
+#[test]
+fn a_visitor_error_stops_the_run_and_is_returned() {
+    let sequences = sequences();
+    let views = views(&sequences);
+    let mut reservoirs: Vec<Box<dyn Reservoir>> = vec![
+        Box::new(echo_state_f32(echo_state_params())),
+        Box::new(echo_state_f64(echo_state_params())),
+        Box::new(lif(LifFeatures::Counts, LifInputMode::Current)),
+    ];
+    on_pools(|| {
+        for reservoir in &mut reservoirs {
+            let mut visited = Vec::new();
+            let result = reservoir.run_many(&views, &mut |index, _| {
+                visited.push(index);
+                if index == 13 {
+                    Err(ReservoirError::invalid("visitor", "stop here"))
+                } else {
+                    Ok(())
+                }
+            });
+            let error = result.expect_err("the visitor stops at 13");
+            assert!(error.to_string().contains("stop here"), "{error}");
+            assert_eq!(visited, (0..=13).collect::<Vec<_>>());
+        }
+    });
+}
