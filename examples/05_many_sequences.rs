@@ -18,7 +18,7 @@ use rand_chacha::ChaCha8Rng;
 use reservoir_core::readout::RidgeAccumulator;
 use reservoir_core::{ReservoirParams, ReservoirWeights};
 use reservoir_runtime::tasks::spike_classification::predict_classes;
-use reservoir_runtime::{Device, Dispatch, Placement};
+use reservoir_runtime::{Device, Dispatch, Placement, Workload};
 
 const CLASSES: [&str; 3] = ["sine", "square", "sawtooth"];
 const SEQUENCES: usize = 200;
@@ -68,13 +68,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .check()?;
     let (weights, _) = ReservoirWeights::generate(&config)?;
     let mut dispatch = Dispatch::new(Device::Auto);
-    let mut reservoir = dispatch.echo_state(&config, weights)?;
+    // `auto` weighs the job (its sequences and steps) to pick the faster device.
+    let work = Workload {
+        sequences: SEQUENCES,
+        steps: sequences.iter().map(|x| x.nrows()).sum(),
+    };
+    let mut reservoir = dispatch.echo_state(&config, weights, work)?;
     for (what, placement) in dispatch.placements() {
         match placement {
             Placement::Cpu {
                 fallback: Some(reason),
             } => println!("{what} reservoir on the CPU: {reason}"),
-            Placement::Cuda(info) => {
+            Placement::Cuda { info, .. } => {
                 println!("{what} reservoir on GPU {}: {}", info.ordinal, info.name)
             }
             other => println!("{what} reservoir on {}", other.name()),

@@ -25,7 +25,7 @@ use reservoir_core::readout::RidgeAccumulator;
 use reservoir_core::spikes::SpikePattern;
 use reservoir_core::{ReservoirParams, ReservoirWeights};
 use reservoir_runtime::tasks::spike_classification::{predict_classes, sample_features};
-use reservoir_runtime::{Device, Dispatch, Placement};
+use reservoir_runtime::{Device, Dispatch, Placement, Workload};
 
 /// Steps of each spike code (1 ms each).
 const STEPS: usize = 40;
@@ -183,7 +183,11 @@ pub fn analyse(graph: &Graph) -> Result<Report, Box<dyn Error>> {
         .check()?;
     let (weights, _) = ReservoirWeights::generate(&config)?;
     let mut dispatch = Dispatch::new(Device::Auto);
-    let mut reservoir = dispatch.echo_state(&config, weights)?;
+    let work = Workload {
+        sequences: n,
+        steps: n * STEPS,
+    };
+    let mut reservoir = dispatch.echo_state(&config, weights, work)?;
     let placement = match dispatch.placements().last() {
         Some((
             _,
@@ -191,7 +195,9 @@ pub fn analyse(graph: &Graph) -> Result<Report, Box<dyn Error>> {
                 fallback: Some(reason),
             },
         )) => format!("cpu ({reason})"),
-        Some((_, Placement::Cuda(info))) => format!("cuda (GPU {}: {})", info.ordinal, info.name),
+        Some((_, Placement::Cuda { info, .. })) => {
+            format!("cuda (GPU {}: {})", info.ordinal, info.name)
+        }
         Some((_, other)) => other.name(),
         None => "unknown".to_string(),
     };

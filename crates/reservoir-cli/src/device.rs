@@ -26,20 +26,37 @@ impl DeviceArg {
     }
 }
 
-/// Where each reservoir of a job went (`esn: cuda, lif: cpu`), saying first why `auto` fell
-/// back to the CPU when it did.
+/// Where each reservoir of a job went (`esn: cuda, lif: cpu`), saying first, once, why `auto`
+/// chose the device it chose.
 pub fn describe(dispatch: &Dispatch) -> String {
     let mut names = Vec::with_capacity(dispatch.placements().len());
     for (what, placement) in dispatch.placements() {
-        if let Placement::Cpu {
-            fallback: Some(reason),
-        } = placement
-        {
-            note_cpu_fallback(reason);
+        if let Some(reason) = choice_reason(placement) {
+            note_choice(&placement.name(), reason);
         }
         names.push(format!("{what}: {}", placement.name()));
     }
     names.join(", ")
+}
+
+/// Why `auto` chose the devices of the job, one line per reservoir (`esn: ...`), if it chose.
+pub fn choices(dispatch: &Dispatch) -> Option<String> {
+    let lines: Vec<String> = dispatch
+        .placements()
+        .iter()
+        .filter_map(|(what, placement)| {
+            choice_reason(placement).map(|reason| format!("{what}: {}: {reason}", placement.name()))
+        })
+        .collect();
+    (!lines.is_empty()).then(|| lines.join("; "))
+}
+
+/// Why `auto` put a reservoir where it did (`None` when the device was asked for).
+fn choice_reason(placement: &Placement) -> Option<&str> {
+    match placement {
+        Placement::Cpu { fallback } => fallback.as_deref(),
+        Placement::Cuda { reason, .. } => reason.as_deref(),
+    }
 }
 
 /// What starting the GPU cost (`None` when the job opened none), after saying its notes (a
@@ -65,8 +82,11 @@ pub fn only_placement(dispatch: &Dispatch) -> String {
         .map_or_else(|| "cpu".to_string(), |(_, placement)| placement.name())
 }
 
-/// Says once per process, as a `note:` line on standard error, why `auto` ran on the CPU.
-fn note_cpu_fallback(reason: &str) {
+/// Says once per process, as a `note:` line on standard error, where `auto` ran and why.
+fn note_choice(device: &str, reason: &str) {
     static SAID: Once = Once::new();
-    SAID.call_once(|| eprintln!("note: running on the CPU: {reason}"));
+    SAID.call_once(|| {
+        let place = if device == "cpu" { "the CPU" } else { device };
+        eprintln!("note: running on {place}: {reason}");
+    });
 }

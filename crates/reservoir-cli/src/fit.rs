@@ -10,7 +10,7 @@ use reservoir_core::metrics::{nrmse, r2, rmse};
 use reservoir_core::ReservoirWeights;
 use reservoir_runtime::experiment::ExperimentConfig;
 use reservoir_runtime::model::Model;
-use reservoir_runtime::Dispatch;
+use reservoir_runtime::{Dispatch, Workload};
 
 use crate::data::{parse_column_list, read_inputs_targets};
 use crate::device::{self, DeviceArg};
@@ -136,8 +136,13 @@ pub fn run(args: &FitArgs) -> Result<()> {
     let (weights, _) = ReservoirWeights::generate(&reservoir_config)
         .map_err(|e| CliError::config(&args.config, e))?;
     let mut dispatch = Dispatch::new(args.device.or(config.device()));
+    let test_rows = test.as_ref().map_or(0, |(_, (inputs, _))| inputs.nrows());
     let mut reservoir = dispatch
-        .echo_state(&reservoir_config, weights.clone())
+        .echo_state(
+            &reservoir_config,
+            weights.clone(),
+            Workload::single(n_train + test_rows),
+        )
         .map_err(|e| CliError::core("building the reservoir", e))?;
     let backend = device::only_placement(&dispatch);
     let bar = progress::bar("training", n_train, "rows");
@@ -221,6 +226,7 @@ pub fn run(args: &FitArgs) -> Result<()> {
         test_rmse: scores.as_ref().map(|s| s.rmse),
         test_r2: scores.as_ref().map(|s| s.r2),
         fit_seconds,
+        device_choice: device::choices(&dispatch),
         startup: device::startup(&dispatch),
         model: args.model.as_ref().map(|p| p.display().to_string()),
         plot: args.plot.as_ref().map(|p| p.display().to_string()),

@@ -6,7 +6,7 @@ use ndarray::{s, Array2, ArrayView2};
 use reservoir_core::readout::LinearReadout;
 use reservoir_core::{Reservoir, ReservoirError};
 use reservoir_runtime::model::Model;
-use reservoir_runtime::{Device, Dispatch};
+use reservoir_runtime::{Device, Dispatch, Workload};
 
 use crate::data::read_inputs;
 use crate::device::{self, DeviceArg};
@@ -55,7 +55,7 @@ pub fn run(args: &PredictArgs) -> Result<()> {
     let model_path = args.model.display();
     let mut dispatch = Dispatch::new(args.device.or(Device::Auto));
     let mut reservoir = dispatch
-        .echo_state(&config, weights)
+        .echo_state(&config, weights, Workload::single(inputs.nrows()))
         .map_err(|e| CliError::core(format!("building the reservoir of {model_path}"), e))?;
     device::describe(&dispatch);
     device::startup(&dispatch);

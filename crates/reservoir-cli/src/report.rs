@@ -54,6 +54,8 @@ pub struct FitReport {
     /// Seconds from config parse to fitted readout (weights, spectral radius, run, ridge),
     /// without the time spent reading the CSV files.
     pub fit_seconds: f64,
+    /// Why `auto` chose the device (`null` when one was asked for).
+    pub device_choice: Option<String>,
     /// What starting the GPU cost, phase by phase (`null` when no GPU was opened).
     pub startup: Option<Startup>,
     /// Where the model was saved, if it was.
@@ -73,11 +75,13 @@ pub fn print_fit(report: &FitReport, json: bool) -> Result<()> {
 }
 
 /// Prints a task run: one flat JSON object (`task`, `size`, `backend`, then every metric and
-/// timing by name, the GPU's `startup` (phases and notes) when a GPU was opened, then the
+/// timing by name, why `auto` chose the device (`device_choice`), the GPU's `startup` (phases
+/// and notes) when a GPU was opened, then the
 /// `files` written, e.g. `model`) or an aligned table.
 pub fn print_run(
     report: &ExperimentReport,
     backend: &str,
+    device_choice: Option<&str>,
     startup: Option<&Startup>,
     files: &[(&str, String)],
     json: bool,
@@ -88,6 +92,9 @@ pub fn print_run(
         object.insert("task".into(), report.task.clone().into());
         object.insert("size".into(), report.size.into());
         object.insert("backend".into(), backend.into());
+        if let Some(choice) = device_choice {
+            object.insert("device_choice".into(), choice.into());
+        }
         for f in figures {
             object.insert(f.name.clone(), f.value.into());
         }
@@ -212,6 +219,8 @@ mod tests {
             test_rmse: test.then_some(0.01),
             test_r2: test.then_some(0.95),
             fit_seconds: 0.5,
+            device_choice: None,
+            startup: None,
             model: None,
             plot: None,
         }

@@ -110,6 +110,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
     stages.clear();
     let backend_name = device::describe(&dispatch);
     let startup = device::startup(&dispatch);
+    let device_choice = device::choices(&dispatch);
     let outcome = result.map_err(|e| match &args.config {
         Some(path) => CliError::config(path, e),
         None => CliError::core(format!("running {origin}"), e),
@@ -126,6 +127,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
     print_run(
         &outcome.report,
         &backend_name,
+        device_choice.as_deref(),
         startup.as_ref(),
         &saved,
         args.json,

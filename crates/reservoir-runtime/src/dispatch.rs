@@ -1,5 +1,7 @@
 //! [`Dispatch`]: the one place that builds a reservoir (or a sweep's lanes) on the CPU or a GPU,
-//! as the [`Device`] asked for says.
+//! as the [`Device`] asked for says. Under `auto` it picks the device the cost model
+//! (see `docs/design.md`) expects to finish the job first, and opens a GPU only when that is
+//! one.
 
 use gpu_reservoir::{
     DeviceInfo, GpuDevice, GpuLaneRunner, GpuLifNetwork, GpuReservoirComputer, Startup,
@@ -8,6 +10,8 @@ use reservoir_core::lanes::{CpuLaneRunner, LaneRunner};
 use reservoir_core::lif::{LifConfig, LifNetwork, LifWeights};
 use reservoir_core::{cpu_reservoir, Precision, Reservoir, ReservoirConfig, ReservoirWeights};
 
+pub use crate::cost::Workload;
+use crate::cost::{cpu_seconds, gpu_seconds, Shape};
 use crate::device::Device;
 use crate::error::{Result, RuntimeError};
 
@@ -19,8 +23,13 @@ pub enum Placement {
         /// Why `auto` did not pick a GPU (`None` when the CPU was asked for).
         fallback: Option<String>,
     },
-    /// A GPU.
-    Cuda(DeviceInfo),
+    /// A GPU; with [`Device::Auto`], `reason` says why it was picked.
+    Cuda {
+        /// The GPU.
+        info: DeviceInfo,
+        /// Why `auto` picked it (`None` when a GPU was asked for).
+        reason: Option<String>,
+    },
 }
 
 impl Placement {
@@ -28,7 +37,7 @@ impl Placement {
     pub fn name(&self) -> String {
         match self {
             Placement::Cpu { .. } => "cpu".to_string(),
-            Placement::Cuda(info) => Device::Cuda(info.ordinal).to_string(),
+            Placement::Cuda { info, .. } => Device::Cuda(info.ordinal).to_string(),
         }
     }
 }
@@ -71,8 +80,9 @@ impl Dispatch {
         }
     }
 
-    /// The echo-state reservoir for `config` on `weights`. A GPU computes in f32, so a
-    /// config asking for f64 runs on the CPU under `auto` and is an error under `cuda`.
+    /// The echo-state reservoir for `config` on `weights`, for a job of `work`. A GPU
+    /// computes in f32, so a config asking for f64 runs on the CPU under `auto` and is an
+    /// error under `cuda`.
     ///
     /// # Errors
     /// A GPU that was asked for and is not usable; any error of building the reservoir.
@@ -80,8 +90,15 @@ impl Dispatch {
         &mut self,
         config: &ReservoirConfig,
         weights: ReservoirWeights,
+        work: Workload,
     ) -> Result<Box<dyn Reservoir>> {
-        let gpu = self.gpu_for("esn", gpu_precision(config.precision()))?;
+        let shape = Shape {
+            size: config.size(),
+            nonzeros: weights.recurrent().nnz(),
+            input_nonzeros: weights.input().iter().filter(|&&w| w != 0.0).count(),
+            lanes: 1,
+        };
+        let gpu = self.gpu_for("esn", gpu_precision(config.precision()), shape, work)?;
         Ok(match gpu {
             Some(device) => Box::new(GpuReservoirComputer::from_weights(
                 config, weights, &device,
@@ -90,36 +107,62 @@ impl Dispatch {
         })
     }
 
-    /// The LIF reservoir for `config` on `weights` (it runs in f32 on both).
+    /// The LIF reservoir for `config` on `weights` (it runs in f32 on both), for a job of
+    /// `work`.
     ///
     /// # Errors
     /// As [`Dispatch::echo_state`].
-    pub fn lif(&mut self, config: &LifConfig, weights: LifWeights) -> Result<Box<dyn Reservoir>> {
-        Ok(match self.gpu_for("lif", Ok(()))? {
+    pub fn lif(
+        &mut self,
+        config: &LifConfig,
+        weights: LifWeights,
+        work: Workload,
+    ) -> Result<Box<dyn Reservoir>> {
+        let shape = Shape {
+            size: config.size(),
+            nonzeros: weights.recurrent().nnz(),
+            input_nonzeros: weights.input().iter().filter(|&&w| w != 0.0).count(),
+            lanes: 1,
+        };
+        Ok(match self.gpu_for("lif", Ok(()), shape, work)? {
             Some(device) => Box::new(GpuLifNetwork::from_weights(config, weights, &device)?),
             None => Box::new(LifNetwork::from_weights(config, weights)?),
         })
     }
 
-    /// The runner of a sweep's lanes around `base`.
+    /// The runner of a sweep's `lanes` lanes around `base`, each run over `work`.
     ///
     /// # Errors
     /// As [`Dispatch::echo_state`].
-    pub fn lane_runner(&mut self, base: &ReservoirConfig) -> Result<Box<dyn LaneRunner>> {
-        Ok(
-            match self.gpu_for("sweep", gpu_precision(base.precision()))? {
-                Some(device) => Box::new(GpuLaneRunner::new(&device)?),
-                None => Box::new(CpuLaneRunner::all_cores()),
-            },
-        )
+    pub fn lane_runner(
+        &mut self,
+        base: &ReservoirConfig,
+        lanes: usize,
+        work: Workload,
+    ) -> Result<Box<dyn LaneRunner>> {
+        let per_row = |density: f64| ((density * base.size() as f64).round() as usize).max(1);
+        let shape = Shape {
+            size: base.size(),
+            nonzeros: per_row(base.connection_prob()) * base.size(),
+            input_nonzeros: per_row(base.input_connectivity()) * base.input_size(),
+            lanes,
+        };
+        let gpu = self.gpu_for("sweep", gpu_precision(base.precision()), shape, work)?;
+        Ok(match gpu {
+            Some(device) => Box::new(GpuLaneRunner::new(&device)?),
+            None => Box::new(CpuLaneRunner::all_cores()),
+        })
     }
 
     /// The GPU to build `what` on, or `None` for the CPU, recording the placement.
-    /// `runs_on_gpu` says why this reservoir cannot run on a GPU, if it cannot.
+    /// `runs_on_gpu` says why this reservoir cannot run on a GPU, if it cannot; under `auto`
+    /// the cost model decides between the two before any GPU is opened.
     fn gpu_for(
         &mut self,
         what: &'static str,
         runs_on_gpu: std::result::Result<(), String>,
+        shape: Shape,
+        work: Workload,
     ) -> Result<Option<GpuDevice>> {
         let (gpu, placement) = match self.device {
             Device::Cpu => (None, Placement::Cpu { fallback: None }),
@@ -132,21 +175,40 @@ impl Dispatch {
                     device: Device::Cuda(ordinal),
                     reason,
                 })?;
-                let placement = Placement::Cuda(device.info().clone());
-                (Some(device), placement)
+                let info = device.info().clone();
+                (Some(device), Placement::Cuda { info, reason: None })
             }
-            Device::Auto => match runs_on_gpu.and_then(|()| self.open(0)) {
-                Ok(device) => {
-                    let placement = Placement::Cuda(device.info().clone());
-                    (Some(device), placement)
+            Device::Auto => {
+                let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+                let cpu = cpu_seconds(shape, work, cores);
+                let gpu = gpu_seconds(shape, work, matches!(self.gpu, Some(Ok(_))));
+                let estimate = format!(
+                    "estimated {cpu:.3} s on the CPU ({cores} threads) against {gpu:.3} s on a \
+                     GPU with its start-up"
+                );
+                let chosen = runs_on_gpu
+                    .and_then(|()| {
+                        if cpu <= gpu {
+                            Err(format!("the CPU is faster for this job ({estimate})"))
+                        } else {
+                            Ok(())
+                        }
+                    })
+                    .and_then(|()| self.open(0));
+                match chosen {
+                    Ok(device) => {
+                        let info = device.info().clone();
+                        let reason = Some(format!("the GPU is faster for this job ({estimate})"));
+                        (Some(device), Placement::Cuda { info, reason })
+                    }
+                    Err(reason) => (
+                        None,
+                        Placement::Cpu {
+                            fallback: Some(reason),
+                        },
+                    ),
                 }
-                Err(reason) => (
-                    None,
-                    Placement::Cpu {
-                        fallback: Some(reason),
-                    },
-                ),
-            },
+            }
         };
         self.placements.push((what, placement));
         Ok(gpu)
@@ -180,7 +242,9 @@ mod tests {
         let config = ReservoirConfig::default();
         let config = config.to_params().size(20).check().expect("config");
         let (weights, _) = ReservoirWeights::generate(&config).expect("weights");
-        let reservoir = dispatch.echo_state(&config, weights).expect("reservoir");
+        let reservoir = dispatch
+            .echo_state(&config, weights, Workload::single(10))
+            .expect("reservoir");
         assert_eq!(reservoir.size(), 20);
         assert_eq!(
             dispatch.placements(),

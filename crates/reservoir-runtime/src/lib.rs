@@ -22,6 +22,7 @@
 
 #![warn(missing_docs)]
 
+mod cost;
 pub mod device;
 pub mod dispatch;
 pub mod error;
@@ -31,5 +32,5 @@ pub mod sweep;
 pub mod tasks;
 
 pub use device::Device;
-pub use dispatch::{Dispatch, Placement};
+pub use dispatch::{Dispatch, Placement, Workload};
 pub use error::{Result, RuntimeError};

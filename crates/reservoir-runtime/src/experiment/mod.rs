@@ -21,7 +21,7 @@ use reservoir_core::lif::LifConfig;
 use reservoir_core::{ConfigError, ReadoutConfig};
 use serde::{Deserialize, Serialize};
 
-use crate::dispatch::Dispatch;
+use crate::dispatch::{Dispatch, Workload};
 use crate::error::Result;
 use crate::tasks::spike_classification::SpikeClassificationOptions;
 
@@ -64,6 +64,25 @@ pub enum TaskConfig {
 }
 
 impl TaskConfig {
+    /// What the task asks of its echo-state reservoir: its sequences and their steps (the
+    /// readout's `washout` comes on top of memory capacity's rows).
+    pub(crate) fn workload(&self, washout: usize) -> Workload {
+        match self {
+            TaskConfig::Narma10 { train, test, .. } => Workload::single(train + test),
+            TaskConfig::MackeyGlass {
+                train,
+                test,
+                forecast,
+            } => Workload::single(train + test + forecast),
+            TaskConfig::MemoryCapacity {
+                max_delay,
+                train,
+                test,
+            } => Workload::single(washout.max(*max_delay) + train + test),
+            TaskConfig::SpikeClassification(options) => options.workload(),
+        }
+    }
+
     /// Checks the task against the readout (its washout must leave training rows) and the LIF
     /// reservoir (it must step at the spike task's bin width); field names carry their table.
     pub(crate) fn check(

@@ -129,7 +129,8 @@ pub(super) fn run(
     let start = Instant::now();
     let esn_config = series_reservoir(config)?;
     let (weights, _) = ReservoirWeights::generate(&esn_config)?;
-    let mut reservoir = dispatch.echo_state(&esn_config, weights.clone())?;
+    let work = task.workload(config.readout().washout());
+    let mut reservoir = dispatch.echo_state(&esn_config, weights.clone(), work)?;
     let mut timings = vec![figure("setup_seconds", start.elapsed().as_secs_f64())];
     let mut metrics = Vec::new();
     let mut trained = None;

@@ -37,7 +37,7 @@ pub(super) fn run(
         .input_size(options.channels)
         .check()?;
     let (weights, _) = ReservoirWeights::generate(&esn_config)?;
-    let mut esn = dispatch.echo_state(&esn_config, weights.clone())?;
+    let mut esn = dispatch.echo_state(&esn_config, weights.clone(), options.workload())?;
     let (esn_readout, esn_report) = classify_with_progress(
         esn.as_mut(),
         &data,
@@ -53,7 +53,7 @@ pub(super) fn run(
         let t = Instant::now();
         let lif_config = lif.to_params().input_size(options.channels).check()?;
         let lif_weights = LifWeights::generate(&lif_config)?;
-        let mut network = dispatch.lif(&lif_config, lif_weights)?;
+        let mut network = dispatch.lif(&lif_config, lif_weights, options.workload())?;
         let (_, lif_report) = classify_with_progress(
             network.as_mut(),
             &data,

@@ -12,6 +12,7 @@ use reservoir_core::lanes::{Lane, LaneData, LaneRunner, LaneSums};
 use reservoir_core::{ConfigError, ReservoirConfig, ReservoirError};
 use serde::Serialize;
 
+use crate::cost::Workload;
 use crate::dispatch::Dispatch;
 use crate::error::Result;
 use crate::experiment::series::{series_reservoir, series_task};
@@ -147,8 +148,11 @@ impl SweepReport {
 /// No `[task]` or the spike task (config errors naming `task` and `task.kind`), any error of
 /// the lane runner, and, when every (lane, ridge) fails, the first failure.
 pub fn run_sweep(config: &ExperimentConfig, dispatch: &mut Dispatch) -> Result<SweepReport> {
-    let mut runner = |base: &ReservoirConfig| -> Result<(Box<dyn LaneRunner>, String)> {
-        let runner = dispatch.lane_runner(base)?;
+    let mut runner = |base: &ReservoirConfig,
+                      lanes: usize,
+                      work: Workload|
+     -> Result<(Box<dyn LaneRunner>, String)> {
+        let runner = dispatch.lane_runner(base, lanes, work)?;
         let placed = dispatch
             .placements()
             .last()
@@ -159,7 +163,9 @@ pub fn run_sweep(config: &ExperimentConfig, dispatch: &mut Dispatch) -> Result<S
 }
 
 /// Makes the lane runner of a sweep around a base config, with the name of where it runs.
-type RunnerFor<'a> = dyn FnMut(&ReservoirConfig) -> Result<(Box<dyn LaneRunner>, String)> + 'a;
+/// Builds the lane runner for a base config, the number of lanes and the job's steps.
+type RunnerFor<'a> =
+    dyn FnMut(&ReservoirConfig, usize, Workload) -> Result<(Box<dyn LaneRunner>, String)> + 'a;
 
 /// [`run_sweep`] with lanes run in batches whose sums fit in `budget_bytes`.
 fn sweep_in_batches(
@@ -201,7 +207,8 @@ fn sweep_in_batches(
     data.check(&base)?;
     let data_seconds = start.elapsed().as_secs_f64();
 
-    let (mut runner, backend) = runner_for(&base)?;
+    let work = Workload::single(rows.data.inputs.nrows());
+    let (mut runner, backend) = runner_for(&base, lanes.len(), work)?;
     let batch = lanes_per_batch(base.size(), rows.data.targets.ncols(), budget_bytes);
     let (mut run_seconds, mut solve_seconds) = (0.0, 0.0);
     let (mut results, mut failures) = (Vec::new(), Vec::new());
@@ -317,7 +324,11 @@ mod tests {
         .unwrap()
     }
 
-    fn cpu_runner(_: &ReservoirConfig) -> Result<(Box<dyn LaneRunner>, String)> {
+    fn cpu_runner(
+        _: &ReservoirConfig,
+        _: usize,
+        _: Workload,
+    ) -> Result<(Box<dyn LaneRunner>, String)> {
         Ok((Box::new(CpuLaneRunner::new(2)), "cpu".into()))
     }
 
@@ -353,9 +364,10 @@ mod tests {
 
     #[test]
     fn a_runner_that_returns_too_few_lanes_is_an_error_not_a_misattribution() {
-        let mut short = |_: &ReservoirConfig| -> Result<(Box<dyn LaneRunner>, String)> {
-            Ok((Box::new(OneLaneShort), "cpu".into()))
-        };
+        let mut short =
+            |_: &ReservoirConfig, _: usize, _: Workload| -> Result<(Box<dyn LaneRunner>, String)> {
+                Ok((Box::new(OneLaneShort), "cpu".into()))
+            };
         let error = sweep_in_batches(&config(), &mut short, SWEEP_SUMS_BUDGET_BYTES)
             .unwrap_err()
             .to_string();

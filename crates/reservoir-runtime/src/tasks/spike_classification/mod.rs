@@ -23,6 +23,8 @@ use reservoir_core::encoding::{poisson, Encoder};
 use reservoir_core::error::{ConfigError, ReservoirError, Result};
 use reservoir_core::spikes::{Spike, SpikePattern};
 
+use crate::dispatch::Workload;
+
 /// ChaCha stream of the jitter and the background seeds (the templates use their own seeds).
 const STREAM_SAMPLES: u64 = 200;
 
@@ -82,6 +84,17 @@ impl Default for SpikeClassificationOptions {
 }
 
 impl SpikeClassificationOptions {
+    /// What the task asks of each reservoir: every training and test sample is a sequence of
+    /// `ceil(sample_ms / dt_ms)` bins.
+    pub fn workload(&self) -> Workload {
+        let samples = (self.train_per_class + self.test_per_class) * self.classes;
+        let bins = (self.sample_ms / self.dt_ms).ceil() as usize;
+        Workload {
+            sequences: samples,
+            steps: samples * bins,
+        }
+    }
+
     /// Checks every field; errors name the field (as `task.<field>`).
     pub fn validate(&self) -> Result<(), ConfigError> {
         if let Some(encoder) = &self.encoder {

@@ -1,0 +1,120 @@
+//! The cost model `auto` chooses a device with: the seconds a job would take on the CPU and on
+//! a GPU, from the reservoir's shape and the job's sequences and steps.
+//!
+//! The constants were measured on an NVIDIA H100 host with a 16-thread Intel Xeon
+//! (docs/performance.md, "Choosing the device"): what a GPU costs before its first step
+//! (context, kernels from the cache, plans, uploads), per step, per sequence, and per state
+//! value brought back; what the CPU costs per non-zero weight of a step. Jobs far from the
+//! crossover are chosen right whatever the exact constants; near it either device is about as
+//! fast.
+
+/// What a job asks of one reservoir.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Workload {
+    /// Independent sequences (each from the zero state); 1 for one long run.
+    pub sequences: usize,
+    /// Steps over all sequences.
+    pub steps: usize,
+}
+
+impl Workload {
+    /// One sequence of `steps` steps.
+    pub fn single(steps: usize) -> Self {
+        Self {
+            sequences: 1,
+            steps,
+        }
+    }
+}
+
+/// The shape of a reservoir that its cost depends on.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Shape {
+    /// Units N.
+    pub size: usize,
+    /// Non-zero recurrent weights.
+    pub nonzeros: usize,
+    /// Non-zero input weights.
+    pub input_nonzeros: usize,
+    /// Independent reservoirs stepped together (a sweep's lanes; 1 otherwise).
+    pub lanes: usize,
+}
+
+/// Seconds a GPU spends before its first step: driver and context, kernel modules from the
+/// disk cache, plans and uploads.
+const GPU_START_SECONDS: f64 = 0.25;
+/// Seconds per step of one sequence on the GPU, whatever its size (launch-free step loop).
+const GPU_STEP_SECONDS: f64 = 1.5e-6;
+/// Seconds per byte of W read per step on the GPU (HBM at about 2.5 TB/s).
+const GPU_SECONDS_PER_WEIGHT_BYTE: f64 = 1.0 / 2.5e12;
+/// Seconds per sequence on the GPU (its uploads, launches and copy back).
+const GPU_SEQUENCE_SECONDS: f64 = 50e-6;
+/// Seconds per state value brought back to the caller as f64.
+const GPU_STATE_VALUE_SECONDS: f64 = 3e-9;
+/// Seconds per non-zero weight of a step on one CPU core (sparse mat-vec with the update).
+const CPU_NONZERO_SECONDS: f64 = 0.5e-9;
+
+/// Estimated seconds of the job on the CPU with `cores` threads.
+pub(crate) fn cpu_seconds(shape: Shape, work: Workload, cores: usize) -> f64 {
+    let per_step = (shape.nonzeros + shape.input_nonzeros + 4 * shape.size) as f64;
+    let parallel = (work.sequences.max(shape.lanes)).clamp(1, cores.max(1)) as f64;
+    work.steps as f64 * shape.lanes as f64 * per_step * CPU_NONZERO_SECONDS / parallel
+}
+
+/// Estimated seconds of the job on a GPU; `started` when the job has already opened it.
+pub(crate) fn gpu_seconds(shape: Shape, work: Workload, started: bool) -> f64 {
+    let start = if started { 0.0 } else { GPU_START_SECONDS };
+    let weight_bytes = (8 * shape.nonzeros) as f64;
+    let step = GPU_STEP_SECONDS + weight_bytes * GPU_SECONDS_PER_WEIGHT_BYTE;
+    let states = (work.steps * shape.size) as f64 * GPU_STATE_VALUE_SECONDS;
+    start
+        + work.steps as f64 * step
+        + work.sequences as f64 * GPU_SEQUENCE_SECONDS
+        + states * shape.lanes as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shape(size: usize, density: f64) -> Shape {
+        Shape {
+            size,
+            nonzeros: (size as f64 * size as f64 * density) as usize,
+            input_nonzeros: size / 10,
+            lanes: 1,
+        }
+    }
+
+    #[test]
+    fn small_jobs_go_to_the_cpu_and_large_ones_to_the_gpu() {
+        let small = Workload::single(3000);
+        assert!(
+            cpu_seconds(shape(500, 0.1), small, 16) < gpu_seconds(shape(500, 0.1), small, false)
+        );
+        let large = Workload::single(25_000);
+        assert!(
+            cpu_seconds(shape(4096, 0.05), large, 16)
+                > gpu_seconds(shape(4096, 0.05), large, false)
+        );
+    }
+
+    #[test]
+    fn many_sequences_spread_over_the_cores() {
+        let work = Workload {
+            sequences: 400,
+            steps: 32_000,
+        };
+        let one = cpu_seconds(shape(400, 0.1), work, 1);
+        let sixteen = cpu_seconds(shape(400, 0.1), work, 16);
+        assert!((one / sixteen - 16.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_started_gpu_costs_no_start_up() {
+        let work = Workload::single(100);
+        let cold = gpu_seconds(shape(100, 0.1), work, false);
+        let warm = gpu_seconds(shape(100, 0.1), work, true);
+        assert!((cold - warm - GPU_START_SECONDS).abs() < 1e-12);
+    }
+}
