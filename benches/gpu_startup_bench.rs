@@ -20,22 +20,25 @@
 use std::time::Instant;
 
 use gpu_reservoir::internals::SingleSequenceSteps;
-use gpu_reservoir::{probe, GpuDevice, GpuError, GpuReservoirComputer, Result, StepPath};
+use gpu_reservoir::{GpuDevice, GpuError, GpuReservoirComputer, Result, StepPath};
 use ndarray::Array2;
 use reservoir_benches::{median_micros_per_step, sine_input};
 use reservoir_core::spikes::{Spike, SpikePattern};
-use reservoir_core::{EchoStateNetwork, Reservoir, ReservoirConfig, ReservoirParams};
+use reservoir_core::{
+    EchoStateNetwork, Reservoir, ReservoirConfig, ReservoirParams, ReservoirWeights,
+};
 
 fn main() {
     let started = Instant::now();
-    let support = probe();
-    if let Some(reason) = &support.problem {
-        println!("no usable GPU ({reason}); nothing to measure");
-        return;
-    }
-    if let Err(e) = measure(started) {
-        eprintln!("error: {e}");
-        std::process::exit(1);
+    match measure(started) {
+        Ok(()) => {}
+        Err(GpuError::Unavailable { reason }) => {
+            println!("no usable GPU ({reason}); nothing to measure");
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::exit(1);
+        }
     }
 }
 
@@ -51,11 +54,19 @@ fn config(size: usize, density: f64, inputs: usize) -> Result<ReservoirConfig> {
 
 fn measure(started: Instant) -> Result<()> {
     let device = GpuDevice::shared(0)?;
-    let mut first = GpuReservoirComputer::new_shared(&config(1000, 0.1, 1)?, &device)?;
+    let config = config(1000, 0.1, 1)?;
+    let weights_started = Instant::now();
+    let (weights, _) = ReservoirWeights::generate(&config)?;
+    let weights_seconds = weights_started.elapsed().as_secs_f64();
+    let mut first = GpuReservoirComputer::from_weights(&config, weights, &device)?;
     first.run(sine_input(1).view())?;
     let to_first_kernel = started.elapsed().as_secs_f64();
     println!("## start-up on {}", device.info().name);
     println!("process start to the first kernel's states: {to_first_kernel:.4} s");
+    println!(
+        "  {:<40} {weights_seconds:.4} s",
+        "weights on the CPU (N = 1000, 10 %)"
+    );
     let startup = device.startup();
     for phase in &startup.phases {
         println!("  {:<40} {:.4} s", phase.name, phase.seconds);
@@ -108,6 +119,13 @@ fn process_gpu_latency(device: &GpuDevice) -> Result<()> {
         gpu.process_gpu(&pattern)?;
         Ok(())
     })?;
+    let (reset_p50, reset_p99) = latency(|| Ok(gpu.reset()?))?;
+    let inputs = pattern.to_input_matrix(1.0)?;
+    let mut states = Array2::<f32>::zeros((bins, 1000));
+    let (f32_p50, f32_p99) = latency(|| {
+        gpu.run_into_f32(inputs.view(), states.view_mut())?;
+        Ok(())
+    })?;
     let mut cpu = EchoStateNetwork::<f32>::new(&config)?;
     let (cpu_p50, cpu_p99) = latency(|| {
         cpu.reset()?;
@@ -118,8 +136,10 @@ fn process_gpu_latency(device: &GpuDevice) -> Result<()> {
         "## process_gpu, {bins}-bin pattern, {channels} channels, N = 1000 (10 %), 1,000 calls"
     );
     println!("| path | p50 µs | p99 µs |\n|---|---|---|");
-    println!("| GPU process_gpu | {gpu_p50:.1} | {gpu_p99:.1} |");
-    println!("| CPU run_pattern (one core) | {cpu_p50:.1} | {cpu_p99:.1} |");
+    println!("| GPU reset + process_gpu | {gpu_p50:.1} | {gpu_p99:.1} |");
+    println!("| GPU reset alone | {reset_p50:.1} | {reset_p99:.1} |");
+    println!("| GPU run_into_f32 of the binned pattern, no reset | {f32_p50:.1} | {f32_p99:.1} |");
+    println!("| CPU reset + run_pattern (one core) | {cpu_p50:.1} | {cpu_p99:.1} |");
     Ok(())
 }
 

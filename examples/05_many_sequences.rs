@@ -4,10 +4,12 @@
 //! `Reservoir::run_many` runs every sequence from the zero state and hands each one's states
 //! to a visitor; the feature of a sequence is its last state, and a one-hot ridge readout
 //! (`RidgeAccumulator`, one output per class) names the class. The reservoir comes from
-//! `Dispatch::new(Device::Auto)`: on a GPU, `run_many` steps all sequences together (one GEMM
-//! per step); without one it runs them one by one on the CPU, and the dispatch says why.
+//! `Dispatch`: under `auto` (the default) on the device expected to finish first, which says
+//! why; on a GPU `run_many` steps many short sequences together (one GEMM per step), on the
+//! CPU it spreads them over the cores.
 //!
-//! `cargo run --release -p reservoir-examples --example 05_many_sequences`
+//! `cargo run --release -p reservoir-examples --example 05_many_sequences [-- DEVICE]`
+//! (DEVICE: `auto`, `cpu`, `cuda`, `cuda:N`)
 
 use std::f64::consts::TAU;
 use std::time::Instant;
@@ -67,7 +69,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .seed(2)
         .check()?;
     let (weights, _) = ReservoirWeights::generate(&config)?;
-    let mut dispatch = Dispatch::new(Device::Auto);
+    let device: Device = match std::env::args().nth(1) {
+        Some(arg) => arg.parse()?,
+        None => Device::Auto,
+    };
+    let mut dispatch = Dispatch::new(device);
     // `auto` weighs the job (its sequences and steps) to pick the faster device.
     let work = Workload {
         sequences: SEQUENCES,

@@ -1,5 +1,5 @@
-//! The engine as one step of a larger program, here a graph analysis: `analyse(&graph)` finds
-//! which community each vertex of a graph belongs to, from spikes.
+//! The engine as one step of a larger program, here a graph analysis: `analyse(&graph, device)`
+//! finds which community each vertex of a graph belongs to, from spikes.
 //!
 //! ```text
 //! per-vertex features ─► spike codes (rate + latency) ─► reservoir ─► ridge readout
@@ -9,10 +9,12 @@
 //! Features of a vertex: its degree, its clustering coefficient, and where three steps of a
 //! random walk from it land among eight probe vertices (a few power-iteration steps of the
 //! row-normalised adjacency). Each feature becomes a rate code and a latency code (40 steps);
-//! the reservoir runs on the GPU when one is usable (`Dispatch::new(Device::Auto)`), else on
-//! the CPU. Half the vertices train the readout and the templates; the other half are scored.
+//! the reservoir runs where `Dispatch` puts it (under `auto`, the default, on the device
+//! expected to finish first). Half the vertices train the readout and the templates; the
+//! other half are scored.
 //!
-//! `cargo run --release -p reservoir-examples --example 06_spike_detection_pipeline`
+//! `cargo run --release -p reservoir-examples --example 06_spike_detection_pipeline [-- DEVICE]`
+//! (DEVICE: `auto`, `cpu`, `cuda`, `cuda:N`)
 
 use std::error::Error;
 
@@ -144,7 +146,7 @@ fn latency_pattern(x: ndarray::ArrayView1<'_, f64>) -> Result<SpikePattern, Box<
 }
 
 /// Runs the pipeline on `graph`: half the vertices (alternating) train, the rest are scored.
-pub fn analyse(graph: &Graph) -> Result<Report, Box<dyn Error>> {
+pub fn analyse(graph: &Graph, device: Device) -> Result<Report, Box<dyn Error>> {
     let features = vertex_features(graph);
     let n = features.nrows();
     let k = graph.communities;
@@ -182,7 +184,7 @@ pub fn analyse(graph: &Graph) -> Result<Report, Box<dyn Error>> {
         .seed(3)
         .check()?;
     let (weights, _) = ReservoirWeights::generate(&config)?;
-    let mut dispatch = Dispatch::new(Device::Auto);
+    let mut dispatch = Dispatch::new(device);
     let work = Workload {
         sequences: n,
         steps: n * STEPS,
@@ -267,7 +269,11 @@ pub fn analyse(graph: &Graph) -> Result<Report, Box<dyn Error>> {
 
 fn main() -> Result<(), Box<dyn Error>> {
     let graph = planted_partition(200, 4, 0.15, 0.01, 7);
-    let report = analyse(&graph)?;
+    let device: Device = match std::env::args().nth(1) {
+        Some(arg) => arg.parse()?,
+        None => Device::Auto,
+    };
+    let report = analyse(&graph, device)?;
     let test = report.vertices - report.train_vertices;
     println!(
         "graph: {} vertices, {} edges, {} planted communities",

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use cudarc::driver::CudaSlice;
-use ndarray::{s, Array1, Array2, ArrayView1, ArrayView2, ArrayViewMut2};
+use ndarray::{s, Array1, Array2, ArrayView1, ArrayView2, ArrayViewMut2, Axis};
 use rand_chacha::ChaCha8Rng;
 use reservoir_core::checks::{check_inputs, check_run, check_state};
 use reservoir_core::random::{stream_rng, Stream};
@@ -28,11 +28,23 @@ use crate::ridge_sums::DeviceRidgeSums;
 /// the states are copied back once per chunk (never per step).
 pub const CHUNK_STEPS: usize = 8192;
 
+/// Fewest sequences [`ManySequences::Auto`] batches.
+pub const BATCH_MIN_SEQUENCES: usize = 32;
+/// Most steps per sequence, on average, that [`ManySequences::Auto`] batches: longer
+/// sequences run faster one after another on the single-sequence step path.
+pub const BATCH_MAX_MEAN_STEPS: usize = 128;
+/// Largest reservoir [`ManySequences::Auto`] batches (its W is stored dense for the GEMM).
+pub const BATCH_MAX_SIZE: usize = 1024;
+
 /// How [`Reservoir::run_many`] of a [`GpuReservoirComputer`] steps its sequences.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ManySequences {
-    /// One after another on the reservoir's single-sequence step path (the default).
+    /// [`ManySequences::Batched`] with the f32 GEMM where batching was measured faster (at
+    /// least [`BATCH_MIN_SEQUENCES`] sequences of at most [`BATCH_MAX_MEAN_STEPS`] steps on
+    /// average, N ≤ [`BATCH_MAX_SIZE`]), else [`ManySequences::OneByOne`] (the default).
     #[default]
+    Auto,
+    /// One after another on the reservoir's single-sequence step path.
     OneByOne,
     /// All together: the states of a batch are an N × B matrix, one GEMM per step for all of
     /// them in the given arithmetic.
@@ -185,7 +197,7 @@ impl GpuReservoirComputer {
         self.persistent.as_ref().map(PersistentPlan::weights)
     }
 
-    /// How [`Reservoir::run_many`] steps its sequences (default one after another).
+    /// How [`Reservoir::run_many`] steps its sequences (default [`ManySequences::Auto`]).
     ///
     /// # Errors
     /// [`GemmMath::F16`] for a linear reservoir (its states can leave f16's range) or a W
@@ -197,6 +209,22 @@ impl GpuReservoirComputer {
         self.many = how;
         self.batch = None;
         Ok(self)
+    }
+
+    /// The GEMM arithmetic `run_many` batches `sequences` in, or `None` to run them one after
+    /// another.
+    fn batch_math(&self, sequences: &[ArrayView2<f64>]) -> Option<GemmMath> {
+        match self.many {
+            ManySequences::Batched(math) => Some(math),
+            ManySequences::OneByOne => None,
+            ManySequences::Auto => {
+                let steps: usize = sequences.iter().map(|s| s.nrows()).sum();
+                let batch = sequences.len() >= BATCH_MIN_SEQUENCES
+                    && steps <= BATCH_MAX_MEAN_STEPS * sequences.len()
+                    && self.config.size() <= BATCH_MAX_SIZE;
+                batch.then_some(GemmMath::F32)
+            }
+        }
     }
 
     /// Sets the bin width (ms) of the spike patterns given to
@@ -277,12 +305,7 @@ impl GpuReservoirComputer {
         let n = self.size();
         self.run_chunks(inputs, |first, chunk| {
             let rows = chunk.len() / n;
-            let mut out = states.slice_mut(s![first..first + rows, ..]);
-            for (dst, src) in out.rows_mut().into_iter().zip(chunk.chunks_exact(n)) {
-                for (d, &v) in dst.into_iter().zip(src) {
-                    *d = v;
-                }
-            }
+            write_rows(states.slice_mut(s![first..first + rows, ..]), chunk, |v| v);
         })?;
         Ok(())
     }
@@ -355,6 +378,50 @@ impl GpuReservoirComputer {
             .context("keeping the final state")?;
         Ok(steps * n)
     }
+}
+
+/// Values from which a chunk's states are written by several threads: writing a large chunk
+/// into the caller's array (first touch of its pages, conversion) on one thread takes longer
+/// than the device takes for the next chunk.
+const PARALLEL_WRITE_VALUES: usize = 1 << 19;
+
+/// Writes `chunk` (the rows of `out`, row-major) into `out` through `convert` (generic, so
+/// that it inlines), on up to eight threads when the chunk is large.
+fn write_rows<T, F>(mut out: ArrayViewMut2<T>, chunk: &[f32], convert: F)
+where
+    T: Send,
+    F: Fn(f32) -> T + Copy + Send,
+{
+    let write = move |mut out: ArrayViewMut2<T>, chunk: &[f32]| match out.as_slice_mut() {
+        Some(flat) => {
+            for (d, &v) in flat.iter_mut().zip(chunk) {
+                *d = convert(v);
+            }
+        }
+        None => {
+            for (d, &v) in out.iter_mut().zip(chunk) {
+                *d = convert(v);
+            }
+        }
+    };
+    if chunk.len() < PARALLEL_WRITE_VALUES {
+        return write(out, chunk);
+    }
+    // Asked only for large chunks: the answer costs tens of µs (it reads the cgroup's quota).
+    let threads = std::thread::available_parallelism().map_or(1, |t| t.get().min(8));
+    if threads == 1 {
+        return write(out, chunk);
+    }
+    let n = out.ncols().max(1);
+    let rows_per_thread = out.nrows().div_ceil(threads).max(1);
+    std::thread::scope(|scope| {
+        for (part, values) in out
+            .axis_chunks_iter_mut(Axis(0), rows_per_thread)
+            .zip(chunk.chunks(rows_per_thread * n))
+        {
+            scope.spawn(move || write(part, values));
+        }
+    });
 }
 
 /// The two-launches-per-step path: `states` (≥ steps × N) from `x0` and the drive.
@@ -481,12 +548,11 @@ impl Reservoir for GpuReservoirComputer {
         let n = self.size();
         self.run_chunks(inputs, |first, chunk| {
             let rows = chunk.len() / n;
-            let mut out = states.slice_mut(s![first..first + rows, ..]);
-            for (dst, src) in out.rows_mut().into_iter().zip(chunk.chunks_exact(n)) {
-                for (d, &v) in dst.into_iter().zip(src) {
-                    *d = f64::from(v);
-                }
-            }
+            write_rows(
+                states.slice_mut(s![first..first + rows, ..]),
+                chunk,
+                f64::from,
+            );
         })?;
         Ok(())
     }
@@ -498,7 +564,7 @@ impl Reservoir for GpuReservoirComputer {
         sequences: &[ArrayView2<f64>],
         visit: &mut SequenceVisitor<'_>,
     ) -> reservoir_core::Result<()> {
-        let ManySequences::Batched(math) = self.many else {
+        let Some(math) = self.batch_math(sequences) else {
             return run_one_by_one(self, sequences, visit);
         };
         for inputs in sequences {

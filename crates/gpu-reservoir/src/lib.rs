@@ -37,7 +37,10 @@ pub mod spectral;
 pub use batched::GemmMath;
 pub use driver::{probe, DeviceInfo, GpuDevice, GpuSupport, Startup, StartupPhase, CACHE_ENV};
 pub use error::{GpuError, Result};
-pub use esn::{GpuReservoirComputer, ManySequences, CHUNK_STEPS};
+pub use esn::{
+    GpuReservoirComputer, ManySequences, BATCH_MAX_MEAN_STEPS, BATCH_MAX_SIZE, BATCH_MIN_SEQUENCES,
+    CHUNK_STEPS,
+};
 pub use lanes::GpuLaneRunner;
 pub use lif::{
     GpuLifNetwork, LifStepPath, LIF_CHUNK_BYTES, LIF_CHUNK_STEPS, LIF_EVENT_MIN_SYNAPSES,

@@ -297,3 +297,38 @@ fn f16_states_match_a_cpu_step_with_f16_operands() {
     };
     assert!(message.contains("tanh"), "{message}");
 }
+
+#[test]
+fn auto_batches_many_short_sequences_and_matches_the_cpu() {
+    let Some(device) = gpu() else { return };
+    let mut rng = ChaCha8Rng::seed_from_u64(fresh_seed("batched_auto"));
+    let config = ReservoirParams::new()
+        .size(400)
+        .input_size(40)
+        .connection_prob(0.1)
+        .spectral_radius(0.9)
+        .leak_rate(0.3)
+        .seed(rng.random())
+        .check()
+        .expect("config");
+    // The spike task's shape: many sequences of 80 bins, a few spikes per bin.
+    let sequences: Vec<Array2<f64>> = (0..gpu_reservoir::BATCH_MIN_SEQUENCES + 8)
+        .map(|_| {
+            Array2::from_shape_fn((80, 40), |_| {
+                f64::from(u8::from(rng.random_range(0.0..1.0) < 0.05))
+            })
+        })
+        .collect();
+    let views: Vec<_> = sequences.iter().map(|s| s.view()).collect();
+    let mut gpu = GpuReservoirComputer::new_shared(&config, &device).expect("gpu reservoir");
+    let got = run_many(&mut gpu, &views).expect("auto run");
+    let mut worst: f64 = 0.0;
+    for (seq, states) in sequences.iter().zip(&got) {
+        worst = worst.max(relative_error(states, &cpu_states(&config, seq.view())).0);
+    }
+    eprintln!(
+        "auto over {} sequences x 80 steps: worst relative error {worst:.2e}",
+        views.len()
+    );
+    assert!(worst < 1e-4, "{worst:.2e}");
+}

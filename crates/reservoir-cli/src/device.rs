@@ -8,9 +8,10 @@ use reservoir_runtime::{Device, Dispatch, Placement};
 /// The `--device` argument: where to run (overrides the config's `device`).
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct DeviceArg {
-    /// Where to run: `auto` (a GPU when one is usable, else the CPU), `cpu`, `cuda` (GPU 0)
-    /// or `cuda:N`. Overrides the config's `device`; the default is the config's (`auto`
-    /// without one).
+    /// Where to run: `auto` (the device expected to finish the job first: a GPU only when one
+    /// is usable and the job is large enough to repay its start-up), `cpu`, `cuda` (GPU 0) or
+    /// `cuda:N`. Overrides the config's `device`; the default is the config's (`auto` without
+    /// one).
     #[arg(long, value_name = "DEVICE", value_parser = parse_device)]
     pub device: Option<Device>,
 }
