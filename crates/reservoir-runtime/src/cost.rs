@@ -2,7 +2,7 @@
 //! a GPU, from the reservoir's shape and the job's sequences and steps.
 //!
 //! The constants were measured on an NVIDIA H100 host with a 16-thread Intel Xeon
-//! (docs/performance.md, "Choosing the device"): what a GPU costs before its first step
+//! (docs/performance.md, "The cost model's crossover"): what a GPU costs before its first step
 //! (context, kernels from the cache, plans, uploads), per step, per sequence, and per state
 //! value brought back; what the CPU costs per non-zero weight of a step. Jobs far from the
 //! crossover are chosen right whatever the exact constants; near it either device is about as
@@ -48,10 +48,11 @@ const GPU_STEP_SECONDS: f64 = 1.5e-6;
 /// Seconds per byte of W read per step on the GPU (HBM at about 2.5 TB/s).
 const GPU_SECONDS_PER_WEIGHT_BYTE: f64 = 1.0 / 2.5e12;
 /// Seconds per sequence on the GPU (its uploads, launches and copy back).
-const GPU_SEQUENCE_SECONDS: f64 = 50e-6;
+const GPU_SEQUENCE_SECONDS: f64 = 100e-6;
 /// Seconds per state value brought back to the caller as f64.
-const GPU_STATE_VALUE_SECONDS: f64 = 3e-9;
-/// Seconds per non-zero weight of a step on one CPU core (sparse mat-vec with the update).
+const GPU_STATE_VALUE_SECONDS: f64 = 0.5e-9;
+/// Seconds per non-zero weight of a step on one CPU core (sparse mat-vec with the update):
+/// between the 0.23 ns of a W that stays in cache and the 0.7 ns of one that does not.
 const CPU_NONZERO_SECONDS: f64 = 0.5e-9;
 
 /// Estimated seconds of the job on the CPU with `cores` threads.
