@@ -8,6 +8,9 @@
 //! crossover are chosen right whatever the exact constants; near it either device is about as
 //! fast.
 
+use ndarray::Array2;
+use reservoir_core::sparse::CsrMatrix;
+
 /// What a job asks of one reservoir.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Workload {
@@ -38,6 +41,19 @@ pub(crate) struct Shape {
     pub input_nonzeros: usize,
     /// Independent reservoirs stepped together (a sweep's lanes; 1 otherwise).
     pub lanes: usize,
+}
+
+impl Shape {
+    /// The shape of one reservoir with recurrent weights `recurrent` (N × N) and input weights
+    /// `input` (N × K).
+    pub(crate) fn of_weights(recurrent: &CsrMatrix<f64>, input: &Array2<f64>) -> Self {
+        Self {
+            size: recurrent.nrows(),
+            nonzeros: recurrent.nnz(),
+            input_nonzeros: input.iter().filter(|&&w| w != 0.0).count(),
+            lanes: 1,
+        }
+    }
 }
 
 /// Seconds a GPU spends before its first step: driver and context, kernel modules from the

@@ -92,12 +92,7 @@ impl Dispatch {
         weights: ReservoirWeights,
         work: Workload,
     ) -> Result<Box<dyn Reservoir>> {
-        let shape = Shape {
-            size: config.size(),
-            nonzeros: weights.recurrent().nnz(),
-            input_nonzeros: weights.input().iter().filter(|&&w| w != 0.0).count(),
-            lanes: 1,
-        };
+        let shape = Shape::of_weights(weights.recurrent(), weights.input());
         let gpu = self.gpu_for("esn", gpu_precision(config.precision()), shape, work)?;
         Ok(match gpu {
             Some(device) => Box::new(GpuReservoirComputer::from_weights(
@@ -118,12 +113,7 @@ impl Dispatch {
         weights: LifWeights,
         work: Workload,
     ) -> Result<Box<dyn Reservoir>> {
-        let shape = Shape {
-            size: config.size(),
-            nonzeros: weights.recurrent().nnz(),
-            input_nonzeros: weights.input().iter().filter(|&&w| w != 0.0).count(),
-            lanes: 1,
-        };
+        let shape = Shape::of_weights(weights.recurrent(), weights.input());
         Ok(match self.gpu_for("lif", Ok(()), shape, work)? {
             Some(device) => Box::new(GpuLifNetwork::from_weights(config, weights, &device)?),
             None => Box::new(LifNetwork::from_weights(config, weights)?),
