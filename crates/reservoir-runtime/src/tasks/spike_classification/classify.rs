@@ -6,7 +6,7 @@ use serde::Serialize;
 use super::{LabelledPattern, SpikeClassificationData, SpikeClassificationOptions};
 use reservoir_core::checks::check_pattern;
 use reservoir_core::error::{ReservoirError, Result};
-use reservoir_core::readout::{LinearReadout, RidgeAccumulator};
+use reservoir_core::readout::{ridge_from_rows, LinearReadout};
 use reservoir_core::reservoir::Reservoir;
 use reservoir_core::spikes::SpikePattern;
 
@@ -104,9 +104,8 @@ pub fn classify_with_progress(
         })
     };
     let train_x = features(reservoir, &data.train)?;
-    let mut acc = RidgeAccumulator::new(train_x.ncols(), options.classes, 0);
-    acc.add(train_x.view(), one_hot(&data.train).view())?;
-    let readout = acc.solve(ridge)?.readout;
+    // segments × N features, usually more than the training samples: the dual form is cheap.
+    let readout = ridge_from_rows(train_x.view(), one_hot(&data.train).view(), ridge)?;
     let test_x = features(reservoir, &data.test)?;
     let mut confusion = vec![vec![0; options.classes]; options.classes];
     let test_predictions = predict_classes(&readout, &test_x)?;
