@@ -18,7 +18,7 @@ use reservoir_kernels::{Module, HEADERS};
 use super::cache::{cache_dir, fingerprint, KernelCache, Lookup};
 use super::compile::{compile, options};
 use super::probe::{probe_devices, DeviceInfo};
-use super::startup::{Startup, StartupPhase};
+use super::startup::Startup;
 use crate::error::{DriverContext, GpuError, Result};
 
 /// The functions of one kernel module, looked up once per device ([`GpuDevice::kernels`]) so
@@ -143,10 +143,7 @@ impl GpuDevice {
 
     /// Records that phase `name` ran from `started` until now.
     pub(crate) fn record(&self, name: impl Into<String>, started: Instant) {
-        lock(&self.inner.startup).phases.push(StartupPhase {
-            name: name.into(),
-            seconds: started.elapsed().as_secs_f64(),
-        });
+        lock(&self.inner.startup).add(name.into(), started.elapsed().as_secs_f64());
     }
 
     /// Adds a note about the kernel cache, once per device: after one, the cache's further
