@@ -121,8 +121,9 @@ pub struct SpectralEstimate {
 }
 
 /// Estimates the spectral radius of `op` (see the module docs for the method and its limits).
-/// Deterministic: the same operator and options give a bit-identical result (no threads, no
-/// clock). Buffers of length N are allocated once, none inside the product loop.
+/// Deterministic: the same operator and options give a bit-identical result (no clock; the
+/// CSR operator spreads a product's rows over threads, each row summed as on one thread).
+/// Buffers of length N are allocated once, none inside the product loop.
 ///
 /// # Errors
 /// A non-square operator (shape error), N = 0 or invalid options (invalid input), and

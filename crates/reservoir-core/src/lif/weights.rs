@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::config::LifConfig;
 use crate::error::{ReservoirError, Result};
 use crate::sparse::CsrMatrix;
-use crate::spectral::{spectral_radius, LinearOperator, SpectralOptions};
+use crate::spectral::SpectralOptions;
 
 /// ChaCha stream of the recurrent structure and magnitudes (crate streams are below 100).
 pub const STREAM_RECURRENT: u64 = 100;
@@ -76,70 +76,9 @@ pub fn spectral_products(synapses: usize) -> usize {
     (cycles * cycle).min(options.max_matvecs)
 }
 
-/// Synapses from which [`RowBlocks`] and [`transposed`] split their work over threads (a
-/// product then takes ≥ ~1 ms, against ~0.05 ms to start the threads).
+/// Synapses from which [`transposed`] splits its work over threads (it then takes ≥ ~1 ms,
+/// against ~0.05 ms to start the threads).
 const PARALLEL_PRODUCT_SYNAPSES: usize = 1 << 20;
-
-/// W as row blocks, one per thread, for the products of the spectral-radius estimate: every
-/// row is summed by the same CSR kernel as in one product over all of W, so the estimate, and
-/// with it W's scale, is bit-identical whatever the number of threads. Holds a copy of W's
-/// columns and values while the estimate runs. At 10^8 synapses on the development machine:
-/// 1.2 GB, copied in 1.4 s; the 64 products took 3.5 s on its two threads, 6.7 s on one.
-struct RowBlocks(Vec<CsrMatrix<f64>>);
-
-impl RowBlocks {
-    fn split(w: &CsrMatrix<f64>) -> Result<Self> {
-        let threads = if w.nnz() < PARALLEL_PRODUCT_SYNAPSES {
-            1
-        } else {
-            std::thread::available_parallelism().map_or(1, |t| t.get())
-        };
-        let n = w.nrows();
-        let rows_per_block = n.div_ceil(threads).max(1);
-        let row_ptr = w.row_ptr();
-        let mut blocks = Vec::with_capacity(threads);
-        for start in (0..n).step_by(rows_per_block) {
-            let end = (start + rows_per_block).min(n);
-            let (first, last) = (row_ptr[start] as usize, row_ptr[end] as usize);
-            blocks.push(CsrMatrix::from_parts(
-                end - start,
-                w.ncols(),
-                row_ptr[start..=end]
-                    .iter()
-                    .map(|&p| p - row_ptr[start])
-                    .collect(),
-                w.col_idx()[first..last].to_vec(),
-                w.values()[first..last].to_vec(),
-            )?);
-        }
-        Ok(Self(blocks))
-    }
-}
-
-impl LinearOperator for RowBlocks {
-    fn dim(&self) -> usize {
-        self.0.iter().map(CsrMatrix::nrows).sum()
-    }
-
-    fn shape(&self) -> (usize, usize) {
-        let cols = self.0.first().map_or(0, CsrMatrix::ncols);
-        (self.dim(), cols)
-    }
-
-    fn apply(&self, x: &[f64], y: &mut [f64]) {
-        if let [block] = self.0.as_slice() {
-            return block.mul_vec_trusted(x, y);
-        }
-        std::thread::scope(|scope| {
-            let mut rest = y;
-            for block in &self.0 {
-                let (mine, tail) = rest.split_at_mut(block.nrows());
-                rest = tail;
-                scope.spawn(move || block.mul_vec_trusted(x, mine));
-            }
-        });
-    }
-}
 
 /// `count` distinct indices below `n`, sorted.
 fn sorted_sample(rng: &mut ChaCha8Rng, n: usize, count: usize) -> Vec<usize> {
@@ -233,7 +172,7 @@ impl LifWeights {
             ..SpectralOptions::default()
         };
         let budgeted = options.max_matvecs < SpectralOptions::default().max_matvecs;
-        let estimate = spectral_radius(&RowBlocks::split(&w)?, &options)?;
+        let estimate = w.spectral_radius(&options)?;
         if !(estimate.converged || budgeted) || estimate.radius <= f64::EPSILON {
             return Err(ReservoirError::numerical(
                 "LIF spectral radius",

@@ -38,6 +38,25 @@ pub struct RidgeFit {
     pub rows: usize,
 }
 
+/// The lower triangle of `a` (square) as a column-major matrix, zero above the diagonal,
+/// copied by 64 × 64 tiles: a row-major XᵀX of a few thousand features is read a tile at a
+/// time instead of a whole column per column.
+fn lower_triangle(a: ArrayView2<f64>) -> Mat<f64> {
+    const TILE: usize = 64;
+    let f = a.nrows();
+    let mut lower = Mat::<f64>::zeros(f, f);
+    for row_tile in (0..f).step_by(TILE) {
+        for col_tile in (0..=row_tile).step_by(TILE) {
+            for j in col_tile..(col_tile + TILE).min(f) {
+                for i in row_tile.max(j)..(row_tile + TILE).min(f) {
+                    lower[(i, j)] = a[(i, j)];
+                }
+            }
+        }
+    }
+    lower
+}
+
 fn faer_view(a: ArrayView2<'_, f64>) -> Option<MatRef<'_, f64>> {
     let (rows, cols) = a.dim();
     a.to_slice()
@@ -96,10 +115,12 @@ impl RidgeAccumulator {
                 ),
             ));
         }
+        // Row by row over the lower triangle: contiguous reads of a row-major XᵀX.
         let finite = gram
-            .indexed_iter()
-            .filter(|((i, j), _)| i >= j)
-            .map(|(_, v)| v)
+            .rows()
+            .into_iter()
+            .enumerate()
+            .flat_map(|(i, row)| row.into_iter().take(i + 1))
             .chain(cross.iter())
             .chain(feature_sums)
             .chain(target_sums)
@@ -112,7 +133,7 @@ impl RidgeAccumulator {
             ));
         }
         let mut acc = Self::new(f, m, 1);
-        acc.gram = Mat::from_fn(f, f, |i, j| if i >= j { gram[(i, j)] } else { 0.0 });
+        acc.gram = lower_triangle(gram);
         acc.cross = Mat::from_fn(f, m, |i, k| cross[(i, k)]);
         acc.feature_sums = feature_sums.to_vec();
         acc.target_sums = target_sums.to_vec();
@@ -347,17 +368,32 @@ impl RidgeAccumulator {
         let n = self.rows as f64;
         let w = readout.weights();
         let w = faer_view(w.view()).ok_or_else(|| layout_error("readout weights"))?;
-        // XᵀX·W with the full symmetric matrix rebuilt from the stored lower triangle.
-        let gram = Mat::from_fn(f, f, |i, j| self.gram[(i.max(j), i.min(j))]);
+        // XᵀX·W from the stored lower triangle L: L·W plus the strict upper part, Lᵀ·W.
         let mut gram_w = Mat::<f64>::zeros(f, m);
-        matmul(
-            gram_w.as_mut(),
-            Accum::Replace,
-            gram.as_ref(),
-            w,
-            1.0,
-            Par::Seq,
-        );
+        for (accum, lower, structure) in [
+            (
+                Accum::Replace,
+                self.gram.as_ref(),
+                BlockStructure::TriangularLower,
+            ),
+            (
+                Accum::Add,
+                self.gram.transpose(),
+                BlockStructure::StrictTriangularUpper,
+            ),
+        ] {
+            triangular::matmul(
+                gram_w.as_mut(),
+                BlockStructure::Rectangular,
+                accum,
+                lower,
+                structure,
+                w,
+                BlockStructure::Rectangular,
+                1.0,
+                self.par,
+            );
+        }
         let mut scores = SumScores {
             rows: self.rows,
             nrmse: Vec::with_capacity(m),
