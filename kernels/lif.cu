@@ -16,6 +16,11 @@
 //   adds the inbox in ascending e, whatever order the atomics filled it in. A target that got
 //   more events than its inbox holds falls back to the gather. Cost: N plus the synaptic
 //   events.
+//
+// Batches: the gather kernel steps gridDim.y independent sequences at once, sequence b in
+// blockIdx.y. Every per-neuron array (flags, state, features) then holds one row of n values
+// per sequence, the input one row of k values per sequence, and each row of the window ring
+// gridDim.y·n values. One sequence (gridDim.y = 1) is the layout of a single network.
 #include "common.cuh"
 
 // 1. Recurrent input by gather: syn plus W[i, j] for every j that spiked, ascending j.
@@ -30,10 +35,11 @@ __device__ __forceinline__ float gather_recurrent(
 
 // 2–4 of the step for neuron i, after the recurrent input `syn` (= I_syn·α_syn + W·s):
 // input, membrane, threshold, refractory period, trace, window counts and the feature.
+// `at` is the neuron's place in the batch's arrays (b·n + i), `u` this sequence's input.
 // Returns whether the neuron spiked.
 __device__ __forceinline__ unsigned char lif_update(
-    int i, float syn, const float* __restrict__ input_by_channel, const float* __restrict__ u,
-    int k, float* __restrict__ v, float* __restrict__ i_syn,
+    int i, long long at, float syn, const float* __restrict__ input_by_channel,
+    const float* __restrict__ u, int k, float* __restrict__ v, float* __restrict__ i_syn,
     unsigned int* __restrict__ refractory, float* __restrict__ trace,
     unsigned int* __restrict__ counts, unsigned char* __restrict__ window, int head,
     float alpha_m, float alpha_trace, float drive_gain, float v_rest, float v_reset,
@@ -48,55 +54,58 @@ __device__ __forceinline__ unsigned char lif_update(
             if (synaptic_input) syn = syn + term; else ext = ext + term;
         }
     }
-    i_syn[i] = syn;
+    i_syn[at] = syn;
     // 3. Membrane, threshold, refractory period, trace.
     unsigned char spiked = 0;
-    if (refractory[i] > 0u) {
-        refractory[i] -= 1u;
-        v[i] = v_reset;
+    if (refractory[at] > 0u) {
+        refractory[at] -= 1u;
+        v[at] = v_reset;
     } else {
         float current = syn + ext;
-        float next = (v_rest + (v[i] - v_rest) * alpha_m) + current * drive_gain;
+        float next = (v_rest + (v[at] - v_rest) * alpha_m) + current * drive_gain;
         if (next >= threshold) {
-            v[i] = v_reset;
-            refractory[i] = refractory_steps;
+            v[at] = v_reset;
+            refractory[at] = refractory_steps;
             spiked = 1;
         } else {
-            v[i] = next;
+            v[at] = next;
         }
     }
-    trace[i] = trace[i] * alpha_trace + (spiked ? 1.0f : 0.0f);
-    // 4. Spike counts over the window: the ring slot `head` holds the oldest step.
-    long long slot = (long long)head * n + i;
-    counts[i] = counts[i] - window[slot] + spiked;
+    trace[at] = trace[at] * alpha_trace + (spiked ? 1.0f : 0.0f);
+    // 4. Spike counts over the window: the ring row `head` holds the oldest step.
+    long long slot = (long long)head * gridDim.y * n + at;
+    counts[at] = counts[at] - window[slot] + spiked;
     window[slot] = spiked;
-    features[i] = feature == LIF_FEATURE_TRACE
-                      ? trace[i]
-                      : (feature == LIF_FEATURE_MEMBRANE ? v[i] : (float)counts[i]);
+    features[at] = feature == LIF_FEATURE_TRACE
+                       ? trace[at]
+                       : (feature == LIF_FEATURE_MEMBRANE ? v[at] : (float)counts[at]);
     return spiked;
 }
 
-// One step by gather: the reference path, and the faster one for small W.
+// One step by gather of gridDim.y sequences: the reference path, and the faster one for
+// small W.
 extern "C" __global__ void lif_step_kernel(
     const int* __restrict__ row_ptr, const int* __restrict__ col_idx,
     const float* __restrict__ weights,
     const unsigned char* __restrict__ spiked_before, unsigned char* __restrict__ spiked_now,
     const float* __restrict__ input_by_channel,  // K x N, channel-major
-    const float* __restrict__ u, int k,           // this step's input, K values (f32)
+    const float* __restrict__ u, int k,           // this step's input, K values per sequence
     float* __restrict__ v, float* __restrict__ i_syn, unsigned int* __restrict__ refractory,
     float* __restrict__ trace, unsigned int* __restrict__ counts,
-    unsigned char* __restrict__ window, int head,  // ring of the last steps' spikes, W x N
+    unsigned char* __restrict__ window, int head,  // ring of the last steps' spikes
     float alpha_m, float alpha_syn, float alpha_trace, float drive_gain, float v_rest,
     float v_reset, float threshold, float bias, unsigned int refractory_steps,
     int synaptic_input, int feature, float* __restrict__ features, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
-    float syn = gather_recurrent(i, i_syn[i] * alpha_syn, row_ptr, col_idx, weights,
-                                 spiked_before);
-    spiked_now[i] = lif_update(i, syn, input_by_channel, u, k, v, i_syn, refractory, trace,
-                               counts, window, head, alpha_m, alpha_trace, drive_gain, v_rest,
-                               v_reset, threshold, bias, refractory_steps, synaptic_input,
-                               feature, features, n);
+    long long row = (long long)blockIdx.y * n;
+    long long at = row + i;
+    float syn = gather_recurrent(i, i_syn[at] * alpha_syn, row_ptr, col_idx, weights,
+                                 spiked_before + row);
+    spiked_now[at] = lif_update(i, at, syn, input_by_channel, u + (long long)blockIdx.y * k, k,
+                                v, i_syn, refractory, trace, counts, window, head, alpha_m,
+                                alpha_trace, drive_gain, v_rest, v_reset, threshold, bias,
+                                refractory_steps, synaptic_input, feature, features, n);
 }
 
 // One event-driven step. The recurrent input comes from the inbox (the synapse indices e the
@@ -104,7 +113,8 @@ extern "C" __global__ void lif_step_kernel(
 // overflowed or does not hold last step's spikes (inbox_valid = 0: the first step after
 // gather steps). Every inbox is emptied. Neurons that spike are appended to spike_list, whose
 // length *spike_total must be 0 on entry (one atomic per warp; the list's order varies from
-// run to run, which the delivery makes irrelevant). blockDim.x must be a multiple of 32.
+// run to run, which the delivery makes irrelevant). blockDim.x must be a multiple of 32; one
+// sequence only (gridDim.y = 1).
 extern "C" __global__ void lif_event_step_kernel(
     const int* __restrict__ row_ptr, const int* __restrict__ col_idx,
     const float* __restrict__ weights,            // W (CSR), for the gather
@@ -143,7 +153,7 @@ extern "C" __global__ void lif_event_step_kernel(
                 last = best;
             }
         }
-        spiked = lif_update(i, syn, input_by_channel, u, k, v, i_syn, refractory, trace,
+        spiked = lif_update(i, i, syn, input_by_channel, u, k, v, i_syn, refractory, trace,
                             counts, window, head, alpha_m, alpha_trace, drive_gain, v_rest,
                             v_reset, threshold, bias, refractory_steps, synaptic_input,
                             feature, features, n);

@@ -110,3 +110,100 @@ fn process_gpu_and_bad_inputs() {
         ((20.0 / config.dt_ms()).ceil() as usize, 100)
     );
 }
+
+/// Runs `sequences` through `run_many` and returns every sequence's features, in the order
+/// they were visited (checked to be the input order).
+fn visited(reservoir: &mut dyn Reservoir, sequences: &[Array2<f64>]) -> Vec<Array2<f64>> {
+    let views: Vec<_> = sequences.iter().map(|s| s.view()).collect();
+    let mut out = Vec::new();
+    reservoir
+        .run_many(&views, &mut |index, states| {
+            assert_eq!(index, out.len(), "sequences visited out of order");
+            out.push(states.to_owned());
+            Ok(())
+        })
+        .expect("run_many");
+    out
+}
+
+#[test]
+fn many_sequences_run_as_batches_identical_to_the_cpu() {
+    let Some(device) = gpu() else { return };
+    let mut rng = ChaCha8Rng::seed_from_u64(fresh_seed("lif_batches"));
+    // (neurons, sequences, longest): the last case's flags and features exceed one batch's
+    // bytes, so it runs as several batches.
+    for (case, (size, count, longest)) in [(400, 37, 120), (1000, 9, 300), (2000, 10, 3000)]
+        .into_iter()
+        .enumerate()
+    {
+        let config = LifParams::new()
+            .size(size)
+            .input_size(1 + case)
+            .connection_prob(0.05)
+            .spectral_radius(rng.random_range(0.8..1.5))
+            .input_scaling(rng.random_range(1.0..4.0))
+            .features(
+                [
+                    LifFeatures::Counts,
+                    LifFeatures::Trace,
+                    LifFeatures::Membrane,
+                ][case],
+            )
+            .input_mode(if case == 1 {
+                LifInputMode::Current
+            } else {
+                LifInputMode::Synaptic
+            })
+            .count_window_steps(20)
+            .seed(rng.random())
+            .check()
+            .expect("config");
+        // Uneven lengths, with an empty sequence and a one-step one among them.
+        let sequences: Vec<Array2<f64>> = (0..count)
+            .map(|i| {
+                let steps = match i {
+                    1 => 0,
+                    2 => 1,
+                    _ => rng.random_range(longest / 2..=longest),
+                };
+                Array2::from_shape_fn((steps, config.input_size()), |_| {
+                    if rng.random_bool(0.3) {
+                        rng.random_range(0.0..2.0)
+                    } else {
+                        0.0
+                    }
+                })
+            })
+            .collect();
+        let mut cpu = LifNetwork::new(&config).expect("cpu network");
+        let mut gpu = GpuLifNetwork::new_shared(&config, &device).expect("gpu network");
+        // State left by an earlier run must not leak into the sequences.
+        gpu.run(sequences[0].view()).expect("gpu run");
+        let expected = visited(&mut cpu, &sequences);
+        let got = visited(&mut gpu, &sequences);
+        let spiking = expected
+            .iter()
+            .filter(|s| s.iter().any(|&v| v != 0.0))
+            .count();
+        assert!(
+            spiking > count / 2,
+            "case {case}: too few sequences do anything"
+        );
+        for (i, (g, e)) in got.iter().zip(&expected).enumerate() {
+            assert_eq!(g.dim(), e.dim(), "case {case}, sequence {i}");
+            let differing = g
+                .iter()
+                .zip(e)
+                .filter(|(a, b)| a.to_bits() != b.to_bits())
+                .count();
+            assert_eq!(differing, 0, "case {case}, sequence {i}: values differ");
+        }
+        assert_eq!(gpu.state().expect("gpu"), cpu.state().expect("cpu"));
+        assert_eq!(gpu.spike_count(), 0, "the network is left reset");
+        // The event-driven path runs them one after another, with the same results.
+        let mut event = GpuLifNetwork::new_shared(&config, &device)
+            .expect("gpu network")
+            .with_step_path(gpu_reservoir::LifStepPath::EventDriven);
+        assert_eq!(visited(&mut event, &sequences[..4]), expected[..4]);
+    }
+}

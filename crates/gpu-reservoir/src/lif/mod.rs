@@ -22,10 +22,11 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use cudarc::driver::CudaSlice;
+use cudarc::driver::{CudaSlice, CudaView, CudaViewMut};
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2, ArrayViewMut2};
-use reservoir_core::checks::check_run;
+use reservoir_core::checks::{check_inputs, check_run};
 use reservoir_core::lif::{LifConfig, LifConstants, LifFeatures, LifInputMode, LifWeights};
+use reservoir_core::reservoir::{run_one_by_one, SequenceVisitor};
 use reservoir_core::spikes::{Spike, SpikePattern};
 use reservoir_core::{Reservoir, ReservoirError};
 
@@ -34,6 +35,7 @@ use crate::driver::GpuDevice;
 use crate::error::{DriverContext, Result};
 use crate::ops::lif::{
     deliver, event_step, gather_step, Inboxes, LifKernels, NeuronUpdate, Neurons, SpikeList,
+    MAX_SEQUENCES,
 };
 
 mod path;
@@ -148,18 +150,7 @@ impl GpuLifNetwork {
             },
             out_degree,
             input_by_channel: s.clone_htod(&input_t).context("uploading W_in")?,
-            neurons: Neurons {
-                v: s.clone_htod(&vec![config.v_rest() as f32; n])
-                    .context("allocating the state")?,
-                i_syn: s.alloc_zeros(n).context("allocating the state")?,
-                refractory: s.alloc_zeros(n).context("allocating the state")?,
-                trace: s.alloc_zeros(n).context("allocating the state")?,
-                counts: s.alloc_zeros(n).context("allocating the state")?,
-                window: s
-                    .alloc_zeros(n * config.count_window_steps())
-                    .context("allocating the state")?,
-                window_steps: config.count_window_steps(),
-            },
+            neurons: Neurons::at_rest(s, config, 1)?,
             head: 0,
             last_spikes: s.alloc_zeros(n).context("allocating the state")?,
             constants: LifConstants::new(config),
@@ -291,6 +282,79 @@ impl GpuLifNetwork {
         count
     }
 
+    /// Runs `batch` (at least two sequences, the longest `steps` steps, their flags and
+    /// features within [`LIF_CHUNK_BYTES`]) from the resting state as one batch: a gather step
+    /// per time step for all of them, the shorter ones fed zeros past their end. Hands each
+    /// sequence's features to `visit` as sequence `first + its place in the batch`. Leaves the
+    /// network's own state untouched.
+    fn run_batch(
+        &mut self,
+        first: usize,
+        batch: &[ArrayView2<f64>],
+        steps: usize,
+        visit: &mut SequenceVisitor<'_>,
+    ) -> reservoir_core::Result<()> {
+        let (n, sequences) = (self.config.size(), batch.len());
+        let features = self.run_batch_on_device(batch, steps)?;
+        // Features are [step][sequence][neuron].
+        for (place, inputs) in batch.iter().enumerate() {
+            let states = Array2::from_shape_fn((inputs.nrows(), n), |(t, i)| {
+                f64::from(features[(t * sequences + place) * n + i])
+            });
+            visit(first + place, states.view())?;
+        }
+        Ok(())
+    }
+
+    /// The device side of [`GpuLifNetwork::run_batch`]: returns the features,
+    /// `[step][sequence][neuron]`.
+    fn run_batch_on_device(&mut self, batch: &[ArrayView2<f64>], steps: usize) -> Result<Vec<f32>> {
+        let (n, k, sequences) = (self.config.size(), self.config.input_size(), batch.len());
+        let s = self.device.stream().clone();
+        let row = sequences * n;
+        let mut host_u = vec![0.0f32; steps * sequences * k];
+        for (place, inputs) in batch.iter().enumerate() {
+            for (t, step) in inputs.rows().into_iter().enumerate() {
+                let at = (t * sequences + place) * k;
+                for (u, &v) in host_u[at..at + k].iter_mut().zip(step) {
+                    *u = v as f32;
+                }
+            }
+        }
+        let u = s
+            .clone_htod(&host_u)
+            .context("uploading the batch's inputs")?;
+        let mut neurons = Neurons::at_rest(&s, &self.config, sequences)?;
+        let no_spikes = s
+            .alloc_zeros::<u8>(row)
+            .context("allocating the spike flags")?;
+        let mut flags = s
+            .alloc_zeros::<u8>(steps * row)
+            .context("allocating the spike flags")?;
+        let mut features = s
+            .alloc_zeros::<f32>(steps * row)
+            .context("allocating the features")?;
+        let synaptic_input = self.config.input_mode() == LifInputMode::Synaptic;
+        for t in 0..steps {
+            let (before, now) = step_flags(&mut flags, &no_spikes, t, row);
+            let update = NeuronUpdate {
+                before,
+                now,
+                input_by_channel: &self.input_by_channel,
+                u_t: u.slice(t * sequences * k..(t + 1) * sequences * k),
+                neurons: &mut neurons,
+                head: t % self.config.count_window_steps(),
+                constants: self.constants,
+                synaptic_input,
+                features: self.config.features(),
+                features_t: features.slice_mut(t * row..(t + 1) * row),
+            };
+            gather_step(&self.device, &self.kernels, &self.recurrent, update)?;
+        }
+        s.clone_dtoh(&features)
+            .context("copying the batch's features back")
+    }
+
     /// Checks the call, then runs chunk by chunk, handing each chunk's spike flags
     /// (steps × N, row-major) and its first step to `on_flags`.
     fn run_chunks(
@@ -379,14 +443,10 @@ impl GpuLifNetwork {
             ..
         } = self;
         for t in 0..steps {
-            let (done, mut rest) = flags.split_at_mut(t * n);
+            let (before, now) = step_flags(flags, last_spikes, t, n);
             let update = NeuronUpdate {
-                before: if t == 0 {
-                    last_spikes.slice(..)
-                } else {
-                    done.slice((t - 1) * n..)
-                },
-                now: rest.slice_mut(..n),
+                before,
+                now,
                 input_by_channel,
                 u_t: u.slice(t * k..(t + 1) * k),
                 neurons: &mut *neurons,
@@ -482,6 +542,24 @@ impl GpuLifNetwork {
     }
 }
 
+/// Step `t`'s spike flags in a run's `flags` (a row of `row` values per step): last step's
+/// row (`initial` at t = 0) to read, and this step's to write.
+fn step_flags<'a>(
+    flags: &'a mut CudaSlice<u8>,
+    initial: &'a CudaSlice<u8>,
+    t: usize,
+    row: usize,
+) -> (CudaView<'a, u8>, CudaViewMut<'a, u8>) {
+    let (done, rest) = flags.split_at_mut(t * row);
+    let before = if t == 0 {
+        initial.slice(..)
+    } else {
+        done.into_view().slice((t - 1) * row..)
+    };
+    // The rest holds whole rows, this step's first; the step checks its length.
+    (before, rest)
+}
+
 /// Steps per chunk for N neurons: [`LIF_CHUNK_BYTES`] of features and flags, at most
 /// [`LIF_CHUNK_STEPS`], at least 1.
 pub(crate) fn chunk_steps(n: usize) -> usize {
@@ -553,6 +631,52 @@ impl Reservoir for GpuLifNetwork {
         states: ArrayViewMut2<f64>,
     ) -> reservoir_core::Result<()> {
         self.run_chunks(inputs, states, |_, _| {})
+    }
+
+    /// On the gather path, consecutive sequences run as batches of up to
+    /// [`LIF_CHUNK_BYTES`] of flags and features (see [`GpuLifNetwork::run_batch`]), with
+    /// the same spikes and features bit for bit as one after another; a sequence too long for
+    /// a batch of two, and the event-driven path, run one after another.
+    fn run_many(
+        &mut self,
+        sequences: &[ArrayView2<f64>],
+        visit: &mut SequenceVisitor<'_>,
+    ) -> reservoir_core::Result<()> {
+        if self.path != LifStepPath::Gather {
+            return run_one_by_one(self, sequences, visit);
+        }
+        for inputs in sequences {
+            check_inputs(self.config.input_size(), inputs)?;
+            check_finite(inputs)?;
+        }
+        self.reset()?;
+        let bytes_per_step = 5 * self.config.size().max(1);
+        let mut first = 0;
+        while first < sequences.len() {
+            let (mut end, mut steps) = (first, 0);
+            while end < sequences.len() && end - first < MAX_SEQUENCES {
+                let longest = steps.max(sequences[end].nrows());
+                let bytes = (end + 1 - first)
+                    .saturating_mul(longest)
+                    .saturating_mul(bytes_per_step);
+                if end > first && bytes > LIF_CHUNK_BYTES {
+                    break;
+                }
+                (end, steps) = (end + 1, longest);
+            }
+            let batch = &sequences[first..end];
+            if batch.len() == 1 || steps == 0 {
+                for (index, inputs) in (first..).zip(batch) {
+                    let states = self.run(*inputs)?;
+                    self.reset()?;
+                    visit(index, states.view())?;
+                }
+            } else {
+                self.run_batch(first, batch, steps, visit)?;
+            }
+            first = end;
+        }
+        Ok(())
     }
 }
 

@@ -1,9 +1,13 @@
 //! Launches of `lif.cu`: a LIF step by gather, an event-driven step and the delivery of its
 //! spikes. Each checks its buffers' lengths first.
 
+use std::sync::Arc;
+
 use cudarc::driver::PushKernelArg;
-use cudarc::driver::{CudaFunction, CudaSlice, CudaView, CudaViewMut, LaunchArgs, LaunchConfig};
-use reservoir_core::lif::{LifConstants, LifFeatures};
+use cudarc::driver::{
+    CudaFunction, CudaSlice, CudaStream, CudaView, CudaViewMut, LaunchArgs, LaunchConfig,
+};
+use reservoir_core::lif::{LifConfig, LifConstants, LifFeatures};
 use reservoir_kernels::lif;
 
 use crate::driver::csr::DeviceCsr;
@@ -39,7 +43,11 @@ pub(crate) fn feature_code(features: LifFeatures) -> i32 {
     }
 }
 
-/// The neuron state of a LIF network on the device.
+/// Most sequences one gather step runs at once (the grid's second dimension).
+pub(crate) const MAX_SEQUENCES: usize = 65_535;
+
+/// The neuron state of a LIF network on the device, for `sequences` independent sequences:
+/// each array holds one row of N values per sequence.
 #[derive(Debug)]
 pub(crate) struct Neurons {
     pub v: CudaSlice<f32>,
@@ -47,13 +55,42 @@ pub(crate) struct Neurons {
     pub refractory: CudaSlice<u32>,
     pub trace: CudaSlice<f32>,
     pub counts: CudaSlice<u32>,
-    /// The spike flags of the last `window_steps` steps (a ring of N-value rows).
+    /// The spike flags of the last `window_steps` steps (a ring of rows of sequences·N).
     pub window: CudaSlice<u8>,
     pub window_steps: usize,
+    pub sequences: usize,
+}
+
+impl Neurons {
+    /// The resting state of `sequences` sequences of `config`'s network.
+    pub(crate) fn at_rest(
+        stream: &Arc<CudaStream>,
+        config: &LifConfig,
+        sequences: usize,
+    ) -> Result<Self> {
+        let values = config.size().saturating_mul(sequences);
+        let window_steps = config.count_window_steps();
+        let what = "allocating the LIF state";
+        Ok(Self {
+            v: stream
+                .clone_htod(&vec![config.v_rest() as f32; values])
+                .context(what)?,
+            i_syn: stream.alloc_zeros(values).context(what)?,
+            refractory: stream.alloc_zeros(values).context(what)?,
+            trace: stream.alloc_zeros(values).context(what)?,
+            counts: stream.alloc_zeros(values).context(what)?,
+            window: stream
+                .alloc_zeros(values.saturating_mul(window_steps))
+                .context(what)?,
+            window_steps,
+            sequences,
+        })
+    }
 }
 
 /// What both step kernels take after their recurrent-input arguments: last step's and this
-/// step's spike flags, the input, the neuron state, the constants and this step's features.
+/// step's spike flags, the input, the neuron state, the constants and this step's features,
+/// each a row per sequence of the neurons.
 pub(crate) struct NeuronUpdate<'v> {
     pub before: CudaView<'v, u8>,
     pub now: CudaViewMut<'v, u8>,
@@ -78,11 +115,31 @@ struct Scalars {
 }
 
 impl NeuronUpdate<'_> {
-    /// Checks every buffer against N neurons and K channels.
+    /// Checks every buffer against N neurons and K channels (the input holds K values per
+    /// sequence).
     fn check(&self, n: usize) -> Result<Scalars> {
         const WHAT: &str = "LIF step";
-        let k = self.u_t.len();
         let ns = &self.neurons;
+        if ns.sequences == 0 || ns.sequences > MAX_SEQUENCES {
+            return Err(reservoir_core::ReservoirError::invalid(
+                WHAT,
+                format!("{} sequences (1 to {MAX_SEQUENCES})", ns.sequences),
+            )
+            .into());
+        }
+        if self.u_t.len() % ns.sequences != 0 {
+            return Err(reservoir_core::ReservoirError::invalid(
+                WHAT,
+                format!(
+                    "{} input values for {} sequences",
+                    self.u_t.len(),
+                    ns.sequences
+                ),
+            )
+            .into());
+        }
+        let k = self.u_t.len() / ns.sequences;
+        let values = n.saturating_mul(ns.sequences);
         for len in [
             self.before.len(),
             self.now.len(),
@@ -93,10 +150,14 @@ impl NeuronUpdate<'_> {
             ns.trace.len(),
             ns.counts.len(),
         ] {
-            fits(len, n, WHAT)?;
+            fits(len, values, WHAT)?;
         }
         fits(self.input_by_channel.len(), k.saturating_mul(n), WHAT)?;
-        fits(ns.window.len(), ns.window_steps.saturating_mul(n), WHAT)?;
+        fits(
+            ns.window.len(),
+            ns.window_steps.saturating_mul(values),
+            WHAT,
+        )?;
         if self.head >= ns.window_steps {
             return Err(reservoir_core::ReservoirError::invalid(
                 WHAT,
@@ -145,7 +206,8 @@ impl NeuronUpdate<'_> {
     }
 }
 
-/// One step by gather: each neuron scans its row of `w` (N × N) against last step's flags.
+/// One step by gather of every sequence of `update`: each neuron scans its row of `w`
+/// (N × N) against last step's flags of its sequence.
 pub(crate) fn gather_step(
     device: &GpuDevice,
     kernels: &LifKernels,
@@ -154,13 +216,17 @@ pub(crate) fn gather_step(
 ) -> Result<()> {
     let n = w.rows();
     let scalars = update.check(n)?;
+    let mut config = per_item(n)?;
+    // At most MAX_SEQUENCES (checked), which fits the grid's second dimension.
+    config.grid_dim.1 = update.neurons.sequences as u32;
     let mut launch = device.stream().launch_builder(&kernels.step);
     launch.arg(&w.row_ptr).arg(&w.col_idx).arg(&w.values);
     update.push(&scalars, &mut launch);
     // SAFETY: W's CSR is n×n with row_ptr ending at len(col_idx) = len(values) and every
-    // column < n; the flags, the state and the features hold n values, input_by_channel k·n,
-    // u_t k, the window window_steps·n with head < window_steps (checked); guarded i < n.
-    unsafe { launch.launch(per_item(n)?) }.context("launching lif_step_kernel")?;
+    // column < n; for S = gridDim.y sequences the flags, the state and the features hold S·n
+    // values, input_by_channel k·n, u_t S·k, the window window_steps·S·n with head <
+    // window_steps (checked); guarded i < n.
+    unsafe { launch.launch(config) }.context("launching lif_step_kernel")?;
     Ok(())
 }
 
@@ -194,6 +260,11 @@ pub(crate) fn event_step(
     const WHAT: &str = "event-driven LIF step";
     let n = w.rows();
     let scalars = update.check(n)?;
+    if update.neurons.sequences != 1 {
+        return Err(
+            reservoir_core::ReservoirError::invalid(WHAT, "runs one sequence at a time").into(),
+        );
+    }
     fits(inboxes.out_values.len(), w.values.len(), WHAT)?;
     fits(inboxes.count.len(), n, WHAT)?;
     fits(
