@@ -282,8 +282,8 @@ impl GpuLifNetwork {
         count
     }
 
-    /// Runs `batch` (at least two sequences, the longest `steps` steps, their flags and
-    /// features within [`LIF_CHUNK_BYTES`]) from the resting state as one batch: a gather step
+    /// Runs `batch` (at least two sequences, the longest `steps` steps, their flags,
+    /// features and state within [`LIF_CHUNK_BYTES`]) from the resting state as one batch: a gather step
     /// per time step for all of them, the shorter ones fed zeros past their end. Hands each
     /// sequence's features to `visit` as sequence `first + its place in the batch`. Leaves the
     /// network's own state untouched.
@@ -634,7 +634,7 @@ impl Reservoir for GpuLifNetwork {
     }
 
     /// On the gather path, consecutive sequences run as batches of up to
-    /// [`LIF_CHUNK_BYTES`] of flags and features (see [`GpuLifNetwork::run_batch`]), with
+    /// [`LIF_CHUNK_BYTES`] of flags, features and state (see [`GpuLifNetwork::run_batch`]), with
     /// the same spikes and features bit for bit as one after another; a sequence too long for
     /// a batch of two, and the event-driven path, run one after another.
     fn run_many(
@@ -650,15 +650,17 @@ impl Reservoir for GpuLifNetwork {
             check_finite(inputs)?;
         }
         self.reset()?;
-        let bytes_per_step = 5 * self.config.size().max(1);
+        let (n, window) = (self.config.size().max(1), self.config.count_window_steps());
+        // A sequence's device bytes for `steps` steps: flags and features (5 bytes per neuron
+        // and step), its count window (1 byte per neuron and window step) and its state.
+        let sequence_bytes =
+            |steps: usize| n.saturating_mul(steps.saturating_mul(5).saturating_add(window + 20));
         let mut first = 0;
         while first < sequences.len() {
             let (mut end, mut steps) = (first, 0);
             while end < sequences.len() && end - first < MAX_SEQUENCES {
                 let longest = steps.max(sequences[end].nrows());
-                let bytes = (end + 1 - first)
-                    .saturating_mul(longest)
-                    .saturating_mul(bytes_per_step);
+                let bytes = (end + 1 - first).saturating_mul(sequence_bytes(longest));
                 if end > first && bytes > LIF_CHUNK_BYTES {
                     break;
                 }
