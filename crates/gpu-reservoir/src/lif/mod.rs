@@ -283,10 +283,10 @@ impl GpuLifNetwork {
     }
 
     /// Runs `batch` (at least two sequences, the longest `steps` steps, their flags,
-    /// features and state within [`LIF_CHUNK_BYTES`]) from the resting state as one batch: a gather step
-    /// per time step for all of them, the shorter ones fed zeros past their end. Hands each
-    /// sequence's features to `visit` as sequence `first + its place in the batch`. Leaves the
-    /// network's own state untouched.
+    /// features and state within [`LIF_CHUNK_BYTES`]) from the resting state as one batch: a
+    /// gather step per time step for all of them, the shorter ones fed zeros past their end.
+    /// Hands each sequence's features to `visit` as sequence `first + its place in the
+    /// batch`. Leaves the network's own state untouched.
     fn run_batch(
         &mut self,
         first: usize,
