@@ -39,8 +39,8 @@ pub struct RidgeFit {
 }
 
 /// The lower triangle of `a` (square) as a column-major matrix, zero above the diagonal,
-/// copied by 64 × 64 tiles: a row-major XᵀX of a few thousand features is read a tile at a
-/// time instead of a whole column per column.
+/// copied by 64 × 64 tiles, so that a row-major XᵀX of a few thousand features is read a tile
+/// at a time rather than down a whole strided column for each column written.
 fn lower_triangle(a: ArrayView2<f64>) -> Mat<f64> {
     const TILE: usize = 64;
     let f = a.nrows();
@@ -368,7 +368,7 @@ impl RidgeAccumulator {
         let n = self.rows as f64;
         let w = readout.weights();
         let w = faer_view(w.view()).ok_or_else(|| layout_error("readout weights"))?;
-        // XᵀX·W from the stored lower triangle L: L·W plus the strict upper part, Lᵀ·W.
+        // XᵀX·W from the stored lower triangle L (XᵀX = L + strict(L)ᵀ): L·W + strict(L)ᵀ·W.
         let mut gram_w = Mat::<f64>::zeros(f, m);
         for (accum, lower, structure) in [
             (
