@@ -40,6 +40,7 @@ pub mod detection;
 pub mod encoding;
 pub mod error;
 pub mod esn;
+pub mod features;
 pub mod fit;
 pub mod forecast;
 pub mod lanes;

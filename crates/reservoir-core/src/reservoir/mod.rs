@@ -15,6 +15,7 @@ use ndarray::{Array1, Array2, ArrayView1, ArrayView2, ArrayViewMut2};
 
 use crate::checks::{check_inputs, check_pattern};
 use crate::error::Result;
+use crate::features::SequenceFeatures;
 use crate::readout::RidgeAccumulator;
 use crate::spikes::SpikePattern;
 
@@ -119,6 +120,37 @@ pub trait Reservoir: Send {
         visit: &mut SequenceVisitor<'_>,
     ) -> Result<()> {
         run_one_by_one(self, sequences, visit)
+    }
+
+    /// The readout features of independent sequences (one row of
+    /// [`SequenceFeatures::width`] values each), every sequence run from the zero state as
+    /// [`Reservoir::run_many`] runs it; `progress(sequences_done, sequences)` is called as
+    /// they finish. The reservoir is left reset.
+    ///
+    /// The provided method summarizes the states [`Reservoir::run_many`] hands out; a backend
+    /// that can summarize where its states are (the GPU) overrides it with the same features
+    /// to its arithmetic's rounding.
+    ///
+    /// # Errors
+    /// A sequence too short for the summaries, or of the wrong width, or with a non-finite
+    /// value (all checked before any runs); any error of the runs.
+    fn sequence_features(
+        &mut self,
+        sequences: &[ArrayView2<f64>],
+        features: &SequenceFeatures,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<Array2<f64>> {
+        for (index, inputs) in sequences.iter().enumerate() {
+            features.check_steps(index, inputs.nrows())?;
+        }
+        let total = sequences.len();
+        let mut rows = Array2::zeros((total, features.width(self.size())));
+        self.run_many(sequences, &mut |index, states| {
+            features.write(states, index, rows.row_mut(index))?;
+            progress(index + 1, total);
+            Ok(())
+        })?;
+        Ok(rows)
     }
 
     /// Runs over `inputs` (T × K) from the current state and adds every (state, target) row
