@@ -18,8 +18,9 @@ use ndarray::{s, Array1, Array2, Axis};
 use reservoir_core::readout::RidgeAccumulator;
 use reservoir_core::spikes::SpikePattern;
 use reservoir_core::{EchoStateNetwork, Reservoir, ReservoirConfig, ReservoirParams};
+use reservoir_runtime::sequences::predict_classes;
 use reservoir_runtime::tasks::spike_classification::{
-    generate, predict_classes, LabelledPattern, SpikeClassificationOptions,
+    generate, LabelledPattern, SpikeClassificationOptions,
 };
 
 /// Mean state over this many equal segments of a pattern: the readout's features.
@@ -115,7 +116,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     let readout = acc.solve(1e-3)?.readout;
     let accuracy =
         |features: &Array2<f64>, set: &[LabelledPattern]| -> Result<f64, Box<dyn Error>> {
-            let predicted = predict_classes(&readout, features)?;
+            let predicted = predict_classes(&readout, features.view())?;
             let right = predicted
                 .iter()
                 .zip(set)

@@ -1,9 +1,9 @@
 //! Many short sequences in one call: classify 200 noisy sine, square and sawtooth snippets
 //! (30–80 steps each, random period, phase and amplitude) by their shape.
 //!
-//! `Reservoir::run_many` runs every sequence from the zero state and hands each one's states
-//! to a visitor; the feature of a sequence is its last state, and a one-hot ridge readout
-//! (`RidgeAccumulator`, one output per class) names the class. The reservoir comes from
+//! `Reservoir::sequence_features` runs every sequence from the zero state and summarizes its
+//! states (here: its last state, as the default `SequenceFeatures` say), and a one-hot ridge
+//! readout (one output per class) names the class. The reservoir comes from
 //! `Dispatch`: under `auto` (the default) on the device expected to finish first, which says
 //! why; on a GPU `run_many` steps many short sequences together (one GEMM per step), on the
 //! CPU it spreads them over the cores.
@@ -17,9 +17,9 @@ use std::time::Instant;
 use ndarray::{s, Array2, ArrayView2};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use reservoir_core::readout::RidgeAccumulator;
+use reservoir_core::features::SequenceFeatures;
 use reservoir_core::{ReservoirParams, ReservoirWeights};
-use reservoir_runtime::tasks::spike_classification::predict_classes;
+use reservoir_runtime::sequences::{fit_class_readout, predict_classes};
 use reservoir_runtime::{Device, Dispatch, Placement, Workload};
 
 const CLASSES: [&str; 3] = ["sine", "square", "sawtooth"];
@@ -95,24 +95,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // One call for all sequences; row i of `features` is the last state of sequence i.
     let started = Instant::now();
     let views: Vec<ArrayView2<f64>> = sequences.iter().map(|x| x.view()).collect();
-    let mut features = Array2::zeros((SEQUENCES, config.size()));
-    reservoir.run_many(&views, &mut |i, states: ArrayView2<f64>| {
-        features.row_mut(i).assign(&states.row(states.nrows() - 1));
-        Ok(())
-    })?;
+    let features =
+        reservoir.sequence_features(&views, &SequenceFeatures::default(), &mut |_, _| {})?;
     let seconds = started.elapsed().as_secs_f64();
 
-    // One-hot targets; train on the first TRAIN sequences, score the rest.
-    let one_hot = Array2::from_shape_fn((SEQUENCES, CLASSES.len()), |(i, c)| {
-        f64::from(u8::from(labels[i] == c))
-    });
-    let mut acc = RidgeAccumulator::new(config.size(), CLASSES.len(), 1);
-    acc.add(
+    // Train on the first TRAIN sequences, score the rest.
+    let readout = fit_class_readout(
         features.slice(s![..TRAIN, ..]),
-        one_hot.slice(s![..TRAIN, ..]),
+        &labels[..TRAIN],
+        CLASSES.len(),
+        1e-3,
     )?;
-    let readout = acc.solve(1e-3)?.readout;
-    let predicted = predict_classes(&readout, &features.slice(s![TRAIN.., ..]).to_owned())?;
+    let predicted = predict_classes(&readout, features.slice(s![TRAIN.., ..]))?;
     let right = predicted
         .iter()
         .zip(&labels[TRAIN..])
@@ -120,7 +114,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .count();
 
     let steps: usize = sequences.iter().map(Array2::nrows).sum();
-    println!("run_many: {SEQUENCES} sequences, {steps} steps in {seconds:.3} s");
+    println!("sequence_features: {SEQUENCES} sequences, {steps} steps in {seconds:.3} s");
     println!(
         "held-out accuracy: {right} of {} ({:.1} %; chance {:.1} %)",
         SEQUENCES - TRAIN,

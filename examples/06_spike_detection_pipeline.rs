@@ -26,7 +26,8 @@ use reservoir_core::encoding::{latency, rate, LatencyOptions, RateOptions};
 use reservoir_core::readout::RidgeAccumulator;
 use reservoir_core::spikes::SpikePattern;
 use reservoir_core::{ReservoirParams, ReservoirWeights};
-use reservoir_runtime::tasks::spike_classification::{predict_classes, sample_features};
+use reservoir_runtime::sequences::predict_classes;
+use reservoir_runtime::tasks::spike_classification::sample_features;
 use reservoir_runtime::{Device, Dispatch, Placement, Workload};
 
 /// Steps of each spike code (1 ms each).
@@ -217,7 +218,7 @@ pub fn analyse(graph: &Graph, device: Device) -> Result<Report, Box<dyn Error>> 
     let mut acc = RidgeAccumulator::new(states[0].len(), k, 1);
     acc.add(rows(&train)?.view(), one_hot.view())?;
     let readout = acc.solve(1e-3)?.readout;
-    let predicted = predict_classes(&readout, &rows(&(0..n).collect::<Vec<_>>())?)?;
+    let predicted = predict_classes(&readout, rows(&(0..n).collect::<Vec<_>>())?.view())?;
     let right = test
         .iter()
         .filter(|&&v| predicted[v] == graph.community[v])

@@ -93,3 +93,32 @@ extern "C" __global__ void f32_to_f16(const float* __restrict__ x, unsigned shor
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) half[i] = to_half(x[i]);
 }
+
+// The readout features of a batch of sequences, summed over one time chunk of their states
+// where the states are (reservoir_core::features::SequenceFeatures, the CPU reference; the
+// host divides the sums by their row counts). states holds steps x B x N values: sequence j
+// at step first + t is at (t B + j) N. rows holds a [start, end) pair per (j, s), j major:
+// the rows summary s of sequence j covers (SequenceFeatures::rows, end <= the sequence's
+// length, so its padding is never counted). For each (j, s, i) one thread adds
+// states[t][j][i] to sums[(j S + s) N + i] over the rows t of its pair inside
+// first..first + steps, in increasing t: every sum is taken in the same order, chunk after
+// chunk, so the features are the same run to run. i varies fastest across threads, so the
+// reads of a row are coalesced.
+extern "C" __global__ void sequence_features_add(const float* __restrict__ states,
+                                                 const int* __restrict__ rows,
+                                                 float* __restrict__ sums, int first, int steps,
+                                                 int batch, int summaries, int n) {
+    long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (long long)batch * summaries * n) return;
+    long long pair = idx / n; // j * summaries + s
+    int i = (int)(idx % n);
+    int j = (int)(pair / summaries);
+    int lo = max(rows[2 * pair], first);
+    int hi = min(rows[2 * pair + 1], first + steps);
+    if (lo >= hi) return;
+    float acc = sums[idx];
+    for (int t = lo; t < hi; ++t) {
+        acc = acc + states[((long long)(t - first) * batch + j) * n + i];
+    }
+    sums[idx] = acc;
+}

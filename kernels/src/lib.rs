@@ -44,8 +44,9 @@ pub mod lif_feature {
     pub const COUNTS: i32 = 2;
 }
 
-/// `esn.cu`: echo-state steps one at a time, and the input drive of a chunk (CPU reference:
-/// `reservoir_core::EchoStateNetwork`).
+/// `esn.cu`: echo-state steps one at a time, the input drive of a chunk (CPU reference:
+/// `reservoir_core::EchoStateNetwork`), and the sums of sequence features over a batch's
+/// chunk of states.
 pub mod esn {
     use super::Module;
 
@@ -62,6 +63,9 @@ pub mod esn {
     pub const ELEMENTWISE: &str = "esn_elementwise";
     /// `half = f16(x)`, rounded to nearest even.
     pub const TO_F16: &str = "f32_to_f16";
+    /// Adds one time chunk of a batch's states into the sums of each sequence's feature
+    /// summaries (CPU reference: `reservoir_core::features::SequenceFeatures`).
+    pub const FEATURES_ADD: &str = "sequence_features_add";
 
     /// The module.
     pub const MODULE: Module = Module {
@@ -74,6 +78,7 @@ pub mod esn {
             STEP_FUSED,
             ELEMENTWISE,
             TO_F16,
+            FEATURES_ADD,
         ],
     };
 }

@@ -6,18 +6,24 @@ use cudarc::cublas::CudaBlas;
 use cudarc::driver::{CudaSlice, CudaView, CudaViewMut};
 use ndarray::{s, Array2, ArrayView2};
 use rand_chacha::ChaCha8Rng;
+use reservoir_core::features::SequenceFeatures;
 use reservoir_core::{Activation, HalfFormat, ReservoirConfig, ReservoirError, ReservoirWeights};
 
 use crate::driver::blas::{blas_error, product_row_major, product_row_major_f16};
 use crate::driver::GpuDevice;
 use crate::error::{DriverContext, Result};
+use crate::features::SummaryRows;
 use crate::noise::noise_values;
-use crate::ops::esn::{activation_code, elementwise, input_drive, to_f16, EsnKernels, Update};
+use crate::ops::esn::{
+    activation_code, add_features, elementwise, input_drive, to_f16, EsnKernels, FeatureChunk,
+    Update,
+};
 
 /// Most bytes of one time chunk's drive and states (all sequences of a batch).
 const CHUNK_BYTES: usize = 1 << 28;
 
-/// Most bytes of a batch's states on the host (they are handed out once the batch is done).
+/// Most bytes of a batch's states on the host (they are handed out once the batch is done),
+/// or of its noise.
 const HOST_BATCH_BYTES: usize = 1 << 29;
 
 /// Arithmetic of the per-step GEMM of [`crate::ManySequences::Batched`].
@@ -101,6 +107,10 @@ pub(crate) struct BatchEngine {
     w: DeviceW,
     math: GemmMath,
 }
+
+/// What [`BatchEngine::step_batch`] does with each time chunk's states (on the device):
+/// `(states, first step, steps)`.
+type ChunkTaker<'a> = dyn FnMut(CudaView<'_, f32>, usize, usize) -> Result<()> + 'a;
 
 /// The reservoir parts the engine shares with its single-sequence runs.
 pub(crate) struct Shared<'a> {
@@ -202,31 +212,90 @@ impl BatchEngine {
         &self,
         shared: &Shared<'_>,
         sequences: &[ArrayView2<f64>],
-        mut noise: Option<(&mut ChaCha8Rng, f64)>,
+        noise: Option<(&mut ChaCha8Rng, f64)>,
         visit: &mut dyn FnMut(usize, ArrayView2<f64>) -> reservoir_core::Result<()>,
     ) -> Result<()> {
+        // The states of a batch are kept on the host until it is done.
+        let limit = BatchLimit {
+            max_sequences: usize::MAX,
+            bytes_per_step: shared.config.size() * 8,
+        };
+        for_each_batch(
+            sequences,
+            limit,
+            noise,
+            shared.config.size(),
+            |batch, first_index, noise| self.run_batch(shared, batch, noise, first_index, visit),
+        )
+    }
+
+    /// The readout features of `sequences` (checked: K columns, finite, long enough for
+    /// `features`), each run from the zero state: B × F rows, the features of each batch
+    /// summed on the device chunk after chunk ([`crate::ops::esn::add_features`]) and only
+    /// those sums copied back, then divided by their row counts in f64. `progress(done,
+    /// total)` is called after each batch. Noise as in [`BatchEngine::run`].
+    pub(crate) fn features(
+        &self,
+        shared: &Shared<'_>,
+        sequences: &[ArrayView2<f64>],
+        features: &SequenceFeatures,
+        noise: Option<(&mut ChaCha8Rng, f64)>,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<Array2<f64>> {
         let n = shared.config.size();
-        let mut start = 0;
-        while start < sequences.len() {
-            // Consecutive sequences whose states fit the host budget (at least one).
-            let mut end = start + 1;
-            let mut bytes = sequences[start].nrows() * n * 8;
-            while end < sequences.len() {
-                let more = sequences[end].nrows() * n * 8;
-                if bytes + more > HOST_BATCH_BYTES {
-                    break;
-                }
-                bytes += more;
-                end += 1;
+        let total = sequences.len();
+        let mut out = Array2::zeros((total, features.width(n)));
+        let limit = features_limit(n, noise.is_some());
+        for_each_batch(sequences, limit, noise, n, |batch, first_index, noise| {
+            let rows = SummaryRows::new(features, batch.iter().map(|s| s.nrows()), first_index)?;
+            let sums = self.batch_features(shared, batch, noise, &rows)?;
+            let end = first_index + batch.len();
+            rows.write(&sums, out.slice_mut(s![first_index..end, ..]))?;
+            progress(end, total);
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// The device's sums of one batch's features (`rows` of its sequences): B × S × N values.
+    fn batch_features(
+        &self,
+        shared: &Shared<'_>,
+        batch: &[ArrayView2<f64>],
+        noise: Option<&[Vec<f32>]>,
+        rows: &SummaryRows,
+    ) -> Result<Vec<f32>> {
+        let (n, b, summaries) = (shared.config.size(), batch.len(), rows.summaries());
+        let stream = shared.device.stream();
+        let device_rows = stream
+            .clone_htod(rows.pairs())
+            .context("uploading the summaries' rows")?;
+        let mut sums = stream
+            .alloc_zeros::<f32>(b * summaries * n)
+            .context("allocating the feature sums")?;
+        self.step_batch(shared, batch, noise, &mut |states, first, steps| {
+            if !rows.touch(first, steps) {
+                return Ok(());
             }
-            let batch = &sequences[start..end];
-            let noise = noise
-                .as_mut()
-                .map(|(rng, level)| draw_batch_noise(rng, *level, batch, n));
-            self.run_batch(shared, batch, noise.as_deref(), start, visit)?;
-            start = end;
-        }
-        Ok(())
+            let chunk = FeatureChunk {
+                first,
+                steps,
+                batch: b,
+                summaries,
+                n,
+            };
+            add_features(
+                shared.device,
+                shared.kernels,
+                &states,
+                &device_rows.slice(..),
+                &mut sums.slice_mut(..),
+                chunk,
+            )
+        })?;
+        stream
+            .clone_dtoh(&sums)
+            .context("copying the feature sums back")
     }
 
     /// One batch: time chunks of all its sequences stepped together; shorter sequences are
@@ -241,11 +310,7 @@ impl BatchEngine {
         first_index: usize,
         visit: &mut dyn FnMut(usize, ArrayView2<f64>) -> reservoir_core::Result<()>,
     ) -> Result<()> {
-        let (n, k, b) = (
-            shared.config.size(),
-            shared.config.input_size(),
-            batch.len(),
-        );
+        let (n, b) = (shared.config.size(), batch.len());
         let longest = batch.iter().map(|s| s.nrows()).max().unwrap_or(0);
         if longest == 0 {
             for j in 0..b {
@@ -253,8 +318,7 @@ impl BatchEngine {
             }
             return Ok(());
         }
-        let chunk = (CHUNK_BYTES / (8 * n * b).max(1)).clamp(1, longest);
-        let one_chunk = chunk == longest;
+        let one_chunk = chunk_steps(n, b, longest) == longest;
         let mut kept: Vec<Array2<f64>> = if one_chunk {
             Vec::new()
         } else {
@@ -263,16 +327,11 @@ impl BatchEngine {
                 .map(|s| Array2::zeros((s.nrows(), n)))
                 .collect()
         };
-        let mut buffers = self.buffers(shared, (n, k, b), chunk, noise.is_some())?;
-        let blas = shared.device.blas()?;
-        let _math = MathModeGuard::set(blas, self.math)?;
-        for first in (0..longest).step_by(chunk) {
-            let steps = chunk.min(longest - first);
-            self.run_chunk(shared, blas, &mut buffers, batch, noise, first, steps)?;
+        self.step_batch(shared, batch, noise, &mut |states, first, steps| {
             let host = shared
                 .device
                 .stream()
-                .clone_dtoh(&buffers.states.slice(..steps * b * n))
+                .clone_dtoh(&states)
                 .context("copying the states back")?;
             // Row t of sequence j is at (t·B + j)·N in the chunk.
             let copy_rows = |j: usize, rows: std::ops::Range<usize>, out: &mut Array2<f64>| {
@@ -296,9 +355,44 @@ impl BatchEngine {
                     copy_rows(j, first..end.max(first), states);
                 }
             }
-        }
+            Ok(())
+        })?;
         for (j, states) in kept.iter().enumerate() {
             visit(first_index + j, states.view())?;
+        }
+        Ok(())
+    }
+
+    /// Steps every sequence of `batch` from the zero state over its longest length, in time
+    /// chunks of [`chunk_steps`], and hands each chunk's states to `take` on the device with
+    /// the chunk's first step and its steps: `steps × B × N` values, sequence j at step
+    /// `first + t` at `(t·B + j)·N` (rows past a sequence's length are padding). `take` runs
+    /// before the next chunk overwrites the states (anything it enqueues on the device's
+    /// stream reads them first).
+    fn step_batch(
+        &self,
+        shared: &Shared<'_>,
+        batch: &[ArrayView2<f64>],
+        noise: Option<&[Vec<f32>]>,
+        take: &mut ChunkTaker<'_>,
+    ) -> Result<()> {
+        let (n, k, b) = (
+            shared.config.size(),
+            shared.config.input_size(),
+            batch.len(),
+        );
+        let longest = batch.iter().map(|s| s.nrows()).max().unwrap_or(0);
+        if longest == 0 {
+            return Ok(());
+        }
+        let chunk = chunk_steps(n, b, longest);
+        let mut buffers = self.buffers(shared, (n, k, b), chunk, noise.is_some())?;
+        let blas = shared.device.blas()?;
+        let _math = MathModeGuard::set(blas, self.math)?;
+        for first in (0..longest).step_by(chunk) {
+            let steps = chunk.min(longest - first);
+            self.run_chunk(shared, blas, &mut buffers, batch, noise, first, steps)?;
+            take(buffers.states.slice(..steps * b * n), first, steps)?;
         }
         Ok(())
     }
@@ -501,6 +595,85 @@ impl BatchEngine {
     }
 }
 
+/// Steps of one time chunk of a batch of `b` sequences of `n` units whose longest has
+/// `longest` steps: as many as keep its drive and states within [`CHUNK_BYTES`], at least one,
+/// at most `longest`.
+fn chunk_steps(n: usize, b: usize, longest: usize) -> usize {
+    (CHUNK_BYTES / n.saturating_mul(b).saturating_mul(8).max(1))
+        .max(1)
+        .min(longest.max(1))
+}
+
+/// Fewest steps of a time chunk that [`features_limit`] keeps a batch's size to: fewer steps
+/// per chunk would make the chunks' fixed costs (an upload, a launch of the drive and of the
+/// features) weigh on short chunks of a very wide batch, whose GEMMs gain nothing more.
+const FEATURES_MIN_CHUNK_STEPS: usize = 16;
+
+/// How many consecutive sequences one batch takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct BatchLimit {
+    /// Most sequences.
+    max_sequences: usize,
+    /// Host bytes each step of a sequence keeps while its batch runs (its states handed out
+    /// at the end, or its noise); at most [`HOST_BATCH_BYTES`] of them per batch.
+    bytes_per_step: usize,
+}
+
+/// The batches of [`BatchEngine::features`] for `n` units: their states stay on the device,
+/// so only the device's chunk limits the batch ([`FEATURES_MIN_CHUNK_STEPS`] steps of the
+/// widest batch fit [`CHUNK_BYTES`]), and, with noise, the noise drawn for it on the host
+/// (f32) fits [`HOST_BATCH_BYTES`].
+fn features_limit(n: usize, noise: bool) -> BatchLimit {
+    let per_sequence = n.saturating_mul(8 * FEATURES_MIN_CHUNK_STEPS).max(1);
+    BatchLimit {
+        max_sequences: (CHUNK_BYTES / per_sequence).max(1),
+        bytes_per_step: if noise { n * 4 } else { 0 },
+    }
+}
+
+/// The end of the batch of consecutive sequences (of `lengths` steps) from `start`: at least
+/// one sequence, then as many as `limit` allows.
+fn batch_end(lengths: &[usize], start: usize, limit: BatchLimit) -> usize {
+    let mut end = (start + 1).min(lengths.len());
+    let mut bytes = lengths
+        .get(start)
+        .map_or(0, |&t| t.saturating_mul(limit.bytes_per_step));
+    while end < lengths.len() && end - start < limit.max_sequences {
+        let more = lengths[end].saturating_mul(limit.bytes_per_step);
+        if bytes.saturating_add(more) > HOST_BATCH_BYTES {
+            break;
+        }
+        bytes += more;
+        end += 1;
+    }
+    end
+}
+
+/// Runs `each(batch, first_index, noise)` on the batches of `sequences` in order ([`batch_end`]
+/// of `limit`), with each batch's noise drawn from `noise` (the reservoir's stream and level)
+/// for `n` units just before it runs: sequence after sequence, as a one-after-another run
+/// draws it.
+fn for_each_batch(
+    sequences: &[ArrayView2<f64>],
+    limit: BatchLimit,
+    mut noise: Option<(&mut ChaCha8Rng, f64)>,
+    n: usize,
+    mut each: impl FnMut(&[ArrayView2<f64>], usize, Option<&[Vec<f32>]>) -> Result<()>,
+) -> Result<()> {
+    let lengths: Vec<usize> = sequences.iter().map(|s| s.nrows()).collect();
+    let mut start = 0;
+    while start < sequences.len() {
+        let end = batch_end(&lengths, start, limit);
+        let batch = &sequences[start..end];
+        let drawn = noise
+            .as_mut()
+            .map(|(rng, level)| draw_batch_noise(rng, *level, batch, n));
+        each(batch, start, drawn.as_deref())?;
+        start = end;
+    }
+    Ok(())
+}
+
 /// Each sequence's noise (Tᵢ × N values), drawn from `rng` sequence after sequence, step after
 /// step, unit after unit: what the CPU reservoir draws running them one after another.
 fn draw_batch_noise(
@@ -518,6 +691,54 @@ fn draw_batch_noise(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn visiting_batches_keep_their_states_within_the_host_budget() {
+        let limit = BatchLimit {
+            max_sequences: usize::MAX,
+            bytes_per_step: 8 * 1024,
+        };
+        // 2^29 bytes hold 65536 steps of 1024 units in f64.
+        let lengths = [30_000, 30_000, 5_536, 1, 70_000, 10];
+        let mut ends = Vec::new();
+        let mut start = 0;
+        while start < lengths.len() {
+            start = batch_end(&lengths, start, limit);
+            ends.push(start);
+        }
+        // A sequence over the budget alone still makes a batch of one.
+        assert_eq!(ends, [3, 4, 5, 6]);
+    }
+
+    /// The shape `tests/features_parity.rs` runs to get several batches and several chunks.
+    #[test]
+    fn feature_batches_are_limited_by_the_device_chunk_and_the_noise_only() {
+        let (n, longest) = (512, 60);
+        let quiet = features_limit(n, false);
+        assert_eq!(quiet.max_sequences, 4096);
+        assert_eq!(quiet.bytes_per_step, 0, "no states are kept on the host");
+        let lengths = vec![longest; 4100];
+        assert_eq!(batch_end(&lengths, 0, quiet), 4096);
+        assert_eq!(batch_end(&lengths, 4096, quiet), 4100);
+        let chunk = chunk_steps(n, 4096, longest);
+        assert_eq!(chunk, FEATURES_MIN_CHUNK_STEPS);
+        assert!(longest.div_ceil(chunk) > 1, "several time chunks");
+        assert_eq!(
+            chunk_steps(n, 4, longest),
+            longest,
+            "a narrow batch in one chunk"
+        );
+        // Far more states than the host budget would allow a visiting batch.
+        assert!(4096 * longest * n * 8 > HOST_BATCH_BYTES);
+        // With noise, the f32 noise drawn for a batch stays within the host budget.
+        let noisy = features_limit(n, true);
+        let long = vec![100_000; 10];
+        let end = batch_end(&long, 0, noisy);
+        assert_eq!(end, 2, "2 × 10^5 steps × 2 KiB of noise, not 3");
+        // A tiny reservoir still gets a bounded batch, and a chunk of at least one step.
+        assert!(features_limit(1, false).max_sequences <= CHUNK_BYTES / 8);
+        assert_eq!(chunk_steps(1 << 20, 1 << 20, 5), 1);
+    }
 
     #[test]
     fn weights_round_to_the_nearest_f16_and_refuse_its_overflow() {

@@ -7,6 +7,7 @@ use cudarc::driver::CudaSlice;
 use ndarray::{s, Array1, Array2, ArrayView1, ArrayView2, ArrayViewMut2, Axis};
 use rand_chacha::ChaCha8Rng;
 use reservoir_core::checks::{check_inputs, check_run, check_state};
+use reservoir_core::features::SequenceFeatures;
 use reservoir_core::random::{stream_rng, Stream};
 use reservoir_core::readout::RidgeAccumulator;
 use reservoir_core::reservoir::{run_one_by_one, SequenceVisitor};
@@ -225,6 +226,31 @@ impl GpuReservoirComputer {
                 batch.then_some(GemmMath::F32)
             }
         }
+    }
+
+    /// Runs `run` on the many-sequence engine for `math` (made on first use, or again for
+    /// another `math`) with the reservoir's shared parts and, when the config has noise, its
+    /// noise stream and level.
+    fn with_batch_engine<T>(
+        &mut self,
+        math: GemmMath,
+        run: impl FnOnce(&BatchEngine, &Shared<'_>, Option<(&mut ChaCha8Rng, f64)>) -> Result<T>,
+    ) -> Result<T> {
+        let engine = match self.batch.take() {
+            Some(engine) if engine.math() == math => engine,
+            _ => BatchEngine::new(&self.device, &self.config, &self.weights, math)?,
+        };
+        let engine = self.batch.insert(engine);
+        let shared = Shared {
+            device: &self.device,
+            kernels: &self.kernels,
+            config: &self.config,
+            input: &self.input,
+            bias: &self.bias,
+        };
+        let level = self.config.noise_level();
+        let noise = (level > 0.0).then_some((&mut self.noise, level));
+        run(engine, &shared, noise)
     }
 
     /// Sets the bin width (ms) of the spike patterns given to
@@ -570,27 +596,46 @@ impl Reservoir for GpuReservoirComputer {
         for inputs in sequences {
             check_inputs(self.input_size(), inputs)?;
         }
-        if self.batch.as_ref().is_none_or(|b| b.math() != math) {
-            self.batch = Some(BatchEngine::new(
-                &self.device,
-                &self.config,
-                &self.weights,
-                math,
-            )?);
-        }
-        if let Some(engine) = &self.batch {
-            let shared = Shared {
-                device: &self.device,
-                kernels: &self.kernels,
-                config: &self.config,
-                input: &self.input,
-                bias: &self.bias,
-            };
-            let level = self.config.noise_level();
-            let noise = (level > 0.0).then_some((&mut self.noise, level));
-            engine.run(&shared, sequences, noise, visit)?;
-        }
+        self.with_batch_engine(math, |engine, shared, noise| {
+            engine.run(shared, sequences, noise, visit)
+        })?;
         self.reset()
+    }
+
+    /// Where [`GpuReservoirComputer::run_many`] batches the sequences, their features are
+    /// summed on the device as each time chunk is stepped, and only the sums (B × F per
+    /// batch) come back, to be divided by their row counts on the host (in f64); the states
+    /// never leave the device. Where it runs them one after another, their states are
+    /// summarized on the host as the provided method does. `progress` is called after each
+    /// batch (each sequence, one after another).
+    fn sequence_features(
+        &mut self,
+        sequences: &[ArrayView2<f64>],
+        features: &SequenceFeatures,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> reservoir_core::Result<Array2<f64>> {
+        for (index, inputs) in sequences.iter().enumerate() {
+            features.check_steps(index, inputs.nrows())?;
+        }
+        let total = sequences.len();
+        let Some(math) = self.batch_math(sequences) else {
+            // The provided method's way: the states of each run, summarized on the host.
+            let mut rows = Array2::zeros((total, features.width(self.size())));
+            run_one_by_one(self, sequences, &mut |index, states| {
+                features.write(states, index, rows.row_mut(index))?;
+                progress(index + 1, total);
+                Ok(())
+            })?;
+            return Ok(rows);
+        };
+        for inputs in sequences {
+            check_inputs(self.input_size(), inputs)?;
+        }
+        let rows = self.with_batch_engine(math, |engine, shared, noise| {
+            engine.features(shared, sequences, features, noise, progress)
+        })?;
+        self.reset()?;
+        Ok(rows)
     }
 
     /// Adds XᵀX on the device ([`crate::DeviceRidgeSums`]): the states never cross the bus.

@@ -25,6 +25,7 @@ pub mod driver;
 pub mod encoding;
 mod error;
 mod esn;
+mod features;
 #[cfg(feature = "internals")]
 pub mod internals;
 mod lanes;

@@ -53,7 +53,7 @@ pub enum CliError {
     MissingColumn {
         /// The CSV file.
         path: PathBuf,
-        /// `input` or `target`.
+        /// `input`, `target`, `sequence`, `time` or `label`.
         role: &'static str,
         /// The column asked for.
         column: String,
@@ -81,6 +81,42 @@ pub enum CliError {
         column: String,
         /// What is wrong, quoting the cell's text.
         problem: String,
+    },
+
+    /// Rows of one sequence of a long-form CSV file disagree: two labels, or two rows at the
+    /// same time.
+    #[error("{}: line {line}: sequence `{sequence}`: {message}", path.display())]
+    BadSequence {
+        /// The CSV file.
+        path: PathBuf,
+        /// The 1-based line of the later of the rows at fault.
+        line: u64,
+        /// The sequence's id.
+        sequence: String,
+        /// What is wrong, naming the other row's line.
+        message: String,
+    },
+
+    /// A NumPy file as a whole is unusable: not a readable archive, an array missing, or
+    /// arrays asked for that the file kind cannot hold.
+    #[error("{}: {message}", path.display())]
+    NumpyFile {
+        /// The `.npy` or `.npz` file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+
+    /// One array of a NumPy file is unusable: corrupt, of a dtype or shape that does not fit,
+    /// or holding a value that is not finite.
+    #[error("{}: array `{array}`: {message}", path.display())]
+    NumpyArray {
+        /// The `.npy` or `.npz` file.
+        path: PathBuf,
+        /// The array's name in the archive (`x` for a `.npy` file).
+        array: String,
+        /// What is wrong, with shapes or the index of the bad value.
+        message: String,
     },
 
     /// A target column has one value over the rows it is scored on.

@@ -1,5 +1,7 @@
 //! `reservoir fit`: train a ridge readout on a CSV file, score it on a test file that continues
-//! the training data in time, and save the model.
+//! the training data in time, and save the model; or, on a sequence dataset (a sequence
+//! column, or a NumPy file), classify whole sequences or regress over many series
+//! ([`crate::sequence_tasks`]).
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -20,6 +22,8 @@ use crate::plot;
 use crate::predict::predict_rows;
 use crate::progress;
 use crate::report::{print_fit, FitReport, TestScores};
+use crate::run::read_config;
+use crate::sequence_tasks::{self, Goal, Job, SequenceArgs};
 
 /// Fewest test rows that can be scored (NRMSE and R² need a target that varies).
 const MIN_SCORED_ROWS: usize = 2;
@@ -27,26 +31,36 @@ const MIN_SCORED_ROWS: usize = 2;
 /// Arguments of `reservoir fit`.
 #[derive(Debug, clap::Args)]
 pub struct FitArgs {
-    /// TOML config with a `[reservoir]` and a `[readout]` table (`input_size` comes from the data).
+    /// TOML config with a `[reservoir]` and a `[readout]` table, and a `[features]` table for
+    /// a sequence classifier (`input_size` comes from the data).
     #[arg(long, value_name = "CONFIG.toml")]
     pub config: PathBuf,
-    /// Training data: CSV with a header row.
-    #[arg(long, value_name = "TRAIN.csv")]
+    /// Training data: CSV with a header row, or a NumPy `.npy`/`.npz` file of sequences.
+    #[arg(long, value_name = "TRAIN")]
     pub train: PathBuf,
-    /// Test data continuing the training data in time (same columns); every row is scored.
-    #[arg(long, value_name = "TEST.csv")]
+    /// Test data (same columns): for one series, rows continuing the training data in time,
+    /// every row scored; for sequences, other sequences, each from the zero state.
+    #[arg(long, value_name = "TEST")]
     pub test: Option<PathBuf>,
-    /// Input columns, comma-separated (e.g. `u` or `x, y, z`).
+    /// Input columns, comma-separated (e.g. `u` or `x, y, z`); for a `.npz` file, the inputs
+    /// array.
     #[arg(long, value_name = "COLS")]
     pub inputs: String,
-    /// Target columns, comma-separated.
+    /// Target columns, comma-separated (regression); for a `.npz` file, the targets array.
     #[arg(long, value_name = "COLS")]
-    pub targets: String,
+    pub targets: Option<String>,
+    /// The column (CSV) or 1-D array (`.npz`) of each sequence's class: classify whole
+    /// sequences instead of regressing targets.
+    #[arg(long, value_name = "COL", conflicts_with = "targets")]
+    pub label_column: Option<String>,
+    #[command(flatten)]
+    pub sequences: SequenceArgs,
     /// Save the fitted model here (written atomically).
     #[arg(long, value_name = "OUT.bin")]
     pub model: Option<PathBuf>,
-    /// Draw a 1200×600 PNG of prediction vs target over the first 500 rows of the test file
-    /// (one panel per target, at most 4), written atomically.
+    /// Draw a 1200×600 PNG, written atomically: prediction vs target over the first 500 rows
+    /// of the test file (of its first series, for many series; one panel per target, at most
+    /// 4), or the test confusion matrix of a classifier.
     #[arg(long, value_name = "OUT.png", requires = "test")]
     pub plot: Option<PathBuf>,
     /// Print one JSON object instead of a table.
@@ -59,13 +73,44 @@ pub struct FitArgs {
 /// Runs `reservoir fit`.
 pub fn run(args: &FitArgs) -> Result<()> {
     let inputs = parse_column_list("--inputs", &args.inputs)?;
-    let targets = parse_column_list("--targets", &args.targets)?;
+    let targets = args
+        .targets
+        .as_deref()
+        .map(|t| parse_column_list("--targets", t))
+        .transpose()?;
     if let Some(model) = &args.model {
         check_output_folder("--model", model)?;
     }
     if let Some(plot) = &args.plot {
         check_output_folder("--plot", plot)?;
     }
+    let goal = Goal::from_flags(targets.as_deref(), args.label_column.as_deref())?;
+    match (goal, targets.as_deref()) {
+        (Goal::Targets(_), Some(targets)) if !args.sequences.applies_to(&args.train) => {
+            fit_one_series(args, inputs, targets.to_vec())
+        }
+        _ => {
+            let config = read_config(&args.config)?;
+            let mut dispatch = Dispatch::new(args.device.or(config.device()));
+            let job = Job {
+                config_path: &args.config,
+                config: &config,
+                train: &args.train,
+                test: args.test.as_deref(),
+                inputs: &inputs,
+                goal,
+                sequences: &args.sequences,
+                model: args.model.as_deref(),
+                plot: args.plot.as_deref(),
+                json: args.json,
+            };
+            sequence_tasks::fit(&job, &mut dispatch)
+        }
+    }
+}
+
+/// `reservoir fit` on one series: the test file continues the training data in time.
+fn fit_one_series(args: &FitArgs, inputs: Vec<String>, targets: Vec<String>) -> Result<()> {
     let config_text = std::fs::read_to_string(&args.config).map_err(|source| CliError::Read {
         what: "config file",
         path: args.config.clone(),

@@ -18,6 +18,7 @@ mod predict;
 mod progress;
 mod report;
 mod run;
+mod sequence_tasks;
 mod sweep;
 
 use std::io::Write;
@@ -36,10 +37,11 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Fit a ridge readout on CSV data, score it on a test file, optionally save the model and
-    /// plot the test predictions.
+    /// Fit a ridge readout on CSV or NumPy data (one series, many series, or labelled
+    /// sequences to classify), score it on a test file, optionally save the model and plot.
     Fit(fit::FitArgs),
-    /// Predict with a saved model; writes the target columns as CSV.
+    /// Predict with a saved model: target columns per row, or a class per sequence, as CSV
+    /// or `.npy`.
     Predict(predict::PredictArgs),
     /// Generate a benchmark task (narma10, mackey-glass, lorenz) as CSV.
     Generate(generate::GenerateArgs),
@@ -48,7 +50,8 @@ enum Command {
     Run(run::RunArgs),
     /// Run a config's hyper-parameter sweep (its `[sweep]` table: lanes of spectral radius,
     /// leak rate and input scaling sharing one random W, each solved for several ridge
-    /// values) and report the best lanes.
+    /// values) and report the best lanes; with `--train`, on a sequence dataset, validated on
+    /// folds of its training sequences, the best then fitted and scored on `--test`.
     Sweep(sweep::SweepArgs),
     /// Show what this machine has for the GPU backend: driver, NVRTC, cuBLAS, devices.
     Info(info::InfoArgs),

@@ -23,16 +23,46 @@ pub fn csv_bytes_with_progress(
     values: ArrayView2<'_, f64>,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<Vec<u8>> {
+    csv_rows(None, header, values, progress)
+}
+
+/// [`csv_bytes`] with a first column `key` holding `keys[i]` on row i (a sequence's id).
+pub fn keyed_csv_bytes(
+    key: &str,
+    keys: &[String],
+    header: &[String],
+    values: ArrayView2<'_, f64>,
+) -> Result<Vec<u8>> {
+    if keys.len() != values.nrows() {
+        return Err(CliError::Format {
+            what: "the CSV output",
+            message: format!("{} keys for {} rows", keys.len(), values.nrows()),
+        });
+    }
+    csv_rows(Some((key, keys)), header, values, &mut |_, _| {})
+}
+
+/// The CSV document of [`csv_bytes_with_progress`], with a leading key column when given.
+fn csv_rows(
+    keyed: Option<(&str, &[String])>,
+    header: &[String],
+    values: ArrayView2<'_, f64>,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<Vec<u8>> {
     let format_error = |e: csv::Error| CliError::Format {
         what: "the CSV output",
         message: e.to_string(),
     };
     let rows = values.nrows();
     let mut writer = csv::Writer::from_writer(Vec::new());
-    writer.write_record(header).map_err(format_error)?;
+    let names = keyed.map(|(key, _)| key).into_iter();
+    writer
+        .write_record(names.chain(header.iter().map(String::as_str)))
+        .map_err(format_error)?;
     for (i, row) in values.rows().into_iter().enumerate() {
+        let key = keyed.map(|(_, keys)| keys[i].clone()).into_iter();
         writer
-            .write_record(row.iter().map(|v| v.to_string()))
+            .write_record(key.chain(row.iter().map(|v| v.to_string())))
             .map_err(format_error)?;
         if (i + 1) % PROGRESS_ROWS == 0 {
             progress(i + 1, rows);

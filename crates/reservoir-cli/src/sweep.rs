@@ -1,15 +1,20 @@
-//! `reservoir sweep CONFIG`: run a config's hyper-parameter lanes and report the best.
+//! `reservoir sweep CONFIG`: run a config's hyper-parameter lanes and report the best; with
+//! `--train`, on a sequence dataset, validated on folds of the training sequences, the best
+//! then fitted on all of them and scored on `--test` ([`crate::sequence_tasks`]).
 
 use std::path::PathBuf;
 
 use reservoir_runtime::sweep::{run_sweep, SweepReport, SweepScore};
 use reservoir_runtime::Dispatch;
 
+use crate::data::parse_column_list;
 use crate::device::{self, DeviceArg};
 use crate::error::{CliError, Result};
+use crate::output::check_output_folder;
 use crate::output::write_stdout;
 use crate::report::{aligned, json_line, number};
 use crate::run::read_config;
+use crate::sequence_tasks::{self, Goal, Job, SequenceArgs};
 
 /// Arguments of `reservoir sweep`.
 #[derive(Debug, clap::Args)]
@@ -26,6 +31,34 @@ pub struct SweepArgs {
     /// Show the K best results (default: the config's `[sweep] top`, itself 10 by default).
     #[arg(long, value_name = "K")]
     pub top: Option<usize>,
+    /// Sweep on a sequence dataset instead of the config's `[task]`: its training file (CSV
+    /// with a header row, or `.npy`/`.npz`). Hyper-parameters are validated on folds of these
+    /// sequences only (`[sweep] folds`, default 5, or `validation`, a fraction held out).
+    #[arg(long, value_name = "TRAIN", requires = "inputs")]
+    pub train: Option<PathBuf>,
+    /// The test file the best (lane, ridge) is scored on, once fitted on every training
+    /// sequence; never seen by the search.
+    #[arg(long, value_name = "TEST", requires = "train")]
+    pub test: Option<PathBuf>,
+    /// Input columns (or the `.npz` inputs array), comma-separated.
+    #[arg(long, value_name = "COLS", requires = "train")]
+    pub inputs: Option<String>,
+    /// Target columns (or array): regression over many series.
+    #[arg(long, value_name = "COLS", requires = "train")]
+    pub targets: Option<String>,
+    /// The label column (or array): classification of whole sequences.
+    #[arg(
+        long,
+        value_name = "COL",
+        requires = "train",
+        conflicts_with = "targets"
+    )]
+    pub label_column: Option<String>,
+    #[command(flatten)]
+    pub sequences: SequenceArgs,
+    /// Save the best model, fitted on every training sequence, here (written atomically).
+    #[arg(long, value_name = "OUT.bin", requires = "train")]
+    pub model: Option<PathBuf>,
     #[command(flatten)]
     pub device: DeviceArg,
 }
@@ -40,6 +73,9 @@ pub fn run(args: &SweepArgs) -> Result<()> {
         })?;
     }
     let mut dispatch = Dispatch::new(args.device.or(config.device()));
+    if let Some(train) = &args.train {
+        return sweep_sequences(args, &config, train, &mut dispatch);
+    }
     let result = run_sweep(&config, &mut dispatch);
     device::describe(&dispatch);
     device::startup(&dispatch);
@@ -52,11 +88,44 @@ pub fn run(args: &SweepArgs) -> Result<()> {
     write_stdout(text.as_bytes())
 }
 
+/// `reservoir sweep --train`: the sweep of a sequence dataset.
+fn sweep_sequences(
+    args: &SweepArgs,
+    config: &reservoir_runtime::experiment::ExperimentConfig,
+    train: &std::path::Path,
+    dispatch: &mut Dispatch,
+) -> Result<()> {
+    let inputs = parse_column_list("--inputs", args.inputs.as_deref().unwrap_or_default())?;
+    let targets = args
+        .targets
+        .as_deref()
+        .map(|t| parse_column_list("--targets", t))
+        .transpose()?;
+    if let Some(model) = &args.model {
+        check_output_folder("--model", model)?;
+    }
+    let goal = Goal::from_flags(targets.as_deref(), args.label_column.as_deref())?;
+    let job = Job {
+        config_path: &args.config,
+        config,
+        train,
+        test: args.test.as_deref(),
+        inputs: &inputs,
+        goal,
+        sequences: &args.sequences,
+        model: args.model.as_deref(),
+        plot: None,
+        json: args.json,
+    };
+    sequence_tasks::sweep(&job, dispatch)
+}
+
 /// The header, the `top` best results as columns, the failures and the timings.
 fn table(report: &SweepReport) -> String {
     let (score_name, direction) = match report.score {
         SweepScore::ValidationNrmse => ("val NRMSE", "validation NRMSE, lower is better"),
         SweepScore::MemoryCapacity => ("val MC", "memory capacity, higher is better"),
+        SweepScore::ValidationAccuracy => ("val accuracy", "validation accuracy, higher is better"),
     };
     let mut text = aligned(&[
         ("task".into(), report.task.clone()),
@@ -80,28 +149,11 @@ fn table(report: &SweepReport) -> String {
         ),
         ("score".into(), direction.into()),
     ]);
-    let header = [
-        "rank",
-        "lane",
-        "spectral radius",
-        "leak rate",
-        "input scaling",
-        "ridge",
-        "train NRMSE",
-        score_name,
-    ];
-    let mut rows: Vec<Vec<String>> = vec![header.iter().map(|h| h.to_string()).collect()];
+    let mut rows = vec![lane_header(&["train NRMSE", score_name])];
     for (rank, r) in report.best().iter().enumerate() {
-        rows.push(vec![
-            (rank + 1).to_string(),
-            r.lane.to_string(),
-            r.params.spectral_radius().to_string(),
-            r.params.leak_rate().to_string(),
-            r.params.input_scaling().to_string(),
-            ridge(r.ridge),
-            number(r.train_nrmse),
-            number(r.score),
-        ]);
+        let mut row = lane_cells(rank, r.lane, &r.params, r.ridge);
+        row.extend([number(r.train_nrmse), number(r.score)]);
+        rows.push(row);
     }
     text.push('\n');
     text.push_str(&columns(&rows));
@@ -141,8 +193,41 @@ fn table(report: &SweepReport) -> String {
     text
 }
 
+/// The header of a ranking: rank, lane, its three values and ridge, then `scores`.
+pub(crate) fn lane_header(scores: &[&str]) -> Vec<String> {
+    [
+        "rank",
+        "lane",
+        "spectral radius",
+        "leak rate",
+        "input scaling",
+        "ridge",
+    ]
+    .iter()
+    .chain(scores)
+    .map(|h| h.to_string())
+    .collect()
+}
+
+/// The first cells of a ranking's row (see [`lane_header`]); `rank` counts from 0.
+pub(crate) fn lane_cells(
+    rank: usize,
+    lane: usize,
+    params: &reservoir_core::lanes::Lane,
+    value: f64,
+) -> Vec<String> {
+    vec![
+        (rank + 1).to_string(),
+        lane.to_string(),
+        params.spectral_radius().to_string(),
+        params.leak_rate().to_string(),
+        params.input_scaling().to_string(),
+        ridge(value),
+    ]
+}
+
 /// A ridge value in scientific notation (`1e-6`), `0` for none.
-fn ridge(value: f64) -> String {
+pub(crate) fn ridge(value: f64) -> String {
     if value == 0.0 {
         "0".into()
     } else {
@@ -151,7 +236,7 @@ fn ridge(value: f64) -> String {
 }
 
 /// Rows of cells as right-aligned columns two spaces apart.
-fn columns(rows: &[Vec<String>]) -> String {
+pub(crate) fn columns(rows: &[Vec<String>]) -> String {
     let count = rows.iter().map(Vec::len).max().unwrap_or(0);
     let widths: Vec<usize> = (0..count)
         .map(|c| {

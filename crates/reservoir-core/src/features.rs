@@ -127,8 +127,8 @@ impl FeatureParams {
 }
 
 /// Checked feature parameters: how a sequence's states become one row of readout features
-/// (`summaries.len() × N` values).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// (`summaries.len() × N` values). The default is the last state alone.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(into = "FeatureParams", try_from = "FeatureParams")]
 pub struct SequenceFeatures {
     params: FeatureParams,
@@ -145,14 +145,6 @@ impl TryFrom<FeatureParams> for SequenceFeatures {
 
     fn try_from(params: FeatureParams) -> std::result::Result<Self, ConfigError> {
         params.check()
-    }
-}
-
-impl Default for SequenceFeatures {
-    fn default() -> Self {
-        Self {
-            params: FeatureParams::default(),
-        }
     }
 }
 

@@ -28,6 +28,7 @@ pub mod dispatch;
 pub mod error;
 pub mod experiment;
 pub mod model;
+pub mod sequences;
 pub mod sweep;
 pub mod tasks;
 

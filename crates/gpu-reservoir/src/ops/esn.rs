@@ -1,5 +1,5 @@
-//! Launches of `esn.cu`: the input drive, a step as two launches or one, and the elementwise
-//! update after a cuBLAS product. Each checks the lengths of its buffers first, so a wrong
+//! Launches of `esn.cu`: the input drive, a step as two launches or one, the elementwise
+//! update after a cuBLAS product, and the sums of sequence features over a batch's chunk. Each checks the lengths of its buffers first, so a wrong
 //! length is an error rather than an out-of-bounds access on the device.
 
 use cudarc::driver::{CudaFunction, CudaView, CudaViewMut, PushKernelArg};
@@ -21,6 +21,7 @@ pub(crate) struct EsnKernels {
     step_fused: CudaFunction,
     elementwise: CudaFunction,
     to_f16: CudaFunction,
+    features_add: CudaFunction,
 }
 
 impl KernelSet for EsnKernels {
@@ -33,6 +34,7 @@ impl KernelSet for EsnKernels {
             step_fused: module.function(esn::STEP_FUSED)?,
             elementwise: module.function(esn::ELEMENTWISE)?,
             to_f16: module.function(esn::TO_F16)?,
+            features_add: module.function(esn::FEATURES_ADD)?,
         })
     }
 }
@@ -224,5 +226,69 @@ pub(crate) fn to_f16(
     launch.arg(x).arg(half).arg(&len_i);
     // SAFETY: x and half hold len values; guarded i < len.
     unsafe { launch.launch(per_item(len)?) }.context("launching f32_to_f16")?;
+    Ok(())
+}
+
+/// The shape of one [`add_features`] launch: the time chunk `first..first + steps` of a batch
+/// of `batch` sequences of `n` units, with `summaries` summaries each.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct FeatureChunk {
+    pub first: usize,
+    pub steps: usize,
+    pub batch: usize,
+    pub summaries: usize,
+    pub n: usize,
+}
+
+/// `sums[(j·S + s)·N + i] += Σ_t states[((t − first)·B + j)·N + i]` over the rows t of the
+/// pair `rows[2(j·S + s)..][..2]` (`[start, end)`) inside the chunk, in increasing t: `states`
+/// holds steps × B × N values, `rows` B·S pairs, `sums` B·S·N.
+pub(crate) fn add_features(
+    device: &GpuDevice,
+    kernels: &EsnKernels,
+    states: &CudaView<'_, f32>,
+    rows: &CudaView<'_, i32>,
+    sums: &mut CudaViewMut<'_, f32>,
+    chunk: FeatureChunk,
+) -> Result<()> {
+    const WHAT: &str = "sequence features";
+    let FeatureChunk {
+        first,
+        steps,
+        batch,
+        summaries,
+        n,
+    } = chunk;
+    let pairs = batch.saturating_mul(summaries);
+    let values = pairs.saturating_mul(n);
+    if values == 0 || steps == 0 {
+        return Ok(());
+    }
+    fits(
+        states.len(),
+        steps.saturating_mul(batch).saturating_mul(n),
+        WHAT,
+    )?;
+    fits(rows.len(), pairs.saturating_mul(2), WHAT)?;
+    fits(sums.len(), values, WHAT)?;
+    // The kernel adds first + steps and indexes its pairs' rows in int.
+    dim(first.saturating_add(steps), WHAT)?;
+    dim(pairs.saturating_mul(2), WHAT)?;
+    let (first_i, steps_i) = (dim(first, WHAT)?, dim(steps, WHAT)?);
+    let (batch_i, summaries_i, n_i) = (dim(batch, WHAT)?, dim(summaries, WHAT)?, dim(n, WHAT)?);
+    let mut launch = device.stream().launch_builder(&kernels.features_add);
+    launch
+        .arg(states)
+        .arg(rows)
+        .arg(sums)
+        .arg(&first_i)
+        .arg(&steps_i)
+        .arg(&batch_i)
+        .arg(&summaries_i)
+        .arg(&n_i);
+    // SAFETY: states holds steps·B·N values, rows B·S pairs and sums B·S·N (checked above);
+    // the kernel guards its index against B·S·N and reads only the rows t of
+    // [first, first + steps), at (t − first)·B·N + j·N + i < steps·B·N, whatever the pairs hold.
+    unsafe { launch.launch(per_item(values)?) }.context("launching sequence_features_add")?;
     Ok(())
 }

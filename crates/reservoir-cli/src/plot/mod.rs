@@ -7,10 +7,14 @@
 //!   (`fit` with a test file; `run` on narma10 and mackey_glass), one panel per target.
 //! - [`raster()`](fn@raster): a spike raster of one test sample of the spike task, the planted template's
 //!   spikes marked and the detector's detections drawn.
+//! - [`confusion()`](fn@confusion): a classifier's confusion matrix (true class by row,
+//!   predicted class by column), cells shaded by their share of the row, with the accuracy.
 
+mod confusion;
 mod raster;
 mod series;
 
+pub use confusion::confusion;
 pub use raster::raster;
 pub use series::series;
 

@@ -1,8 +1,9 @@
 //! Config files: a top-level `device` key and the `[task]`, `[reservoir]`, `[readout]`,
-//! `[lif]`, `[detector]` and `[sweep]` tables, as [`ExperimentParams`] (what the file says)
+//! `[features]`, `[lif]`, `[detector]` and `[sweep]` tables, as [`ExperimentParams`] (what the file says)
 //! and [`ExperimentConfig`] (what `check()` made of it).
 
 use reservoir_core::detection::DetectorOptions;
+use reservoir_core::features::{FeatureParams, SequenceFeatures};
 use reservoir_core::lif::{LifConfig, LifParams};
 use reservoir_core::{ConfigError, ReadoutConfig, ReadoutParams, ReservoirConfig, ReservoirParams};
 use serde::{Deserialize, Serialize};
@@ -31,6 +32,8 @@ pub struct ExperimentParams {
     pub reservoir: ReservoirParams,
     /// The `[readout]` table.
     pub readout: ReadoutParams,
+    /// The `[features]` table: what a sequence classifier's readout sees of each sequence.
+    pub features: FeatureParams,
     /// The `[lif]` table: a LIF reservoir for the spike task (optional).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lif: Option<LifParams>,
@@ -51,6 +54,7 @@ pub struct ExperimentConfig {
     task: Option<TaskConfig>,
     reservoir: ReservoirConfig,
     readout: ReadoutConfig,
+    features: SequenceFeatures,
     lif: Option<LifConfig>,
     detector: DetectorOptions,
     sweep: Option<SweepConfig>,
@@ -63,6 +67,7 @@ impl From<ExperimentConfig> for ExperimentParams {
             task: config.task,
             reservoir: config.reservoir.into(),
             readout: config.readout.into(),
+            features: config.features.into(),
             lif: config.lif.map(Into::into),
             detector: config.detector,
             sweep: config.sweep.map(Into::into),
@@ -156,6 +161,7 @@ impl ExperimentParams {
             .check()
             .map_err(|e| e.prefixed("reservoir"))?;
         let readout = self.readout.check().map_err(|e| e.prefixed("readout"))?;
+        let features = self.features.check().map_err(|e| e.prefixed("features"))?;
         let lif = self
             .lif
             .map(|lif| lif.check().map_err(|e| e.prefixed("lif")))
@@ -179,6 +185,7 @@ impl ExperimentParams {
             task: self.task,
             reservoir,
             readout,
+            features,
             lif,
             detector: self.detector,
             sweep,
@@ -222,6 +229,30 @@ impl ExperimentConfig {
     /// The `[readout]` table.
     pub fn readout(&self) -> &ReadoutConfig {
         &self.readout
+    }
+
+    /// The `[features]` table.
+    pub fn features(&self) -> &SequenceFeatures {
+        &self.features
+    }
+
+    /// This config with another reservoir and ridge penalty: the best lane of a sweep, to fit.
+    ///
+    /// # Errors
+    /// A ridge penalty that breaks the `[readout]` rules.
+    pub fn with_lane(
+        mut self,
+        reservoir: ReservoirConfig,
+        ridge: f64,
+    ) -> Result<Self, ConfigError> {
+        self.readout = self
+            .readout
+            .to_params()
+            .ridge(ridge)
+            .check()
+            .map_err(|e| e.prefixed("readout"))?;
+        self.reservoir = reservoir;
+        Ok(self)
     }
 
     /// The `[lif]` table.

@@ -13,7 +13,7 @@ mod sweep_table;
 
 pub use config::{ExperimentConfig, ExperimentParams};
 pub use outcome::{ProgressFn, RunHooks, RunOutcome, TestSeries, TrainedModel};
-pub use sweep_table::{SweepConfig, SweepParams};
+pub use sweep_table::{SweepConfig, SweepParams, DEFAULT_FOLDS};
 
 use std::time::Instant;
 

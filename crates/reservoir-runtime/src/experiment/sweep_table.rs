@@ -5,6 +5,8 @@ use serde::{Deserialize, Serialize};
 use reservoir_core::lanes::Lane;
 use reservoir_core::{ConfigError, ReadoutConfig, ReservoirConfig};
 
+use crate::sequences::Validation;
+
 /// The `[sweep]` table as written: lists of hyper-parameter values whose Cartesian product
 /// gives the lanes, and the ridge penalties every lane's readout is solved for.
 ///
@@ -29,7 +31,19 @@ pub struct SweepParams {
     /// Number of best results a report shows (>= 1). Default 10.
     #[serde(default = "default_top")]
     pub top: usize,
+    /// Sequence datasets: validate on k folds of the training sequences (k >= 2; the
+    /// default, with 5, when `validation` is not given either).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub folds: Option<usize>,
+    /// Sequence datasets: validate on this fraction of the training sequences, held out
+    /// (in (0, 1)), instead of folds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validation: Option<f64>,
 }
+
+/// Folds a sequence sweep validates on when the table names neither `folds` nor
+/// `validation`.
+pub const DEFAULT_FOLDS: usize = 5;
 
 fn default_top() -> usize {
     10
@@ -43,6 +57,8 @@ impl Default for SweepParams {
             input_scaling: None,
             ridge: None,
             top: default_top(),
+            folds: None,
+            validation: None,
         }
     }
 }
@@ -103,12 +119,31 @@ impl SweepParams {
         let ridge = checked_list("ridge", self.ridge, |v| {
             readout.to_params().ridge(v).check().map(drop)
         })?;
+        let validation = match (self.folds, self.validation) {
+            (Some(_), Some(fraction)) => {
+                return Err(ConfigError::new(
+                    "validation",
+                    "give either `folds` or `validation`, not both",
+                    fraction,
+                ))
+            }
+            (Some(k), None) if k < 2 => {
+                return Err(ConfigError::new("folds", "must be >= 2", k));
+            }
+            (Some(k), None) => Some(Validation::Folds(k)),
+            (None, Some(f)) if !(f > 0.0 && f < 1.0) => {
+                return Err(ConfigError::new("validation", "must be in (0, 1)", f));
+            }
+            (None, Some(f)) => Some(Validation::Holdout(f)),
+            (None, None) => None,
+        };
         SweepConfig {
             spectral_radius,
             leak_rate,
             input_scaling,
             ridge,
             top: 1,
+            validation,
         }
         .with_top(self.top)
     }
@@ -123,6 +158,7 @@ pub struct SweepConfig {
     input_scaling: Vec<f64>,
     ridge: Vec<f64>,
     top: usize,
+    validation: Option<Validation>,
 }
 
 impl Default for SweepConfig {
@@ -135,6 +171,7 @@ impl Default for SweepConfig {
             input_scaling: Vec::new(),
             ridge: Vec::new(),
             top: default_top(),
+            validation: None,
         }
     }
 }
@@ -148,6 +185,14 @@ impl From<SweepConfig> for SweepParams {
             input_scaling: list(config.input_scaling),
             ridge: list(config.ridge),
             top: config.top,
+            folds: match config.validation {
+                Some(Validation::Folds(k)) => Some(k),
+                _ => None,
+            },
+            validation: match config.validation {
+                Some(Validation::Holdout(f)) => Some(f),
+                _ => None,
+            },
         }
     }
 }
@@ -168,6 +213,17 @@ impl SweepConfig {
     /// Number of best results a report shows.
     pub fn top(&self) -> usize {
         self.top
+    }
+
+    /// How a sweep of a sequence dataset validates ([`DEFAULT_FOLDS`] folds unless the table
+    /// says otherwise).
+    pub fn validation(&self) -> Validation {
+        self.validation.unwrap_or(Validation::Folds(DEFAULT_FOLDS))
+    }
+
+    /// Whether the table names `folds` or `validation` (which only sequence datasets use).
+    pub fn names_validation(&self) -> bool {
+        self.validation.is_some()
     }
 
     /// The lanes around `base`: every combination of the three lists, spectral radius varying

@@ -4,7 +4,7 @@
 //!
 //! | bytes | content |
 //! |---|---|
-//! | 8 | magic: `RSVMODEL` ([`Model`]) or `RSVSPIKE` ([`SpikeModel`]) |
+//! | 8 | magic: `RSVMODEL` ([`Model`]), `RSVSPIKE` ([`SpikeModel`]) or `RSVSEQCL` ([`SequenceClassifier`]) |
 //! | 4 | format version ([`FORMAT_VERSION`]; version 1 is still read) |
 //! | 8 | payload length in bytes |
 //! | 4 | CRC-32 of the payload |
@@ -32,8 +32,10 @@ use reservoir_core::{ReservoirConfig, ReservoirError, ReservoirWeights};
 use crate::error::{Result, RuntimeError};
 
 mod legacy;
+mod sequence;
 mod spike;
 
+pub use sequence::{SequenceClassifier, SEQUENCE_MAGIC};
 pub use spike::{SpikeModel, SPIKE_MAGIC};
 
 /// First eight bytes of every series model file ([`Model`]).
@@ -106,6 +108,8 @@ fn other_kind(magic: &[u8]) -> Option<&'static str> {
         Some("a series model (from `reservoir fit` or `reservoir run` on a series task)")
     } else if magic == SPIKE_MAGIC {
         Some("a spike-classifier model (from `reservoir run` on a spike_classification config)")
+    } else if magic == SEQUENCE_MAGIC {
+        Some("a sequence-classifier model (from `reservoir fit --label-column`)")
     } else {
         None
     }

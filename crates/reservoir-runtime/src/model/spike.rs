@@ -12,9 +12,8 @@ use reservoir_core::{Reservoir, ReservoirConfig, ReservoirError, ReservoirWeight
 
 use super::{legacy, load_checked, save_checked};
 use crate::error::{Result, RuntimeError};
-use crate::tasks::spike_classification::{
-    predict_classes, sample_features, SpikeClassificationOptions,
-};
+use crate::sequences::predict_classes;
+use crate::tasks::spike_classification::{sample_features, SpikeClassificationOptions};
 
 /// First eight bytes of every spike-classifier file ([`SpikeModel`]).
 pub const SPIKE_MAGIC: [u8; 8] = *b"RSVSPIKE";
@@ -125,6 +124,6 @@ impl SpikeModel {
             let row = sample_features(reservoir, pattern, self.task.dt_ms, self.task.segments)?;
             features.row_mut(i).assign(&row);
         }
-        predict_classes(&self.readout, &features)
+        predict_classes(&self.readout, features.view())
     }
 }

@@ -30,6 +30,8 @@ pub enum SweepScore {
     ValidationNrmse,
     /// Memory capacity on the validation rows (memory_capacity): higher is better.
     MemoryCapacity,
+    /// Accuracy on the validation sequences (sequence classification): higher is better.
+    ValidationAccuracy,
 }
 
 impl SweepScore {
@@ -38,14 +40,15 @@ impl SweepScore {
         match self {
             SweepScore::ValidationNrmse => "validation_nrmse",
             SweepScore::MemoryCapacity => "memory_capacity",
+            SweepScore::ValidationAccuracy => "validation_accuracy",
         }
     }
 
     /// `Less` when `a` is the better score.
-    fn compare(self, a: f64, b: f64) -> Ordering {
+    pub(crate) fn compare(self, a: f64, b: f64) -> Ordering {
         match self {
             SweepScore::ValidationNrmse => a.total_cmp(&b),
-            SweepScore::MemoryCapacity => b.total_cmp(&a),
+            SweepScore::MemoryCapacity | SweepScore::ValidationAccuracy => b.total_cmp(&a),
         }
     }
 }
@@ -194,6 +197,15 @@ fn sweep_in_batches(
         _ => SweepScore::ValidationNrmse,
     };
     let sweep = config.sweep().cloned().unwrap_or_default();
+    if sweep.names_validation() {
+        return Err(ConfigError::new(
+            "sweep.folds",
+            "and `sweep.validation` apply to sequence datasets (`reservoir sweep --train`); a \
+             [task] sweep validates on its test rows",
+            "set",
+        )
+        .into());
+    }
     let base = series_reservoir(config)?;
     let lanes = sweep.lanes(&base)?;
     let ridges = sweep.ridges(config.readout());
@@ -303,6 +315,12 @@ fn solve_and_score(
     let value = match score {
         SweepScore::ValidationNrmse => validation.mean_nrmse(),
         SweepScore::MemoryCapacity => validation.total_squared_correlation(),
+        SweepScore::ValidationAccuracy => {
+            return Err(ReservoirError::invalid(
+                "sweep",
+                "a series task is not scored by accuracy",
+            ))
+        }
     };
     Ok((fit.train_nrmse, value))
 }

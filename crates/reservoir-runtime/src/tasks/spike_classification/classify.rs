@@ -10,6 +10,8 @@ use reservoir_core::readout::{ridge_from_rows, LinearReadout};
 use reservoir_core::reservoir::Reservoir;
 use reservoir_core::spikes::SpikePattern;
 
+use crate::sequences::predict_classes;
+
 /// The readout features of one sample: the reservoir is reset, runs over the binned pattern,
 /// and the mean state over each of `segments` equal runs of bins is concatenated
 /// (segments × N values).
@@ -108,7 +110,7 @@ pub fn classify_with_progress(
     let readout = ridge_from_rows(train_x.view(), one_hot(&data.train).view(), ridge)?;
     let test_x = features(reservoir, &data.test)?;
     let mut confusion = vec![vec![0; options.classes]; options.classes];
-    let test_predictions = predict_classes(&readout, &test_x)?;
+    let test_predictions = predict_classes(&readout, test_x.view())?;
     for (sample, &predicted) in data.test.iter().zip(&test_predictions) {
         confusion[sample.label][predicted] += 1;
     }
@@ -122,29 +124,8 @@ pub fn classify_with_progress(
     };
     let report = ClassificationReport {
         test_accuracy: accuracy(&test_predictions, &data.test),
-        train_accuracy: accuracy(&predict_classes(&readout, &train_x)?, &data.train),
+        train_accuracy: accuracy(&predict_classes(&readout, train_x.view())?, &data.train),
         confusion,
     };
     Ok((readout, report))
-}
-
-/// The class with the largest readout output for each row of features.
-pub fn predict_classes(readout: &LinearReadout, features: &Array2<f64>) -> Result<Vec<usize>> {
-    let scores = readout.predict(features.view())?;
-    Ok(scores
-        .rows()
-        .into_iter()
-        .map(|row| {
-            row.iter()
-                .enumerate()
-                .fold((0, f64::NEG_INFINITY), |best, (c, &v)| {
-                    if v > best.1 {
-                        (c, v)
-                    } else {
-                        best
-                    }
-                })
-                .0
-        })
-        .collect())
 }

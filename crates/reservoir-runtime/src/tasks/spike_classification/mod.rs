@@ -9,9 +9,7 @@
 
 mod classify;
 
-pub use classify::{
-    classify, classify_with_progress, predict_classes, sample_features, ClassificationReport,
-};
+pub use classify::{classify, classify_with_progress, sample_features, ClassificationReport};
 
 use ndarray::{Array1, Array2};
 use rand::{Rng, SeedableRng};

@@ -1,7 +1,14 @@
-//! CSV in: named numeric columns of a file read into matrices, and column lists parsed.
+//! Data in: named numeric columns of a CSV file read into matrices, column lists parsed, and
+//! labelled sequence datasets read from long-form CSV or NumPy files ([`read_sequences`]).
 //!
-//! Files have a header row; cells and names are trimmed of surrounding whitespace. Only the
+//! CSV files have a header row; cells and names are trimmed of surrounding whitespace. Only the
 //! columns asked for are parsed, so other columns (timestamps, labels) may hold anything.
+
+mod long_csv;
+mod npy;
+pub mod sequences;
+
+pub use sequences::{npy_bytes, read_sequences, SequenceColumns, SequenceFile};
 
 use std::fs::File;
 use std::io::BufReader;
@@ -55,24 +62,7 @@ pub fn read_columns(
     path: &Path,
     groups: &[Group<'_>],
 ) -> Result<Vec<Array2<f64>>> {
-    let file = File::open(path).map_err(|source| CliError::Read {
-        what,
-        path: path.to_path_buf(),
-        source,
-    })?;
-    let mut reader = csv::ReaderBuilder::new()
-        .has_headers(true)
-        .trim(csv::Trim::All)
-        .from_reader(BufReader::new(file));
-    let headers = reader
-        .headers()
-        .map_err(|e| csv_error(what, path, e))?
-        .clone();
-    if headers.is_empty() || (headers.len() == 1 && headers.get(0) == Some("")) {
-        return Err(CliError::NoHeader {
-            path: path.to_path_buf(),
-        });
-    }
+    let (mut reader, headers) = open_csv(what, path)?;
     let indices = groups
         .iter()
         .map(|g| {
@@ -159,6 +149,32 @@ pub fn read_inputs(what: &'static str, path: &Path, inputs: &[String]) -> Result
         .ok_or_else(|| CliError::NoRows {
             path: path.to_path_buf(),
         })
+}
+
+/// A CSV reader over the file at `path`, positioned after its header row, and that row.
+fn open_csv(
+    what: &'static str,
+    path: &Path,
+) -> Result<(csv::Reader<BufReader<File>>, csv::StringRecord)> {
+    let file = File::open(path).map_err(|source| CliError::Read {
+        what,
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(true)
+        .trim(csv::Trim::All)
+        .from_reader(BufReader::new(file));
+    let headers = reader
+        .headers()
+        .map_err(|e| csv_error(what, path, e))?
+        .clone();
+    if headers.is_empty() || (headers.len() == 1 && headers.get(0) == Some("")) {
+        return Err(CliError::NoHeader {
+            path: path.to_path_buf(),
+        });
+    }
+    Ok((reader, headers))
 }
 
 /// A finite `f64`, or what is wrong with the text.

@@ -1,0 +1,298 @@
+//! Many independent sequences, end to end: classifying whole sequences (a one-hot ridge
+//! readout on summaries of each sequence's states) and regression over many series (per-row
+//! targets, a washout in each series). Every sequence runs from the zero state through one
+//! [`reservoir_core::Reservoir::sequence_features`] or
+//! [`reservoir_core::Reservoir::run_many`] call: on every core on the
+//! CPU, batched on a GPU. [`sweep`] chooses hyper-parameters on folds of the training
+//! sequences.
+
+mod classes;
+mod classify;
+mod folds;
+mod series;
+pub mod sweep;
+
+use std::time::Instant;
+
+use ndarray::{Array1, Array2, ArrayView2};
+use serde::Serialize;
+
+pub use classes::Classes;
+pub use classify::{class_scores, fit_class_readout, predict_classes, ClassScores};
+pub use folds::Validation;
+pub use series::{add_series, check_series, predict_series, rows_after_washout};
+
+use reservoir_core::features::SequenceFeatures;
+use reservoir_core::metrics::{nrmse, r2, rmse};
+use reservoir_core::readout::RidgeAccumulator;
+use reservoir_core::{ReservoirConfig, ReservoirError, ReservoirWeights};
+
+use crate::dispatch::{Dispatch, Workload};
+use crate::error::Result;
+use crate::experiment::ExperimentConfig;
+use crate::model::{Model, SequenceClassifier};
+
+/// One split of a labelled dataset: each sequence's id, inputs (Tᵢ × K) and label text.
+#[derive(Debug, Clone, Copy)]
+pub struct Labelled<'a> {
+    /// Sequence ids, for messages.
+    pub ids: &'a [String],
+    /// The inputs of each sequence.
+    pub inputs: &'a [ArrayView2<'a, f64>],
+    /// The label of each sequence.
+    pub labels: &'a [String],
+}
+
+/// One split of a multi-series regression dataset: each series' id, inputs (Tᵢ × K) and
+/// targets (Tᵢ × M).
+#[derive(Debug, Clone, Copy)]
+pub struct Series<'a> {
+    /// Series ids, for messages.
+    pub ids: &'a [String],
+    /// The inputs of each series.
+    pub inputs: &'a [ArrayView2<'a, f64>],
+    /// The targets of each series.
+    pub targets: &'a [ArrayView2<'a, f64>],
+}
+
+/// Reports `(stage, done, total)`: stage `train` or `test`, sequences done of the stage's.
+pub type StageProgress<'a> = dyn FnMut(&'static str, usize, usize) + 'a;
+
+/// What [`fit_classifier`] trained and measured.
+#[derive(Debug, Clone)]
+pub struct ClassifierOutcome {
+    /// The trained classifier.
+    pub model: SequenceClassifier,
+    /// Scores on the training sequences.
+    pub train: ClassScores,
+    /// Scores on the test sequences, when given.
+    pub test: Option<ClassScores>,
+    /// The predicted class index of each test sequence, when given.
+    pub test_predictions: Option<Vec<usize>>,
+    /// Seconds from the weights to the last test prediction (the files read before).
+    pub fit_seconds: f64,
+}
+
+/// Scores of a multi-series regression on the rows after each series' washout.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct SeriesScores {
+    /// Rows scored.
+    pub rows: usize,
+    /// NRMSE (RMSE / population standard deviation of the targets, averaged over columns).
+    pub nrmse: f64,
+    /// Root mean squared error.
+    pub rmse: f64,
+    /// Coefficient of determination.
+    pub r2: f64,
+}
+
+/// What [`fit_series`] trained and measured.
+#[derive(Debug, Clone)]
+pub struct SeriesOutcome {
+    /// The trained model; its state is zero, as every series starts from it.
+    pub model: Model,
+    /// Rows fitted (after each series' washout).
+    pub fit_rows: usize,
+    /// NRMSE on the fitted rows.
+    pub train_nrmse: f64,
+    /// Scores on the test series, when given.
+    pub test: Option<SeriesScores>,
+    /// The predictions for every row of every test series, when given.
+    pub test_predictions: Option<Vec<Array2<f64>>>,
+    /// Seconds from the weights to the last test prediction (the files read before).
+    pub fit_seconds: f64,
+}
+
+/// The reservoir config of `config` for `k` input columns.
+fn reservoir_config(config: &ExperimentConfig, k: usize) -> Result<ReservoirConfig> {
+    Ok(config
+        .reservoir()
+        .to_params()
+        .input_size(k)
+        .check()
+        .map_err(|e| e.prefixed("reservoir"))?)
+}
+
+/// An error unless every sequence has the steps `features` needs; `what` names the split.
+fn check_lengths(
+    features: &SequenceFeatures,
+    inputs: &[ArrayView2<f64>],
+    ids: &[String],
+    what: &str,
+) -> Result<()> {
+    for (i, u) in inputs.iter().enumerate() {
+        features.check_steps(i, u.nrows()).map_err(|e| {
+            let id = ids.get(i).map_or_else(|| i.to_string(), String::clone);
+            ReservoirError::invalid(
+                "sequence features",
+                format!(
+                    "{what} sequence `{id}`: {}",
+                    e.to_string().replace(&format!("sequence {i} "), "")
+                ),
+            )
+        })?;
+    }
+    Ok(())
+}
+
+/// The steps of every sequence: what the device choice weighs.
+fn workload(splits: &[&[ArrayView2<f64>]]) -> Workload {
+    Workload {
+        sequences: splits.iter().map(|s| s.len()).sum(),
+        steps: splits
+            .iter()
+            .flat_map(|s| s.iter())
+            .map(|u| u.nrows())
+            .sum(),
+    }
+}
+
+/// Trains a sequence classifier on `train` as `config` says (`[reservoir]`, `[readout]
+/// ridge`, `[features]`), on the device `dispatch` picks, and scores it on `test`.
+///
+/// The classes are the training labels'. Every label, width and length is checked before
+/// anything runs: a test label that is not a training class, or a sequence too short for the
+/// features, is an error naming the sequence.
+///
+/// # Errors
+/// As above; a config error for the reservoir; any error of the runs or the solve.
+pub fn fit_classifier(
+    config: &ExperimentConfig,
+    input_columns: &[String],
+    train: Labelled<'_>,
+    test: Option<Labelled<'_>>,
+    dispatch: &mut Dispatch,
+    progress: &mut StageProgress<'_>,
+) -> Result<ClassifierOutcome> {
+    let reservoir_config = reservoir_config(config, input_columns.len())?;
+    let classes = Classes::from_labels(train.labels)?;
+    let train_labels = classes.indices(train.labels, train.ids)?;
+    let test_labels = test.map(|t| classes.indices(t.labels, t.ids)).transpose()?;
+    let features = config.features();
+    check_lengths(features, train.inputs, train.ids, "training")?;
+    if let Some(t) = test {
+        check_lengths(features, t.inputs, t.ids, "test")?;
+    }
+
+    let started = Instant::now();
+    let (weights, _) = ReservoirWeights::generate(&reservoir_config)?;
+    let work = workload(&[train.inputs, test.map_or(&[], |t| t.inputs)]);
+    let mut reservoir = dispatch.echo_state(&reservoir_config, weights.clone(), work)?;
+    let train_x =
+        reservoir.sequence_features(train.inputs, features, &mut |d, t| progress("train", d, t))?;
+    let readout = fit_class_readout(
+        train_x.view(),
+        &train_labels,
+        classes.len(),
+        config.readout().ridge(),
+    )?;
+    let train_scores = class_scores(
+        &train_labels,
+        &predict_classes(&readout, train_x.view())?,
+        classes.len(),
+    )?;
+    let model = SequenceClassifier {
+        config: reservoir_config,
+        weights,
+        features: features.clone(),
+        readout,
+        classes,
+        input_columns: input_columns.to_vec(),
+    };
+    let tested = match (test, test_labels) {
+        (Some(t), Some(truth)) => {
+            let predicted = model.classify(reservoir.as_mut(), t.inputs, &mut |d, n| {
+                progress("test", d, n)
+            })?;
+            let scores = class_scores(&truth, &predicted, model.classes.len())?;
+            Some((scores, predicted))
+        }
+        _ => None,
+    };
+    let fit_seconds = started.elapsed().as_secs_f64();
+    let (test, test_predictions) = tested.unzip();
+    Ok(ClassifierOutcome {
+        model,
+        train: train_scores,
+        test,
+        test_predictions,
+        fit_seconds,
+    })
+}
+
+/// Trains a ridge readout over many series as `config` says (`[reservoir]`, `[readout] ridge`
+/// and `washout`, applied in each series), on the device `dispatch` picks, and scores it on
+/// the rows after each test series' washout.
+///
+/// # Errors
+/// A series no longer than the washout or with fewer target rows than input rows (naming
+/// it, checked before anything runs); a config error; any error of the runs or the solve.
+pub fn fit_series(
+    config: &ExperimentConfig,
+    input_columns: &[String],
+    target_columns: &[String],
+    train: Series<'_>,
+    test: Option<Series<'_>>,
+    dispatch: &mut Dispatch,
+    progress: &mut StageProgress<'_>,
+) -> Result<SeriesOutcome> {
+    let reservoir_config = reservoir_config(config, input_columns.len())?;
+    let washout = config.readout().washout();
+    check_series(train.inputs, train.targets, washout, train.ids)?;
+    if let Some(t) = test {
+        check_series(t.inputs, t.targets, washout, t.ids)?;
+    }
+    let (n, m) = (reservoir_config.size(), target_columns.len());
+
+    let started = Instant::now();
+    let (weights, _) = ReservoirWeights::generate(&reservoir_config)?;
+    let work = workload(&[train.inputs, test.map_or(&[], |t| t.inputs)]);
+    let mut reservoir = dispatch.echo_state(&reservoir_config, weights.clone(), work)?;
+    let mut sums = [RidgeAccumulator::new(n, m, rayon::current_num_threads())];
+    add_series(
+        reservoir.as_mut(),
+        train.inputs,
+        train.targets,
+        washout,
+        &vec![0; train.inputs.len()],
+        &mut sums,
+        &mut |d, t| progress("train", d, t),
+    )?;
+    let fit = sums[0].solve(config.readout().ridge())?;
+    let tested = match test {
+        Some(t) => {
+            let predictions =
+                predict_series(reservoir.as_mut(), &fit.readout, t.inputs, &mut |d, n| {
+                    progress("test", d, n)
+                })?;
+            let views: Vec<ArrayView2<f64>> = predictions.iter().map(|p| p.view()).collect();
+            let predicted = rows_after_washout(&views, washout)?;
+            let truth = rows_after_washout(t.targets, washout)?;
+            let scores = SeriesScores {
+                rows: truth.nrows(),
+                nrmse: nrmse(predicted.view(), truth.view())?,
+                rmse: rmse(predicted.view(), truth.view())?,
+                r2: r2(predicted.view(), truth.view())?,
+            };
+            Some((scores, predictions))
+        }
+        None => None,
+    };
+    let fit_seconds = started.elapsed().as_secs_f64();
+    let (test, test_predictions) = tested.unzip();
+    Ok(SeriesOutcome {
+        model: Model {
+            config: reservoir_config,
+            weights,
+            readout: fit.readout,
+            state: Array1::zeros(n),
+            input_columns: input_columns.to_vec(),
+            target_columns: target_columns.to_vec(),
+        },
+        fit_rows: fit.rows,
+        train_nrmse: fit.train_nrmse,
+        test,
+        test_predictions,
+        fit_seconds,
+    })
+}

@@ -1,0 +1,173 @@
+//! Regression over many series: each series runs from the zero state, its first `washout`
+//! rows settle the reservoir and are left out, and the rest of every series feed one ridge
+//! fit. No state carries from one series to the next.
+
+use ndarray::{concatenate, s, Array2, ArrayView2, Axis};
+
+use reservoir_core::readout::{LinearReadout, RidgeAccumulator};
+use reservoir_core::{Reservoir, ReservoirError, Result};
+
+/// An error unless every series has as many target rows as input rows and more rows than
+/// `washout`; `ids` name the series.
+///
+/// # Errors
+/// An invalid-input error naming the first series at fault.
+pub fn check_series(
+    inputs: &[ArrayView2<f64>],
+    targets: &[ArrayView2<f64>],
+    washout: usize,
+    ids: &[String],
+) -> Result<()> {
+    if inputs.len() != targets.len() {
+        return Err(ReservoirError::shape(
+            "series targets",
+            format!("{} series", inputs.len()),
+            format!("{} series", targets.len()),
+        ));
+    }
+    let name = |i: usize| ids.get(i).map_or_else(|| i.to_string(), String::clone);
+    for (i, (u, y)) in inputs.iter().zip(targets).enumerate() {
+        if u.nrows() != y.nrows() {
+            return Err(ReservoirError::invalid(
+                "series",
+                format!(
+                    "series `{}` has {} input rows and {} target rows",
+                    name(i),
+                    u.nrows(),
+                    y.nrows()
+                ),
+            ));
+        }
+        if u.nrows() <= washout {
+            return Err(ReservoirError::invalid(
+                "series",
+                format!(
+                    "series `{}` has {} rows, and `readout.washout` = {washout} leaves none to fit \
+                     or score",
+                    name(i),
+                    u.nrows()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Runs every series from the zero state and adds its rows after `washout` to the accumulator
+/// of its group (`group[i]` for series i, below `sums.len()`): one fit's sums, or one per
+/// validation fold. `progress(series_done, series)` is called as series finish.
+///
+/// # Errors
+/// Series that [`check_series`] rejects, a group out of range, and any error of the runs.
+pub fn add_series(
+    reservoir: &mut dyn Reservoir,
+    inputs: &[ArrayView2<f64>],
+    targets: &[ArrayView2<f64>],
+    washout: usize,
+    group: &[usize],
+    sums: &mut [RidgeAccumulator],
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<()> {
+    check_series(inputs, targets, washout, &[])?;
+    if group.len() != inputs.len() || group.iter().any(|&g| g >= sums.len()) {
+        return Err(ReservoirError::invalid(
+            "series groups",
+            "every series needs a group below the number of accumulators",
+        ));
+    }
+    let total = inputs.len();
+    reservoir.run_many(inputs, &mut |i, states| {
+        sums[group[i]].add(
+            states.slice(s![washout.., ..]),
+            targets[i].slice(s![washout.., ..]),
+        )?;
+        progress(i + 1, total);
+        Ok(())
+    })
+}
+
+/// The readout's predictions for every row of every series, each series run from the zero
+/// state.
+///
+/// # Errors
+/// Any error of the runs or of the readout.
+pub fn predict_series(
+    reservoir: &mut dyn Reservoir,
+    readout: &LinearReadout,
+    inputs: &[ArrayView2<f64>],
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<Vec<Array2<f64>>> {
+    let total = inputs.len();
+    let mut predictions = Vec::with_capacity(total);
+    reservoir.run_many(inputs, &mut |i, states| {
+        predictions.push(readout.predict(states)?);
+        progress(i + 1, total);
+        Ok(())
+    })?;
+    Ok(predictions)
+}
+
+/// The rows after `washout` of every series, stacked: what a multi-series fit is scored on.
+///
+/// # Errors
+/// Series with different column counts.
+pub fn rows_after_washout(series: &[ArrayView2<f64>], washout: usize) -> Result<Array2<f64>> {
+    let parts: Vec<ArrayView2<f64>> = series
+        .iter()
+        .map(|a| a.slice_move(s![washout.min(a.nrows()).., ..]))
+        .collect();
+    concatenate(Axis(0), &parts)
+        .map_err(|e| ReservoirError::invalid("series rows", format!("cannot stack them: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::Array2;
+    use reservoir_core::{cpu_reservoir, ReservoirParams, ReservoirWeights};
+
+    #[test]
+    fn each_series_runs_from_zero_and_skips_its_own_washout() {
+        let config = ReservoirParams::new()
+            .size(10)
+            .input_size(1)
+            .check()
+            .expect("config");
+        let (weights, _) = ReservoirWeights::generate(&config).expect("weights");
+        let mut reservoir = cpu_reservoir(&config, weights).expect("reservoir");
+        let a = Array2::from_shape_fn((6, 1), |(t, _)| (t as f64).sin());
+        let b = Array2::from_shape_fn((4, 1), |(t, _)| (t as f64).cos());
+        let (ya, yb) = (a.mapv(|v| 2.0 * v), b.mapv(|v| -v));
+        let mut sums = vec![RidgeAccumulator::new(10, 1, 1)];
+        add_series(
+            reservoir.as_mut(),
+            &[a.view(), b.view()],
+            &[ya.view(), yb.view()],
+            2,
+            &[0, 0],
+            &mut sums,
+            &mut |_, _| {},
+        )
+        .expect("sums");
+        // The same rows by hand: each series from the zero state, rows 2.. of each.
+        let mut expected = RidgeAccumulator::new(10, 1, 1);
+        for (u, y) in [(&a, &ya), (&b, &yb)] {
+            reservoir.reset().expect("reset");
+            let states = reservoir.run(u.view()).expect("run");
+            expected
+                .add(states.slice(s![2.., ..]), y.slice(s![2.., ..]))
+                .expect("add");
+        }
+        assert_eq!(sums[0].rows(), 6);
+        assert_eq!(sums[0].gram(), expected.gram());
+        assert_eq!(sums[0].cross(), expected.cross());
+
+        let short = check_series(&[b.view()], &[yb.view()], 4, &["walk-3".into()])
+            .expect_err("all washout")
+            .to_string();
+        assert!(
+            short.contains("`walk-3`") && short.contains("4 rows"),
+            "{short}"
+        );
+    }
+}
