@@ -10,7 +10,7 @@ use reservoir_core::checks::{check_inputs, check_run, check_state};
 use reservoir_core::features::SequenceFeatures;
 use reservoir_core::random::{stream_rng, Stream};
 use reservoir_core::readout::RidgeAccumulator;
-use reservoir_core::reservoir::{run_one_by_one, SequenceVisitor};
+use reservoir_core::reservoir::{features_of_runs, run_one_by_one, SequenceVisitor};
 use reservoir_core::spikes::SpikePattern;
 use reservoir_core::{Reservoir, ReservoirConfig, ReservoirError, ReservoirWeights};
 
@@ -614,21 +614,12 @@ impl Reservoir for GpuReservoirComputer {
         features: &SequenceFeatures,
         progress: &mut dyn FnMut(usize, usize),
     ) -> reservoir_core::Result<Array2<f64>> {
-        for (index, inputs) in sequences.iter().enumerate() {
-            features.check_steps(index, inputs.nrows())?;
-        }
-        let total = sequences.len();
         let Some(math) = self.batch_math(sequences) else {
             // The provided method's way: the states of each run, summarized on the host.
-            let mut rows = Array2::zeros((total, features.width(self.size())));
-            run_one_by_one(self, sequences, &mut |index, states| {
-                features.write(states, index, rows.row_mut(index))?;
-                progress(index + 1, total);
-                Ok(())
-            })?;
-            return Ok(rows);
+            return features_of_runs(self, sequences, features, progress);
         };
-        for inputs in sequences {
+        for (index, inputs) in sequences.iter().enumerate() {
+            features.check_steps(index, inputs.nrows())?;
             check_inputs(self.input_size(), inputs)?;
         }
         let rows = self.with_batch_engine(math, |engine, shared, noise| {

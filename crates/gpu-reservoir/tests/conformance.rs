@@ -84,6 +84,7 @@ fn on_every_gpu_reservoir(run: fn(&Subject<'_>)) {
             reference: &cpu,
             tolerance: 1e-4,
             state_rounding: 6e-8,
+            sequence_rounding: 0.0,
         });
     }
     let lif = lif_config().expect("config");
@@ -106,6 +107,7 @@ fn on_every_gpu_reservoir(run: fn(&Subject<'_>)) {
             reference: &cpu_lif,
             tolerance: 0.0,
             state_rounding: 6e-8,
+            sequence_rounding: 0.0,
         });
     }
 }

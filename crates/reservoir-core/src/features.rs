@@ -231,19 +231,30 @@ impl SequenceFeatures {
             ));
         }
         self.check_steps(index, steps)?;
+        out.fill(0.0);
         for (k, &summary) in self.params.summaries.iter().enumerate() {
-            let rows = self.rows(summary, steps);
-            let count = (rows.end - rows.start) as f64;
             let mut slot = out.slice_mut(ndarray::s![k * n..(k + 1) * n]);
-            slot.fill(0.0);
-            for row in states.slice(ndarray::s![rows, ..]).axis_iter(Axis(0)) {
+            for row in states
+                .slice(ndarray::s![self.rows(summary, steps), ..])
+                .axis_iter(Axis(0))
+            {
                 slot += &row;
             }
+        }
+        self.scale_sums(out, n, steps);
+        Ok(())
+    }
+
+    /// Turns the sums of each summary's rows (of a `steps`-step sequence of `n` units) into the
+    /// features: the averaging summaries divided by their row counts.
+    pub(crate) fn scale_sums(&self, mut sums: ArrayViewMut1<f64>, n: usize, steps: usize) {
+        for (k, &summary) in self.params.summaries.iter().enumerate() {
             if summary.averages() {
+                let count = self.rows(summary, steps).len() as f64;
+                let mut slot = sums.slice_mut(ndarray::s![k * n..(k + 1) * n]);
                 slot /= count;
             }
         }
-        Ok(())
     }
 
     /// The features of sequence `index` from its states (T × N).

@@ -55,6 +55,7 @@ const F32: Subject<'static> = Subject {
     reference: &echo_state_f32,
     tolerance: 0.0,
     state_rounding: 6e-8,
+    sequence_rounding: 1e-5,
 };
 
 const F64: Subject<'static> = Subject {
@@ -63,6 +64,7 @@ const F64: Subject<'static> = Subject {
     reference: &echo_state_f64,
     tolerance: 0.0,
     state_rounding: 0.0,
+    sequence_rounding: 1e-13,
 };
 
 const LIF: Subject<'static> = Subject {
@@ -71,6 +73,7 @@ const LIF: Subject<'static> = Subject {
     reference: &lif,
     tolerance: 0.0,
     state_rounding: 6e-8,
+    sequence_rounding: 0.0,
 };
 
 macro_rules! conformance {

@@ -1,8 +1,10 @@
 //! The floating-point types the engine computes in (`f32` and `f64`).
 
+mod spmm;
 mod spmv;
 mod tanh;
 
+pub(crate) use spmm::{mul_block, LANES};
 pub use spmv::CsrRef;
 
 use std::fmt::{Debug, Display};

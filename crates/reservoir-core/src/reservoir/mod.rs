@@ -43,6 +43,30 @@ pub fn run_one_by_one<R: Reservoir + ?Sized>(
     reservoir.reset()
 }
 
+/// [`Reservoir::sequence_features`] from the states [`Reservoir::run_many`] hands out: the
+/// provided method, and what an override falls back to.
+///
+/// # Errors
+/// As [`Reservoir::sequence_features`].
+pub fn features_of_runs<R: Reservoir + ?Sized>(
+    reservoir: &mut R,
+    sequences: &[ArrayView2<f64>],
+    features: &SequenceFeatures,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<Array2<f64>> {
+    for (index, inputs) in sequences.iter().enumerate() {
+        features.check_steps(index, inputs.nrows())?;
+    }
+    let total = sequences.len();
+    let mut rows = Array2::zeros((total, features.width(reservoir.size())));
+    reservoir.run_many(sequences, &mut |index, states| {
+        features.write(states, index, rows.row_mut(index))?;
+        progress(index + 1, total);
+        Ok(())
+    })?;
+    Ok(rows)
+}
+
 /// A driven dynamical system that turns an input sequence (T × K) into states (T × N).
 ///
 /// Inputs and states cross this interface as `f64` whatever the reservoir computes in, so a
@@ -108,8 +132,10 @@ pub trait Reservoir: Send {
     /// No state carries from one sequence to the next.
     ///
     /// The provided method runs them one after another; a backend that steps many sequences
-    /// at once overrides it with the same results to its arithmetic's rounding, and the CPU
-    /// reservoirs run them on every core with the same results bit for bit.
+    /// at once overrides it with the same results to its arithmetic's rounding. The CPU
+    /// reservoirs run them on every core: a sparse echo-state reservoir in blocks of sequences
+    /// stepped together (the same states to rounding, the same bits whatever the thread count
+    /// or the order of the sequences), the others with the same results bit for bit.
     ///
     /// # Errors
     /// A sequence with the wrong width or a non-finite value (checked before any runs), any
@@ -140,17 +166,7 @@ pub trait Reservoir: Send {
         features: &SequenceFeatures,
         progress: &mut dyn FnMut(usize, usize),
     ) -> Result<Array2<f64>> {
-        for (index, inputs) in sequences.iter().enumerate() {
-            features.check_steps(index, inputs.nrows())?;
-        }
-        let total = sequences.len();
-        let mut rows = Array2::zeros((total, features.width(self.size())));
-        self.run_many(sequences, &mut |index, states| {
-            features.write(states, index, rows.row_mut(index))?;
-            progress(index + 1, total);
-            Ok(())
-        })?;
-        Ok(rows)
+        features_of_runs(self, sequences, features, progress)
     }
 
     /// Runs over `inputs` (T × K) from the current state and adds every (state, target) row

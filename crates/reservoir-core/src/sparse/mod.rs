@@ -211,6 +211,25 @@ impl<T: Real> CsrMatrix<T> {
         T::csr_mul_vec(matrix, x, y);
     }
 
+    /// `Y ← A·X` for a block of [`crate::real::LANES`] sequences (X: ncols × LANES, Y: nrows ×
+    /// LANES, row-major), for callers that have checked the lengths once.
+    ///
+    /// # Panics
+    /// When `x` or `y` is shorter than the matrix needs (a bug in the caller, never data).
+    pub(crate) fn mul_block_trusted(&self, x: &[T], y: &mut [T]) {
+        use crate::real::LANES;
+        assert!(
+            x.len() >= self.ncols * LANES && y.len() >= self.nrows * LANES,
+            "CSR block product lengths"
+        );
+        let matrix = CsrRef {
+            row_ptr: &self.row_ptr,
+            col_idx: &self.col_idx,
+            values: &self.values,
+        };
+        crate::real::mul_block(matrix, x, y);
+    }
+
     /// [`CsrMatrix::mul_vec_trusted`] with blocks of rows on rayon's threads once the matrix
     /// has [`PARALLEL_PRODUCT_NONZEROS`]. Every row is summed by the same kernel as in one
     /// product over all rows, so the result is the same bit for bit whatever the threads.

@@ -15,9 +15,9 @@ sinusoids plus noise), which is also written as train.npz / test.npz (`x`: n × 
 
 Prints one JSON line per tool. Examples, from the repository root:
 
-    python3 benches/python/compare_reservoirpy.py \\
+    python3 benches/python/sequences_vs_reservoirpy.py \\
         --train examples/data/japanese_vowels/train.csv --test examples/data/japanese_vowels/test.csv
-    python3 benches/python/compare_reservoirpy.py --synthetic 2000,100,8,5 \\
+    python3 benches/python/sequences_vs_reservoirpy.py --synthetic 2000,100,8,5 \\
         --reservoir-bin target/release/reservoir --config esn500.toml --repeat 3
 """
 import argparse
@@ -51,7 +51,7 @@ class Dataset:
 
 def die(msg):
     """Stop with a message on standard error."""
-    sys.exit(f"compare_reservoirpy: {msg}")
+    sys.exit(f"sequences_vs_reservoirpy: {msg}")
 
 
 def read_long_csv(path, inputs, seq_col, time_col, label_col):
@@ -146,7 +146,7 @@ def make_synthetic(spec, seed, out_dir):
     out_dir.mkdir(parents=True, exist_ok=True)
     np.savez(out_dir / "train.npz", x=x_train, labels=y_train)
     np.savez(out_dir / "test.npz", x=x_test, labels=y_test)
-    print(f"compare_reservoirpy: synthetic data written to {out_dir}/{{train,test}}.npz",
+    print(f"sequences_vs_reservoirpy: synthetic data written to {out_dir}/{{train,test}}.npz",
           file=sys.stderr)
     return Dataset(
         name=f"synthetic-{b}x{steps}x{channels}-{n_classes}classes-seed{seed}",
@@ -219,17 +219,17 @@ def run_ours(ds, a, machine):
         try:
             p = subprocess.run(cmd, capture_output=True, text=True)
         except OSError as e:
-            print(f"compare_reservoirpy: could not start {a.reservoir_bin}: {e}", file=sys.stderr)
+            print(f"sequences_vs_reservoirpy: could not start {a.reservoir_bin}: {e}", file=sys.stderr)
             return None
         walls.append(time.perf_counter() - t0)
         if p.returncode != 0:
-            print(f"compare_reservoirpy: `{' '.join(cmd)}` failed with exit status "
+            print(f"sequences_vs_reservoirpy: `{' '.join(cmd)}` failed with exit status "
                   f"{p.returncode}:\n{p.stderr.strip()[-2000:]}", file=sys.stderr)
             return None
         try:
             reports.append(json.loads(p.stdout))
         except json.JSONDecodeError:
-            print(f"compare_reservoirpy: `{' '.join(cmd)}` did not print one JSON object:\n"
+            print(f"sequences_vs_reservoirpy: `{' '.join(cmd)}` did not print one JSON object:\n"
                   f"{p.stdout.strip()[-2000:]}", file=sys.stderr)
             return None
     first = reports[0]

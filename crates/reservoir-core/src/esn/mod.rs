@@ -1,5 +1,7 @@
 //! The echo-state reservoir on the CPU.
 
+mod blocks;
+
 use std::sync::Arc;
 
 use ndarray::linalg::general_mat_vec_mul;
@@ -12,9 +14,12 @@ use crate::activation::apply_in_place;
 use crate::checks::{check_run, check_state};
 use crate::config::{Precision, ReservoirConfig};
 use crate::error::Result;
+use crate::features::SequenceFeatures;
 use crate::random::{stream_rng, Stream};
 use crate::real::Real;
-use crate::reservoir::{run_on_all_cores, run_one_by_one, Reservoir, SequenceVisitor};
+use crate::reservoir::{
+    features_of_runs, run_on_all_cores, run_one_by_one, Reservoir, SequenceVisitor,
+};
 use crate::sparse::CsrMatrix;
 use crate::weights::ReservoirWeights;
 
@@ -180,18 +185,48 @@ impl<T: Real> Reservoir for EchoStateNetwork<T> {
         Ok(())
     }
 
-    /// Runs the sequences on every core, on clones sharing the weights, with the same bits as
-    /// one after another. With noise the states depend on the order in which the sequences
-    /// draw from the one noise stream, so they run one after another.
+    /// Runs the sequences on every core. A sparse W steps them in blocks of
+    /// [`crate::real::LANES`] (see `blocks.rs`: the same states to rounding, the same bits
+    /// whatever the threads or the order); a dense one runs them on clones sharing the
+    /// weights, with the same bits as one after another. With noise the states depend on the
+    /// order in which the sequences draw from the one noise stream, so they run one after
+    /// another.
     fn run_many(
         &mut self,
         sequences: &[ArrayView2<f64>],
         visit: &mut SequenceVisitor<'_>,
     ) -> Result<()> {
-        if self.config.noise_level() > 0.0 {
-            run_one_by_one(self, sequences, visit)
-        } else {
-            run_on_all_cores(self, sequences, visit)
+        if self.config.noise_level() > 0.0 || sequences.len() < 2 {
+            return run_one_by_one(self, sequences, visit);
+        }
+        let recurrent = Arc::clone(&self.recurrent);
+        match &*recurrent {
+            RecurrentLayout::Sparse(w) => {
+                blocks::run_in_blocks(self, w, sequences, visit)?;
+                self.reset()
+            }
+            RecurrentLayout::Dense(_) => run_on_all_cores(self, sequences, visit),
+        }
+    }
+
+    /// A sparse W sums each block's features as its states go by (see `blocks.rs`), without
+    /// holding any sequence's states; otherwise the features of [`Reservoir::run_many`].
+    fn sequence_features(
+        &mut self,
+        sequences: &[ArrayView2<f64>],
+        features: &SequenceFeatures,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<Array2<f64>> {
+        let recurrent = Arc::clone(&self.recurrent);
+        match &*recurrent {
+            RecurrentLayout::Sparse(w)
+                if self.config.noise_level() == 0.0 && sequences.len() >= 2 =>
+            {
+                let rows = blocks::features_in_blocks(self, w, sequences, features, progress)?;
+                self.reset()?;
+                Ok(rows)
+            }
+            _ => features_of_runs(self, sequences, features, progress),
         }
     }
 }
