@@ -18,7 +18,7 @@ Prints one JSON line per tool. Examples, from the repository root:
     python3 benches/python/sequences_vs_reservoirpy.py \\
         --train examples/data/japanese_vowels/train.csv --test examples/data/japanese_vowels/test.csv
     python3 benches/python/sequences_vs_reservoirpy.py --synthetic 2000,100,8,5 \\
-        --reservoir-bin target/release/reservoir --config esn500.toml --repeat 3
+        --reservoir-bin target/release/reservoir --config benches/python/esn500.toml --repeat 3
 """
 import argparse
 import csv

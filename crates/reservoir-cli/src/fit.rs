@@ -17,7 +17,7 @@ use reservoir_runtime::{Dispatch, Workload};
 use crate::data::{parse_column_list, read_inputs_targets};
 use crate::device::{self, DeviceArg};
 use crate::error::{CliError, CoreContext, Result};
-use crate::output::check_output_folder;
+use crate::output::check_outputs;
 use crate::plot;
 use crate::predict::predict_rows;
 use crate::progress;
@@ -78,12 +78,16 @@ pub fn run(args: &FitArgs) -> Result<()> {
         .as_deref()
         .map(|t| parse_column_list("--targets", t))
         .transpose()?;
-    if let Some(model) = &args.model {
-        check_output_folder("--model", model)?;
-    }
-    if let Some(plot) = &args.plot {
-        check_output_folder("--plot", plot)?;
-    }
+    let mut files = vec![
+        ("config file", args.config.as_path()),
+        ("train file", &args.train),
+    ];
+    files.extend(args.test.as_deref().map(|t| ("test file", t)));
+    let outputs: Vec<(&'static str, &Path)> = [("--model", &args.model), ("--plot", &args.plot)]
+        .into_iter()
+        .filter_map(|(flag, p)| p.as_deref().map(|p| (flag, p)))
+        .collect();
+    check_outputs(&outputs, &files)?;
     let goal = Goal::from_flags(targets.as_deref(), args.label_column.as_deref())?;
     match (goal, targets.as_deref()) {
         (Goal::Targets(_), Some(targets)) if !args.sequences.applies_to(&args.train) => {
@@ -213,31 +217,36 @@ fn fit_one_series(args: &FitArgs, inputs: Vec<String>, targets: Vec<String>) -> 
             );
             bar.finish_and_clear();
             let predictions = predictions.context(|| format!("predicting {}", path.display()))?;
-            if let Some(plot) = &args.plot {
-                let file = |p: &Path| {
-                    p.file_name()
-                        .map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into())
-                };
-                let title = format!("fit on {}, tested on {}", file(&args.train), file(path));
-                plot::series(
-                    plot,
-                    &title,
-                    &targets,
-                    predictions.view(),
-                    test_targets.view(),
-                )?;
-            }
             let scoring = || format!("scoring {}", path.display());
-            Some(TestScores {
+            let scores = TestScores {
                 rows: test_inputs.nrows(),
                 nrmse: nrmse(predictions.view(), test_targets.view()).context(scoring)?,
                 rmse: rmse(predictions.view(), test_targets.view()).context(scoring)?,
                 r2: r2(predictions.view(), test_targets.view()).context(scoring)?,
-            })
+            };
+            Some((scores, predictions))
         }
         None => None,
     };
 
+    // Every output is written only now, once the fit and its scores have succeeded.
+    if let (Some(plot), Some((_, predictions)), Some((path, (_, test_targets)))) =
+        (&args.plot, &scores, &test)
+    {
+        let file = |p: &Path| {
+            p.file_name()
+                .map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into())
+        };
+        let title = format!("fit on {}, tested on {}", file(&args.train), file(path));
+        plot::series(
+            plot,
+            &title,
+            &targets,
+            predictions.view(),
+            test_targets.view(),
+        )?;
+    }
+    let scores = scores.map(|(scores, _)| scores);
     if let Some(path) = &args.model {
         let state = reservoir
             .state()

@@ -3,14 +3,14 @@
 use std::path::PathBuf;
 
 use ndarray::{concatenate, s, Array2, ArrayView2, Axis};
-use reservoir_runtime::model::write_atomically;
+use reservoir_runtime::files::write_atomically;
 use reservoir_runtime::tasks::lorenz::{lorenz, LorenzInit, LorenzOptions};
 use reservoir_runtime::tasks::mackey_glass::{mackey_glass, one_step_task, MackeyGlassOptions};
 use reservoir_runtime::tasks::narma::narma10;
 use reservoir_runtime::tasks::{next_step_task, TaskData};
 
 use crate::error::{CliError, CoreContext, Result};
-use crate::output::{check_output_folder, csv_bytes, csv_bytes_with_progress};
+use crate::output::{check_outputs, csv_bytes, csv_bytes_with_progress};
 use crate::progress;
 
 /// Longest series `generate` writes; longer is almost certainly a typo (and would exhaust memory).
@@ -81,10 +81,9 @@ pub fn run(args: &GenerateArgs) -> Result<()> {
             message: format!("must be in 1..={MAX_LENGTH}, got {}", args.length),
         });
     }
-    check_output_folder("--output", &args.output)?;
-    if let Some(test_output) = &args.test_output {
-        check_output_folder("--test-output", test_output)?;
-    }
+    let mut outputs = vec![("--output", args.output.as_path())];
+    outputs.extend(args.test_output.as_deref().map(|p| ("--test-output", p)));
+    check_outputs(&outputs, &[])?;
     if let Some(split) = args.split {
         if split == 0 || split >= args.length {
             return Err(CliError::Argument {

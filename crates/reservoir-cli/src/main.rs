@@ -82,12 +82,22 @@ fn main() -> ExitCode {
     }
 }
 
-/// Prints `error: <message>` as a single line on standard error.
+/// Longest error line printed, in characters: a message quoting a huge cell or header line
+/// is cut, saying how much was left out.
+const MAX_ERROR_CHARS: usize = 2000;
+
+/// Prints `error: <message>` as a single line on standard error, with control characters
+/// escaped (a file's text must not drive the terminal) and at most [`MAX_ERROR_CHARS`]
+/// characters of the message.
 fn print_error(message: &str) {
-    let line: String = message
-        .chars()
-        .map(|c| if c == '\n' || c == '\r' { ' ' } else { c })
-        .collect();
+    let line = report::printable(message);
+    let total = line.chars().count();
+    let line = if total > MAX_ERROR_CHARS {
+        let kept: String = line.chars().take(MAX_ERROR_CHARS).collect();
+        format!("{kept}… ({} more characters)", total - MAX_ERROR_CHARS)
+    } else {
+        line
+    };
     let _ = writeln!(std::io::stderr().lock(), "error: {line}");
 }
 

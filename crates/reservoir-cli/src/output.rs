@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::Path;
 
 use ndarray::ArrayView2;
-use reservoir_runtime::model::write_atomically;
+use reservoir_runtime::files::write_atomically;
 
 use crate::error::{CliError, Result};
 
@@ -94,26 +94,84 @@ pub fn write_stdout(bytes: &[u8]) -> Result<()> {
     }
 }
 
-/// Fails early, before any work, when `path`'s folder does not exist (`flag` names the option).
-pub fn check_output_folder(flag: &'static str, path: &Path) -> Result<()> {
-    if path.file_name().is_none() {
-        return Err(CliError::Argument {
-            flag,
-            message: format!("`{}` does not name a file", path.display()),
-        });
+/// Fails early, before any work, unless every output (`(flag, path)`) can be written without
+/// losing anything: it names a file, its folder exists, it is not a directory, and it is
+/// neither an input of the command (`(what, path)`, e.g. `train file`) nor another output.
+pub fn check_outputs(outputs: &[(&'static str, &Path)], inputs: &[(&str, &Path)]) -> Result<()> {
+    for (i, &(flag, path)) in outputs.iter().enumerate() {
+        let refuse = |message: String| CliError::Argument { flag, message };
+        if path.file_name().is_none() {
+            return Err(refuse(format!("`{}` does not name a file", path.display())));
+        }
+        if let Some(dir) = path.parent() {
+            if !dir.as_os_str().is_empty() && !dir.is_dir() {
+                return Err(refuse(format!(
+                    "the folder `{}` does not exist",
+                    dir.display()
+                )));
+            }
+        }
+        if path.is_dir() {
+            return Err(refuse(format!(
+                "`{}` is a directory; name a file in it",
+                path.display()
+            )));
+        }
+        let earlier = outputs[..i].iter().map(|&(other, p)| (other, p));
+        for (what, other) in inputs.iter().copied().chain(earlier) {
+            if same_file(path, other) {
+                return Err(refuse(format!(
+                    "`{}` is also the {what}; refusing to overwrite it",
+                    path.display()
+                )));
+            }
+        }
     }
-    match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() && !dir.is_dir() => Err(CliError::Argument {
-            flag,
-            message: format!("the folder `{}` does not exist", dir.display()),
-        }),
-        _ => Ok(()),
+    Ok(())
+}
+
+/// Whether two paths name the same file (through links and `..`), for a file that may not
+/// exist yet: its folder's canonical path and its name.
+fn same_file(a: &Path, b: &Path) -> bool {
+    fn resolved(path: &Path) -> Option<std::path::PathBuf> {
+        if let Ok(full) = std::fs::canonicalize(path) {
+            return Some(full);
+        }
+        let dir = match path.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir,
+            _ => Path::new("."),
+        };
+        Some(std::fs::canonicalize(dir).ok()?.join(path.file_name()?))
+    }
+    match (resolved(a), resolved(b)) {
+        (Some(a), Some(b)) => a == b,
+        _ => a == b,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn outputs_must_not_be_inputs_each_other_or_directories() {
+        let dir = tempfile::tempdir().expect("dir");
+        let train = dir.path().join("train.csv");
+        std::fs::write(&train, "u,y\n").expect("write");
+        let model = dir.path().join("model.bin");
+        let inputs = [("train file", train.as_path())];
+        assert!(check_outputs(&[("--model", &model)], &inputs).is_ok());
+        let again = dir.path().join("sub/../train.csv");
+        std::fs::create_dir(dir.path().join("sub")).expect("mkdir");
+        let error = check_outputs(&[("--model", &again)], &inputs).expect_err("an input");
+        assert!(error.to_string().contains("also the train file"), "{error}");
+        let twice = check_outputs(&[("--model", &model), ("--plot", &model)], &[]);
+        assert!(twice.is_err_and(|e| e.to_string().contains("also the --model")));
+        let folder = check_outputs(&[("--model", dir.path())], &[]);
+        assert!(folder.is_err_and(|e| e.to_string().contains("is a directory")));
+        let missing = check_outputs(&[("--model", &dir.path().join("no/such.bin"))], &[]);
+        assert!(missing.is_err_and(|e| e.to_string().contains("does not exist")));
+    }
 
     #[test]
     fn written_numbers_round_trip() {

@@ -16,7 +16,7 @@ use reservoir_runtime::{Device, Dispatch, Workload};
 use crate::data::{npy_bytes, read_inputs, read_sequences, SequenceColumns, SequenceFile};
 use crate::device::{self, DeviceArg};
 use crate::error::{CliError, CoreContext, Result};
-use crate::output::{check_output_folder, csv_bytes, keyed_csv_bytes, write_output};
+use crate::output::{check_outputs, csv_bytes, keyed_csv_bytes, write_output};
 use crate::progress;
 use crate::sequence_tasks::{writes_npy, SequenceArgs};
 
@@ -57,7 +57,10 @@ pub struct PredictArgs {
 /// Runs `reservoir predict`.
 pub fn run(args: &PredictArgs) -> Result<()> {
     if let Some(output) = &args.output {
-        check_output_folder("--output", output)?;
+        check_outputs(
+            &[("--output", output)],
+            &[("model file", &args.model), ("input file", &args.input)],
+        )?;
     }
     if is_sequence_classifier(&args.model)? {
         return classify_sequences(args);

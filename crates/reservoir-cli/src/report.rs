@@ -177,7 +177,21 @@ fn table(r: &FitReport) -> String {
     aligned(&rows)
 }
 
-/// `key  value` lines with the values aligned.
+/// `text` with every control character (escape codes, line breaks, ...) written as an escape
+/// (`\u{1b}`), so text from a file cannot drive the terminal or break a line.
+pub fn printable(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
+/// `key  value` lines with the values aligned, control characters escaped.
 pub fn aligned(rows: &[(String, String)]) -> String {
     let width = rows
         .iter()
@@ -185,7 +199,10 @@ pub fn aligned(rows: &[(String, String)]) -> String {
         .max()
         .unwrap_or(0);
     rows.iter()
-        .map(|(k, v)| format!("{k}{}  {v}\n", " ".repeat(width - k.chars().count())))
+        .map(|(k, v)| {
+            let padding = " ".repeat(width - k.chars().count());
+            format!("{}{padding}  {}\n", printable(k), printable(v))
+        })
         .collect()
 }
 
@@ -245,6 +262,12 @@ mod tests {
     fn table_leaves_out_test_rows_without_a_test_file() {
         let text = table(&report(false));
         assert!(!text.contains("test"), "{text}");
+    }
+
+    #[test]
+    fn control_characters_are_escaped() {
+        assert_eq!(printable("a\u{1b}[31mb\nc"), "a\\u{1b}[31mb\\nc");
+        assert_eq!(printable("µ é ∞"), "µ é ∞");
     }
 
     #[test]

@@ -11,7 +11,7 @@ use reservoir_runtime::Dispatch;
 
 use crate::device::{self, DeviceArg};
 use crate::error::{CliError, CoreContext, Result};
-use crate::output::check_output_folder;
+use crate::output::check_outputs;
 use crate::plot;
 use crate::progress::Stages;
 use crate::report::print_run;
@@ -66,12 +66,16 @@ pub fn read_config(path: &Path) -> Result<ExperimentConfig> {
 /// Runs `reservoir run`.
 pub fn run(args: &RunArgs) -> Result<()> {
     let model_path = model_path(args);
-    if let Some(path) = &model_path {
-        check_output_folder("--model", path)?;
-    }
-    if let Some(path) = &args.plot {
-        check_output_folder("--plot", path)?;
-    }
+    let outputs: Vec<(&'static str, &Path)> = [("--model", &model_path), ("--plot", &args.plot)]
+        .into_iter()
+        .filter_map(|(flag, p)| p.as_deref().map(|p| (flag, p)))
+        .collect();
+    let inputs: Vec<(&str, &Path)> = args
+        .config
+        .iter()
+        .map(|c| ("config file", c.as_path()))
+        .collect();
+    check_outputs(&outputs, &inputs)?;
     let config = match &args.config {
         Some(path) => read_config(path)?,
         None => ExperimentConfig::from_toml(DEFAULT_CONFIG, "<embedded default config>")

@@ -10,7 +10,7 @@ use reservoir_runtime::Dispatch;
 use crate::data::parse_column_list;
 use crate::device::{self, DeviceArg};
 use crate::error::{CliError, Result};
-use crate::output::check_output_folder;
+use crate::output::check_outputs;
 use crate::output::write_stdout;
 use crate::report::{aligned, json_line, number};
 use crate::run::read_config;
@@ -102,7 +102,12 @@ fn sweep_sequences(
         .map(|t| parse_column_list("--targets", t))
         .transpose()?;
     if let Some(model) = &args.model {
-        check_output_folder("--model", model)?;
+        let mut inputs = vec![
+            ("config file", args.config.as_path()),
+            ("train file", train),
+        ];
+        inputs.extend(args.test.as_deref().map(|t| ("test file", t)));
+        check_outputs(&[("--model", model)], &inputs)?;
     }
     let goal = Goal::from_flags(targets.as_deref(), args.label_column.as_deref())?;
     let job = Job {

@@ -209,3 +209,35 @@ fn generate_rejects_a_zero_length() {
     );
     assert!(!Path::new(&out).exists());
 }
+
+#[test]
+fn file_text_in_messages_cannot_drive_the_terminal_or_flood_it() {
+    let fx = Fixture::new();
+    let config = fx.p("config.toml");
+    // A header whose column names carry an escape sequence and a very long name.
+    let long = "x".repeat(5000);
+    let train = fx.write("evil.csv", &format!("\u{1b}[31mred,{long}\n1,2\n"));
+    let line = fails_with(
+        &[
+            "fit",
+            "--config",
+            &config,
+            "--train",
+            &train,
+            "--inputs",
+            "u",
+            "--targets",
+            "y",
+        ],
+        &["\\u{1b}[31mred", "more characters"],
+    );
+    assert!(
+        !line.contains('\u{1b}'),
+        "a raw escape reached the terminal"
+    );
+    assert!(
+        line.chars().count() < 2100,
+        "{} characters",
+        line.chars().count()
+    );
+}

@@ -27,6 +27,7 @@ pub mod device;
 pub mod dispatch;
 pub mod error;
 pub mod experiment;
+pub mod files;
 pub mod model;
 pub mod sequences;
 pub mod sweep;

@@ -23,7 +23,7 @@ use std::sync::OnceLock;
 
 use plotters::prelude::*;
 use plotters::style::{register_font, FontStyle};
-use reservoir_runtime::model::write_atomically;
+use reservoir_runtime::files::write_atomically;
 
 use crate::error::{CliError, Result};
 

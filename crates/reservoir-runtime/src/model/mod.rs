@@ -12,15 +12,14 @@
 //!
 //! Loading checks each of these before decoding, so a foreign, truncated or corrupted file is a
 //! clear error, and decoding never trusts a length it has not read; the decoded config is
-//! checked as any config is. Saving writes a temporary file next to the target and renames it
-//! over the target only once it is complete.
+//! checked as any config is. Saving goes through [`crate::files::write_atomically`], so a
+//! failed save leaves the previous file as it was.
 //!
 //! A model holds what it computes, never where it ran: version 1 files also recorded the
 //! backend of the run, which loading ignores.
 
 use std::fs;
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use ndarray::Array1;
 use serde::de::DeserializeOwned;
@@ -30,6 +29,7 @@ use reservoir_core::readout::LinearReadout;
 use reservoir_core::{ReservoirConfig, ReservoirError, ReservoirWeights};
 
 use crate::error::{Result, RuntimeError};
+use crate::files::write_atomically;
 
 mod legacy;
 mod sequence;
@@ -197,31 +197,4 @@ fn load_checked<T: DeserializeOwned, V1: DeserializeOwned + Into<T>>(
         return Err(format_error("trailing bytes inside the payload".into()));
     }
     Ok(value)
-}
-
-/// Writes `bytes` to a temporary file beside `path`, syncs it, and renames it over `path`; on
-/// any failure the temporary file is removed and `path` is left as it was.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    let io_error = |source| RuntimeError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let file_name = path
-        .file_name()
-        .ok_or_else(|| io_error(std::io::Error::other("the path names no file")))?;
-    let mut temp_name = std::ffi::OsString::from(".");
-    temp_name.push(file_name);
-    temp_name.push(format!(".tmp{}", std::process::id()));
-    let temp: PathBuf = path.with_file_name(temp_name);
-    let written = (|| {
-        let mut file = fs::File::create(&temp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        fs::rename(&temp, path)
-    })();
-    if let Err(source) = written {
-        let _ = fs::remove_file(&temp);
-        return Err(io_error(source));
-    }
-    Ok(())
 }

@@ -1,0 +1,111 @@
+//! Outputs never cost the user a file: an output that is also an input, another output or a
+//! directory is refused before any work; a link keeps being a link (its target is written); a
+//! device is written through, not replaced; a failing command writes nothing.
+
+mod common;
+
+use std::fs;
+
+use common::{fails_with, succeeds, Fixture};
+
+#[test]
+fn an_output_that_is_an_input_or_another_output_is_refused_before_any_work() {
+    let fx = Fixture::new();
+    let train_before = fs::read(fx.path("train.csv")).expect("train.csv");
+    let config = fx.p("config.toml");
+    let train = fx.p("train.csv");
+    // The train file through `..`: still the same file.
+    fs::create_dir(fx.path("sub")).expect("mkdir");
+    let same = fx.path("sub/../train.csv").display().to_string();
+    let args = fx.fit_args(&config, &["--model", &same]);
+    fails_with(&args, &["--model", "also the train file", "refusing"]);
+    let args = fx.fit_args(&config, &["--model", &config]);
+    fails_with(&args, &["--model", "also the config file"]);
+    let test = fx.p("test.csv");
+    let plot = fx.p("fit.png");
+    let args = fx.fit_args(
+        &config,
+        &["--test", &test, "--model", &plot, "--plot", &plot],
+    );
+    fails_with(&args, &["--plot", "also the --model"]);
+    let model = fx.model("model.bin");
+    fails_with(
+        &[
+            "predict", "--model", &model, "--input", &train, "--output", &train,
+        ],
+        &["--output", "also the input file"],
+    );
+    fails_with(
+        &[
+            "generate",
+            "narma10",
+            "--length",
+            "300",
+            "--split",
+            "200",
+            "--output",
+            &train,
+            "--test-output",
+            &train,
+        ],
+        &["--test-output", "also the --output"],
+    );
+    assert_eq!(
+        fs::read(fx.path("train.csv")).expect("train.csv"),
+        train_before
+    );
+    assert!(!fx.path("fit.png").exists());
+}
+
+#[test]
+fn a_directory_as_output_is_refused_before_the_other_output_is_written() {
+    let fx = Fixture::new();
+    let kept = fx.write("a.csv", "keep me\n");
+    let folder = fx.dir.path().display().to_string();
+    fails_with(
+        &[
+            "generate",
+            "narma10",
+            "--length",
+            "300",
+            "--split",
+            "200",
+            "--output",
+            &kept,
+            "--test-output",
+            &folder,
+        ],
+        &["--test-output", "is a directory"],
+    );
+    assert_eq!(fs::read_to_string(&kept).expect("a.csv"), "keep me\n");
+}
+
+#[test]
+fn a_link_stays_a_link_and_a_device_stays_a_device() {
+    let fx = Fixture::new();
+    let target = fx.write("real.bin", "old");
+    let link = fx.path("link.bin");
+    std::os::unix::fs::symlink(&target, &link).expect("symlink");
+    let config = fx.p("config.toml");
+    let link_text = link.display().to_string();
+    succeeds(&fx.fit_args(&config, &["--model", &link_text]));
+    assert!(fs::symlink_metadata(&link)
+        .expect("link")
+        .file_type()
+        .is_symlink());
+    assert_ne!(fs::read(&target).expect("target"), b"old");
+
+    let model = fx.model("model.bin");
+    let input = fx.p("test.csv");
+    succeeds(&[
+        "predict",
+        "--model",
+        &model,
+        "--input",
+        &input,
+        "--output",
+        "/dev/null",
+    ]);
+    let meta = fs::metadata("/dev/null").expect("/dev/null");
+    assert!(!meta.is_file(), "/dev/null was replaced by a regular file");
+}
