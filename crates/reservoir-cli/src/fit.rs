@@ -22,7 +22,7 @@ use crate::plot;
 use crate::predict::predict_rows;
 use crate::progress;
 use crate::report::{print_fit, FitReport, TestScores};
-use crate::run::read_config;
+use crate::run::{read_config, read_config_text};
 use crate::sequence_tasks::{self, Goal, Job, SequenceArgs};
 
 /// Fewest test rows that can be scored (NRMSE and R² need a target that varies).
@@ -115,11 +115,7 @@ pub fn run(args: &FitArgs) -> Result<()> {
 
 /// `reservoir fit` on one series: the test file continues the training data in time.
 fn fit_one_series(args: &FitArgs, inputs: Vec<String>, targets: Vec<String>) -> Result<()> {
-    let config_text = std::fs::read_to_string(&args.config).map_err(|source| CliError::Read {
-        what: "config file",
-        path: args.config.clone(),
-        source,
-    })?;
+    let config_text = read_config_text(&args.config)?;
 
     // Timed: config parse, then (after the untimed data reads) weights, run and ridge.
     let parse_started = Instant::now();

@@ -51,16 +51,40 @@ pub struct RunArgs {
     pub plot: Option<PathBuf>,
 }
 
+/// Largest config file read: far above any real config, and a bound on what a wrong path
+/// (`/dev/zero`, a data file) can make the command read.
+const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
 /// Reads and checks the config file at `path`: a read error names the file, a rule broken
 /// names the file and the field.
 pub fn read_config(path: &Path) -> Result<ExperimentConfig> {
-    let text = std::fs::read_to_string(path).map_err(|source| CliError::Read {
+    let text = read_config_text(path)?;
+    ExperimentConfig::from_toml(&text, &path.display().to_string())
+        .map_err(|e| CliError::config(path, e))
+}
+
+/// The text of the config file at `path`, at most [`MAX_CONFIG_BYTES`].
+///
+/// # Errors
+/// The file cannot be read, is not UTF-8, or is larger than the bound.
+pub fn read_config_text(path: &Path) -> Result<String> {
+    use std::io::Read;
+    let read_error = |source| CliError::Read {
         what: "config file",
         path: path.to_path_buf(),
         source,
-    })?;
-    ExperimentConfig::from_toml(&text, &path.display().to_string())
-        .map_err(|e| CliError::config(path, e))
+    };
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .and_then(|file| file.take(MAX_CONFIG_BYTES + 1).read_to_string(&mut text))
+        .map_err(read_error)?;
+    if text.len() as u64 > MAX_CONFIG_BYTES {
+        return Err(read_error(std::io::Error::other(format!(
+            "larger than {} KiB, which no config is",
+            MAX_CONFIG_BYTES / 1024
+        ))));
+    }
+    Ok(text)
 }
 
 /// Runs `reservoir run`.

@@ -241,3 +241,14 @@ fn file_text_in_messages_cannot_drive_the_terminal_or_flood_it() {
         line.chars().count()
     );
 }
+
+#[test]
+fn endless_files_are_refused_not_read_forever() {
+    fails_with(&["run", "/dev/zero"], &["/dev/zero", "larger than"]);
+    let fx = Fixture::new();
+    let input = fx.p("test.csv");
+    fails_with(
+        &["predict", "--model", "/dev/zero", "--input", &input],
+        &["/dev/zero", "not a regular file"],
+    );
+}

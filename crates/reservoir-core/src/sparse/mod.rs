@@ -53,8 +53,12 @@ impl<T: Real> CsrMatrix<T> {
         values: Vec<T>,
     ) -> Result<Self> {
         const CTX: &str = "CSR matrix";
-        if row_ptr.len() != nrows + 1 {
-            return Err(ReservoirError::shape(CTX, nrows + 1, row_ptr.len()));
+        if Some(row_ptr.len()) != nrows.checked_add(1) {
+            return Err(ReservoirError::shape(
+                CTX,
+                format!("{nrows} + 1 row pointers"),
+                row_ptr.len(),
+            ));
         }
         if col_idx.len() != values.len() {
             return Err(ReservoirError::shape(CTX, col_idx.len(), values.len()));
@@ -78,7 +82,16 @@ impl<T: Real> CsrMatrix<T> {
                     format!("row_ptr decreases at row {row}"),
                 ));
             }
-            let cols = &col_idx[w[0] as usize..w[1] as usize];
+            // Every pointer within the non-zeros, not only the last (a file can say anything).
+            let Some(cols) = col_idx.get(w[0] as usize..w[1] as usize) else {
+                return Err(ReservoirError::invalid(
+                    CTX,
+                    format!(
+                        "row_ptr at row {row} points past the {} non-zeros",
+                        values.len()
+                    ),
+                ));
+            };
             if cols.iter().any(|&c| c as usize >= ncols) || cols.windows(2).any(|c| c[0] >= c[1]) {
                 return Err(ReservoirError::invalid(
                     CTX,
@@ -317,6 +330,19 @@ mod tests {
     use super::*;
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
+
+    #[test]
+    fn parts_from_a_file_are_checked_before_they_are_indexed() {
+        let parts = |nrows, row_ptr: Vec<u32>| {
+            CsrMatrix::<f64>::from_parts(nrows, 3, row_ptr, vec![0, 1, 2], vec![1.0, 2.0, 3.0])
+        };
+        // A middle pointer past the non-zeros, with the first and last ones right.
+        let past = parts(2, vec![0, 999, 3]).expect_err("pointer past the end");
+        assert!(past.to_string().contains("points past"), "{past}");
+        assert!(parts(usize::MAX, vec![0, 3]).is_err());
+        assert!(parts(2, vec![0, 2, 1]).is_err());
+        assert!(parts(1, vec![0, 3]).is_ok());
+    }
 
     /// A random n × n CSR matrix with rows of uneven length (0 to 2·mean non-zeros).
     fn random_csr(n: usize, mean_per_row: usize, rng: &mut ChaCha8Rng) -> CsrMatrix<f64> {

@@ -140,14 +140,24 @@ fn load_checked<T: DeserializeOwned, V1: DeserializeOwned + Into<T>>(
     path: &Path,
     magic: &[u8; 8],
 ) -> Result<T> {
-    let bytes = fs::read(path).map_err(|source| RuntimeError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
     let format_error = |message: String| RuntimeError::ModelFormat {
         path: path.to_path_buf(),
         message,
     };
+    // Only a regular file has an end to read to (`/dev/zero` has none).
+    let is_file = fs::metadata(path).map_err(|source| RuntimeError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    if !is_file.is_file() {
+        return Err(format_error(
+            "not a regular file, so not a model file".into(),
+        ));
+    }
+    let bytes = fs::read(path).map_err(|source| RuntimeError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
     if bytes.len() < magic.len() || bytes[..magic.len()] != *magic {
         let found = bytes.get(..magic.len()).and_then(other_kind);
         return Err(format_error(match (found, other_kind(magic)) {
