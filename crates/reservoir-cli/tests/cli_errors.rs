@@ -252,3 +252,18 @@ fn endless_files_are_refused_not_read_forever() {
         &["/dev/zero", "not a regular file"],
     );
 }
+
+#[test]
+fn predict_refuses_an_input_beyond_f32_instead_of_writing_nan() {
+    let fx = Fixture::new();
+    let model = fx.model("model.bin");
+    let input = fx.write("huge.csv", "u\n0.5\n1e39\n0.1\n");
+    let out = fx.p("out.csv");
+    fails_with(
+        &[
+            "predict", "--model", &model, "--input", &input, "--output", &out, "--device", "cpu",
+        ],
+        &["row 1, column 0: 1e39 is beyond"],
+    );
+    assert!(!fx.path("out.csv").exists());
+}

@@ -6,15 +6,19 @@ use ndarray::{ArrayView1, ArrayView2, ArrayViewMut2};
 use crate::error::{ReservoirError, Result};
 use crate::spikes::SpikePattern;
 
-/// Checks a state vector (a `set_state` argument): `size` entries, all finite.
+/// Checks a state vector (a `set_state` argument, e.g. a state saved in a model file): `size`
+/// entries, all finite and within ±[`MAX_INPUT`] (what an f32 state can hold).
 pub fn check_state(size: usize, state: &ArrayView1<f64>) -> Result<()> {
     if state.len() != size {
         return Err(ReservoirError::shape("reservoir state", size, state.len()));
     }
-    if state.iter().any(|v| !v.is_finite()) {
+    if let Some((unit, &v)) = state
+        .indexed_iter()
+        .find(|(_, v)| !v.is_finite() || v.abs() > MAX_INPUT)
+    {
         return Err(ReservoirError::invalid(
             "reservoir state",
-            "values must be finite",
+            format!("unit {unit} holds {v:e}: values must be finite and within ±{MAX_INPUT:.4e}"),
         ));
     }
     Ok(())
@@ -39,8 +43,12 @@ pub fn check_run(
     Ok(())
 }
 
-/// Checks that `inputs` has `input_size` columns and that every value is finite, naming the
-/// first row and column that is not.
+/// Largest input magnitude: what f32 holds, so every backend (an f32 reservoir on the CPU, a
+/// GPU) computes with the same inputs as an f64 one and none turns a huge value into infinity.
+pub const MAX_INPUT: f64 = f32::MAX as f64;
+
+/// Checks that `inputs` has `input_size` columns and that every value is finite and within
+/// ±[`MAX_INPUT`], naming the first row and column that is not.
 pub fn check_inputs(input_size: usize, inputs: &ArrayView2<f64>) -> Result<()> {
     if inputs.ncols() != input_size {
         return Err(ReservoirError::shape(
@@ -49,10 +57,18 @@ pub fn check_inputs(input_size: usize, inputs: &ArrayView2<f64>) -> Result<()> {
             format!("{} columns", inputs.ncols()),
         ));
     }
-    if let Some(((row, col), _)) = inputs.indexed_iter().find(|(_, v)| !v.is_finite()) {
+    if let Some(((row, col), &v)) = inputs
+        .indexed_iter()
+        .find(|(_, v)| !v.is_finite() || v.abs() > MAX_INPUT)
+    {
+        let why = if v.is_finite() {
+            format!(": {v:e} is beyond ±{MAX_INPUT:.4e}, the range of f32 arithmetic")
+        } else {
+            " is not finite".to_string()
+        };
         return Err(ReservoirError::invalid(
             "reservoir inputs",
-            format!("row {row}, column {col} is not finite"),
+            format!("row {row}, column {col}{why}"),
         ));
     }
     Ok(())

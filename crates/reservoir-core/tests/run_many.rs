@@ -299,27 +299,35 @@ fn bad_sequences_are_refused_before_any_is_visited() {
 }
 
 #[test]
-fn lif_run_error_comes_after_the_sequences_before_it() {
-    // Finite in f64, so it passes the up-front check, but not in f32: sequence 17's own run
-    // fails, as it does one after another.
+fn an_input_beyond_f32_is_refused_before_any_sequence_runs() {
+    // Finite in f64 but not in f32, the arithmetic of the LIF network and of a GPU: refused up
+    // front by every reservoir, naming the sequence's row and column.
     let sequences = sequences();
     let mut huge = sequences[17].clone();
     huge[(3, 0)] = 1e300;
     let mut views = views(&sequences);
     views[17] = huge.view();
     on_pools(|| {
-        let mut network = lif(LifFeatures::Membrane, LifInputMode::Synaptic);
-        let mut visited = Vec::new();
-        let result = network.run_many(&views, &mut |index, _| {
-            visited.push(index);
-            Ok(())
-        });
-        let error = result.expect_err("sequence 17 is not finite in f32");
-        assert!(
-            matches!(error, ReservoirError::InvalidInput { .. }),
-            "{error}"
-        );
-        assert_eq!(visited, (0..17).collect::<Vec<_>>());
+        let mut reservoirs: Vec<Box<dyn Reservoir>> = vec![
+            Box::new(lif(LifFeatures::Membrane, LifInputMode::Synaptic)),
+            Box::new(echo_state_f64(echo_state_params())),
+        ];
+        for reservoir in &mut reservoirs {
+            let mut visited = Vec::new();
+            let error = reservoir
+                .run_many(&views, &mut |index, _| {
+                    visited.push(index);
+                    Ok(())
+                })
+                .expect_err("1e300 is beyond f32");
+            assert!(
+                error
+                    .to_string()
+                    .contains("row 3, column 0: 1e300 is beyond"),
+                "{error}"
+            );
+            assert!(visited.is_empty());
+        }
     });
 }
 
