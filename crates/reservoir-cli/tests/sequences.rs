@@ -279,3 +279,22 @@ fn malformed_sequence_datasets_get_one_line_naming_the_problem() {
         &["--targets", "--label-column"],
     );
 }
+
+#[test]
+fn a_sequence_too_short_for_the_features_is_named_once() {
+    let fx = Fixture::new();
+    let config = fx.write(
+        "warmup.toml",
+        "[reservoir]\nsize = 20\n[features]\nsummaries = [\"mean\"]\nwarmup = 8\n",
+    );
+    let train = vowels("train.csv");
+    let mut args = vec![
+        "fit", "--config", &config, "--train", &train, "--inputs", "c1",
+    ];
+    args.extend(["--sequence-column", "sequence", "--label-column", "label"]);
+    let line = fails_with(
+        &args,
+        &["training sequence `train-0069` has 7 step(s)", "at least 9"],
+    );
+    assert_eq!(line.matches("invalid input").count(), 1, "{line}");
+}

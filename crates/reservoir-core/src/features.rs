@@ -193,22 +193,30 @@ impl SequenceFeatures {
     /// # Errors
     /// An invalid-input error naming the sequence.
     pub fn check_steps(&self, index: usize, steps: usize) -> Result<()> {
+        match self.shortfall(steps) {
+            None => Ok(()),
+            Some(why) => Err(ReservoirError::invalid(
+                "sequence features",
+                format!("sequence {index} {why}"),
+            )),
+        }
+    }
+
+    /// What a sequence of `steps` steps lacks for the summaries (`has no steps`, ...), if
+    /// anything: the reason of [`SequenceFeatures::check_steps`], for callers that name
+    /// sequences otherwise.
+    pub fn shortfall(&self, steps: usize) -> Option<String> {
         let needed = self.min_steps();
         if steps >= needed {
-            return Ok(());
-        }
-        let why = if steps == 0 {
-            "has no steps".to_string()
+            None
+        } else if steps == 0 {
+            Some("has no steps".to_string())
         } else {
-            format!(
+            Some(format!(
                 "has {steps} step(s), and averaging after a warm-up of {} needs at least {needed}",
                 self.params.warmup
-            )
-        };
-        Err(ReservoirError::invalid(
-            "sequence features",
-            format!("sequence {index} {why}"),
-        ))
+            ))
+        }
     }
 
     /// Writes the features of sequence `index` from its states (T × N) into `out`.

@@ -121,16 +121,14 @@ fn check_lengths(
     what: &str,
 ) -> Result<()> {
     for (i, u) in inputs.iter().enumerate() {
-        features.check_steps(i, u.nrows()).map_err(|e| {
+        if let Some(why) = features.shortfall(u.nrows()) {
             let id = ids.get(i).map_or_else(|| i.to_string(), String::clone);
-            ReservoirError::invalid(
+            return Err(ReservoirError::invalid(
                 "sequence features",
-                format!(
-                    "{what} sequence `{id}`: {}",
-                    e.to_string().replace(&format!("sequence {i} "), "")
-                ),
+                format!("{what} sequence `{id}` {why}"),
             )
-        })?;
+            .into());
+        }
     }
     Ok(())
 }
