@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaSlice, CudaView};
 use ndarray::{Array2, ArrayView2};
-use reservoir_core::checks::check_finite_rows;
+use reservoir_core::checks::check_targets;
 use reservoir_core::readout::RidgeAccumulator;
 use reservoir_core::ReservoirError;
 
@@ -92,7 +92,8 @@ impl DeviceRidgeSums {
     ///
     /// # Errors
     /// A shape error when the states or the targets do not fit the sums, an invalid-input
-    /// error naming the first non-finite target row, any driver or cuBLAS error.
+    /// error naming the first target that is not finite or beyond ±`MAX_TARGET`, any driver or
+    /// cuBLAS error.
     pub fn add(&mut self, states: &CudaView<'_, f32>, targets: ArrayView2<f64>) -> Result<()> {
         let (rows, width, m) = (targets.nrows(), self.blocks * self.features, self.outputs);
         if targets.ncols() != m || states.len() != rows * width {
@@ -108,7 +109,7 @@ impl DeviceRidgeSums {
             )
             .into());
         }
-        check_finite_rows("device ridge sums", "targets", &targets)?;
+        check_targets("device ridge sums", "targets", &targets)?;
         if rows == 0 {
             return Ok(());
         }

@@ -11,6 +11,7 @@ use reservoir_core::fit::fit_ridge_with_progress;
 use reservoir_core::metrics::{nrmse, r2, rmse};
 use reservoir_core::ReservoirWeights;
 use reservoir_runtime::experiment::ExperimentConfig;
+use reservoir_runtime::memory::ensure_fit_fits;
 use reservoir_runtime::model::Model;
 use reservoir_runtime::{Dispatch, Workload};
 
@@ -177,6 +178,8 @@ fn fit_one_series(args: &FitArgs, inputs: Vec<String>, targets: Vec<String>) -> 
         )?;
     }
 
+    ensure_fit_fits(&reservoir_config, reservoir_config.size(), targets.len(), 0)
+        .map_err(|e| CliError::config(&args.config, e))?;
     let fit_started = Instant::now();
     let (weights, _) = ReservoirWeights::generate(&reservoir_config)
         .map_err(|e| CliError::config(&args.config, e))?;

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use ndarray::{concatenate, s, Array2, ArrayView2, Axis};
+use reservoir_core::memory::{bytes_of, ensure_available};
 use reservoir_runtime::files::write_atomically;
 use reservoir_runtime::tasks::lorenz::{lorenz, LorenzInit, LorenzOptions};
 use reservoir_runtime::tasks::mackey_glass::{mackey_glass, one_step_task, MackeyGlassOptions};
@@ -54,19 +55,24 @@ pub struct GenerateArgs {
     #[arg(value_enum)]
     pub task: Task,
     /// Number of rows.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub length: usize,
     /// Seed of the task's random draws: NARMA inputs (default 42), Lorenz start (default 42),
     /// a perturbation of the Mackey–Glass history (default: none, the canonical constant
     /// history that `reservoir run` uses).
-    #[arg(long, value_name = "S")]
+    #[arg(long, value_name = "S", allow_negative_numbers = true)]
     pub seed: Option<u64>,
     /// Where to write the CSV (written atomically).
     #[arg(long, value_name = "FILE.csv")]
     pub output: PathBuf,
     /// Write only the first ROWS rows to --output and the rest to --test-output, so the test
     /// file continues the training file in time.
-    #[arg(long, value_name = "ROWS", requires = "test_output")]
+    #[arg(
+        long,
+        value_name = "ROWS",
+        requires = "test_output",
+        allow_negative_numbers = true
+    )]
     pub split: Option<usize>,
     /// Where the rows after --split go.
     #[arg(long, value_name = "FILE.csv", requires = "split")]
@@ -93,13 +99,24 @@ pub fn run(args: &GenerateArgs) -> Result<()> {
         }
     }
     let task = args.task;
+    // The task's arrays and the table made of them (three copies of 8-byte values), and the CSV
+    // text (at most 25 bytes a value: `-0.00012345678901234567,`).
+    let values = bytes_of(args.length, task.columns().len());
+    ensure_available(
+        &format!("{} rows of {}", args.length, task.name()),
+        values.saturating_mul(3 * 8 + 25),
+    )
+    .map_err(|e| CliError::core("generating", e))?;
     let long = args.length >= LONG_SERIES;
     let spinner = long.then(|| progress::spinner("generating"));
     let data = series(task, args.length, args.seed);
     if let Some(spinner) = spinner {
         spinner.finish_and_clear();
     }
-    let data = data.context(|| format!("generating {} (seed {:?})", task.name(), args.seed))?;
+    let data = data.context(|| match args.seed {
+        Some(seed) => format!("generating {} with seed {seed}", task.name()),
+        None => format!("generating {} with its default seed", task.name()),
+    })?;
     let table = concatenate(Axis(1), &[data.inputs.view(), data.targets.view()]).map_err(|e| {
         CliError::Format {
             what: "the task table",

@@ -6,9 +6,7 @@
 //! terminal; otherwise standard error holds only `note:` and `error:` lines. A panic, which would be a bug, is reported the same way as an
 //! internal error, never as a panic message.
 
-mod data;
 mod device;
-mod error;
 mod fit;
 mod generate;
 mod info;
@@ -26,6 +24,8 @@ use std::panic::{self, AssertUnwindSafe, PanicHookInfo};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use reservoir_cli::{data, error};
+use reservoir_runtime::files::remove_temporaries;
 
 /// Reservoir computing from the command line.
 #[derive(Debug, Parser)]
@@ -68,8 +68,20 @@ fn dispatch(command: &Command) -> error::Result<()> {
     }
 }
 
+/// Exit status after an interrupting signal: 128 + SIGINT, as shells report Ctrl-C.
+const INTERRUPTED: i32 = 130;
+
 fn main() -> ExitCode {
     panic::set_hook(Box::new(report_panic));
+    // On Ctrl-C, SIGTERM or SIGHUP, remove the temporaries of outputs being written, then
+    // stop; outputs not yet replaced keep their old contents.
+    let interrupted = ctrlc::set_handler(|| {
+        remove_temporaries();
+        std::process::exit(INTERRUPTED);
+    });
+    if let Err(e) = interrupted {
+        eprintln!("note: cannot watch for interrupts ({e}); an interrupted write may leave a temporary file behind");
+    }
     let cli = Cli::parse();
     match panic::catch_unwind(AssertUnwindSafe(|| dispatch(&cli.command))) {
         Ok(Ok(())) => ExitCode::SUCCESS,

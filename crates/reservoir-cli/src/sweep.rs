@@ -29,7 +29,7 @@ pub struct SweepArgs {
     #[arg(long)]
     pub json: bool,
     /// Show the K best results (default: the config's `[sweep] top`, itself 10 by default).
-    #[arg(long, value_name = "K")]
+    #[arg(long, value_name = "K", allow_negative_numbers = true)]
     pub top: Option<usize>,
     /// Sweep on a sequence dataset instead of the config's `[task]`: its training file (CSV
     /// with a header row, or `.npy`/`.npz`). Hyper-parameters are validated on folds of these

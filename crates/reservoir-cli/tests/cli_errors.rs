@@ -246,6 +246,22 @@ fn file_text_in_messages_cannot_drive_the_terminal_or_flood_it() {
 fn endless_files_are_refused_not_read_forever() {
     fails_with(&["run", "/dev/zero"], &["/dev/zero", "larger than"]);
     let fx = Fixture::new();
+    let config = fx.p("config.toml");
+    fails_with(
+        &[
+            "fit",
+            "--config",
+            &config,
+            "--train",
+            "/dev/zero",
+            "--inputs",
+            "u",
+            "--targets",
+            "y",
+        ],
+        &["/dev/zero", "line 1 is longer than 16 MiB"],
+    );
+    let fx = Fixture::new();
     let input = fx.p("test.csv");
     fails_with(
         &["predict", "--model", "/dev/zero", "--input", &input],
@@ -263,7 +279,119 @@ fn predict_refuses_an_input_beyond_f32_instead_of_writing_nan() {
         &[
             "predict", "--model", &model, "--input", &input, "--output", &out, "--device", "cpu",
         ],
-        &["row 1, column 0: 1e39 is beyond"],
+        &["huge.csv: line 3, column `u`: `1e39` is beyond ±3.4028e38"],
     );
     assert!(!fx.path("out.csv").exists());
+}
+
+#[test]
+fn targets_too_large_to_score_are_refused_with_their_line() {
+    let fx = Fixture::new();
+    let test = fx.write_rows("test.csv", "u,y", &["0.1,0.2", "0.3,1e200", "0.2,0.1"]);
+    let config = fx.p("config.toml");
+    let plot = fx.p("keep.png");
+    fails_with(
+        &fx.fit_args(&config, &["--test", &test, "--plot", &plot]),
+        &["test.csv: line 3, column `y`: `1e200` is beyond ±1.0000e150"],
+    );
+    assert!(!fx.path("keep.png").exists());
+}
+
+#[test]
+fn lines_are_counted_right_in_crlf_files() {
+    let fx = Fixture::new();
+    let train = fx.write("crlf.csv", "u,y\r\n0.1,0.2\r\n\r\nx,0.3\r\n");
+    let config = fx.p("config.toml");
+    fails_with(
+        &[
+            "fit",
+            "--config",
+            &config,
+            "--train",
+            &train,
+            "--inputs",
+            "u",
+            "--targets",
+            "y",
+        ],
+        &["crlf.csv: line 4, column `u`: `x` is not a number"],
+    );
+}
+
+#[test]
+fn configs_whose_job_cannot_fit_in_memory_name_the_size() {
+    let fx = Fixture::new();
+    let huge = fx.write(
+        "huge.toml",
+        "[task]\nkind = \"narma10\"\ntrain = 2000\ntest = 1000\nseed = 1\n\n\
+         [reservoir]\nsize = 16777216\nconnection_prob = 1.0\n\n[readout]\nwashout = 100\n",
+    );
+    let message = fails_with(
+        &["run", &huge, "--no-save"],
+        &["not enough memory for this job (weights"],
+    );
+    assert!(message.contains("available"), "{message}");
+    let train = fx.p("train.csv");
+    fails_with(
+        &[
+            "fit",
+            "--config",
+            &huge,
+            "--train",
+            &train,
+            "--inputs",
+            "u",
+            "--targets",
+            "y",
+        ],
+        &["not enough memory for this job (weights", "ridge sums"],
+    );
+}
+
+#[test]
+fn task_sizes_that_would_overflow_are_config_errors() {
+    let fx = Fixture::new();
+    let config = fx.write(
+        "rows.toml",
+        "[task]\nkind = \"narma10\"\ntrain = 18446744073709551615\ntest = 1000\nseed = 1\n\n\
+         [reservoir]\nsize = 50\n",
+    );
+    fails_with(
+        &["run", &config, "--no-save"],
+        &["`task.train`: must be in 1..=1000000000000"],
+    );
+    let config = fx.write(
+        "forecast.toml",
+        "[task]\nkind = \"mackey_glass\"\ntrain = 500\ntest = 100\nforecast = 200\n\n\
+         [reservoir]\nsize = 50\n",
+    );
+    fails_with(
+        &["run", &config, "--no-save"],
+        &["`task.forecast`: must be <= task.test (100)"],
+    );
+    let config = fx.write(
+        "radius.toml",
+        "[task]\nkind = \"narma10\"\ntrain = 500\ntest = 100\nseed = 1\n\n\
+         [reservoir]\nsize = 50\nspectral_radius = 1e300\n",
+    );
+    fails_with(
+        &["run", &config, "--no-save"],
+        &["`reservoir.spectral_radius`: must be in (0, 1e6]"],
+    );
+    // A usage error (exit 2, clap's own message), without the tip `'-- -5'` that does not work.
+    let out = reservoir(&[
+        "generate",
+        "narma10",
+        "--length",
+        "-5",
+        "--output",
+        &fx.p("g.csv"),
+    ]);
+    assert_eq!(out.code, Some(2));
+    assert!(
+        out.stderr.contains("invalid value '-5' for '--length <N>'"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("-- -5"), "{}", out.stderr);
 }

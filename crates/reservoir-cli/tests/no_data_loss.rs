@@ -109,3 +109,58 @@ fn a_link_stays_a_link_and_a_device_stays_a_device() {
     let meta = fs::metadata("/dev/null").expect("/dev/null");
     assert!(!meta.is_file(), "/dev/null was replaced by a regular file");
 }
+
+/// Interrupted while writing its output (SIGTERM, as `kill` sends; Ctrl-C's SIGINT takes the
+/// same path), `generate` removes its temporary file and exits with 130, and the output it was
+/// replacing is left as it was.
+#[cfg(unix)]
+#[test]
+fn an_interrupted_write_removes_its_temporary_and_keeps_the_old_output() {
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+
+    let fx = Fixture::new();
+    let output = fx.path("big.csv");
+    fs::write(&output, "old contents\n").expect("write");
+    // Lorenz rows of six columns: a few hundred MB of CSV, long enough to catch the write.
+    for length in ["2000000", "4000000", "8000000"] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_reservoir"))
+            .args(["generate", "lorenz", "--length", length, "--output"])
+            .arg(&output)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn");
+        let temp = fx.path(&format!(".big.csv.tmp{}", child.id()));
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let mut caught = false;
+        while Instant::now() < deadline {
+            if temp.exists() {
+                caught = true;
+                break;
+            }
+            if child.try_wait().expect("wait").is_some() {
+                break;
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        if !caught {
+            // The write ended before it was seen: try a longer one.
+            let _ = child.kill();
+            let _ = child.wait();
+            fs::write(&output, "old contents\n").expect("write");
+            continue;
+        }
+        let killed = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .expect("kill");
+        assert!(killed.success());
+        let status = child.wait().expect("wait");
+        assert_eq!(status.code(), Some(130), "{status:?}");
+        assert!(!temp.exists(), "{} was left behind", temp.display());
+        assert_eq!(fs::read_to_string(&output).expect("read"), "old contents\n");
+        return;
+    }
+    panic!("never caught generate while it wrote its output");
+}

@@ -86,17 +86,44 @@ pub fn check_pattern(input_size: usize, pattern: &SpikePattern) -> Result<()> {
     Ok(())
 }
 
-/// An invalid-input error naming the first row of `a` (called `name`) with a value that is not
-/// finite: ridge sums over such a row would be meaningless.
-pub fn check_finite_rows(context: &str, name: &str, a: &ArrayView2<f64>) -> Result<()> {
+/// Largest target magnitude a readout is fitted to or scored on: squares of values up to 1e150,
+/// summed over up to 10^8 rows, stay within f64's range, so sums, weights and metrics cannot
+/// overflow into infinity or NaN.
+pub const MAX_TARGET: f64 = 1e150;
+
+/// Checks that every target (or prediction, when scoring) is finite and within ±[`MAX_TARGET`],
+/// naming `name`, the first row and column that is not.
+pub fn check_targets(context: &str, name: &str, a: &ArrayView2<f64>) -> Result<()> {
     match a
+        .indexed_iter()
+        .find(|(_, v)| !v.is_finite() || v.abs() > MAX_TARGET)
+    {
+        Some(((row, col), &v)) => Err(ReservoirError::invalid(
+            context,
+            format!(
+                "{name} row {row}, column {col} is {v:e}: values must be finite and within \
+                 ±{MAX_TARGET:e}, so that their squares can be summed in f64"
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// An invalid-input error naming the first row of reservoir states (or features computed from
+/// them) with a value that is not finite: inputs are bounded, so such a state means the
+/// reservoir's activity overflowed, and ridge sums over it would be meaningless.
+pub fn check_finite_states(context: &str, states: &ArrayView2<f64>) -> Result<()> {
+    match states
         .rows()
         .into_iter()
         .position(|r| r.iter().any(|v| !v.is_finite()))
     {
         Some(row) => Err(ReservoirError::invalid(
             context,
-            format!("{name} row {row} is not finite"),
+            format!(
+                "reservoir states row {row} is not finite: the reservoir's activity overflowed \
+                 (reduce the inputs' magnitude, input_scaling, bias_scaling or spectral_radius)"
+            ),
         )),
         None => Ok(()),
     }

@@ -114,7 +114,7 @@ impl ReservoirParams {
         self
     }
 
-    /// Target spectral radius ρ(W), finite and > 0; values ≥ 1 are allowed. Default 0.95.
+    /// Target spectral radius ρ(W), in (0, 1e6]; values ≥ 1 are allowed. Default 0.95.
     pub fn spectral_radius(mut self, spectral_radius: f64) -> Self {
         self.spectral_radius = spectral_radius;
         self
@@ -140,13 +140,13 @@ impl ReservoirParams {
         self
     }
 
-    /// Scale of the input weights, finite and ≥ 0. Default 1.0.
+    /// Scale of the input weights, in [0, 1e6]. Default 1.0.
     pub fn input_scaling(mut self, input_scaling: f64) -> Self {
         self.input_scaling = input_scaling;
         self
     }
 
-    /// Scale s of the bias b, drawn uniform on (−s, s) for every unit (finite, ≥ 0).
+    /// Scale s of the bias b, drawn uniform on (−s, s) for every unit (s in [0, 1e6]).
     /// Default 0.0.
     pub fn bias_scaling(mut self, bias_scaling: f64) -> Self {
         self.bias_scaling = bias_scaling;
@@ -192,7 +192,7 @@ impl ReservoirParams {
         check_unit_interval("input_connectivity", self.input_connectivity)?;
         check_leak_rate("leak_rate", self.leak_rate)?;
         check_input_scaling("input_scaling", self.input_scaling)?;
-        check_non_negative("bias_scaling", self.bias_scaling)?;
+        check_scale("bias_scaling", self.bias_scaling)?;
         check_non_negative("noise_level", self.noise_level)?;
         Ok(ReservoirConfig { params: self })
     }
@@ -423,12 +423,26 @@ fn check_non_negative(field: &str, value: f64) -> Result<(), ConfigError> {
     )
 }
 
-/// The rule of a spectral radius (finite and > 0), for the value of `field`.
+/// Largest spectral radius, input scaling or bias scaling: weights are stored in f32 (and f16 on
+/// a GPU), so a scale far beyond any useful one would make them infinite, and every state NaN.
+pub const MAX_SCALE: f64 = 1e6;
+
+/// The rule of a spectral radius (in (0, [`MAX_SCALE`]]), for the value of `field`.
 pub(crate) fn check_spectral_radius(field: &str, value: f64) -> Result<(), ConfigError> {
     check(
-        value.is_finite() && value > 0.0,
+        value > 0.0 && value <= MAX_SCALE,
         field,
-        "must be finite and > 0",
+        "must be in (0, 1e6]",
+        value,
+    )
+}
+
+/// The rule of a weight scale (in [0, [`MAX_SCALE`]]), for the value of `field`.
+pub(crate) fn check_scale(field: &str, value: f64) -> Result<(), ConfigError> {
+    check(
+        (0.0..=MAX_SCALE).contains(&value),
+        field,
+        "must be in [0, 1e6]",
         value,
     )
 }
@@ -438,9 +452,9 @@ pub(crate) fn check_leak_rate(field: &str, value: f64) -> Result<(), ConfigError
     check_unit_interval(field, value)
 }
 
-/// The rule of an input scaling (finite and >= 0), for the value of `field`.
+/// The rule of an input scaling (in [0, [`MAX_SCALE`]]), for the value of `field`.
 pub(crate) fn check_input_scaling(field: &str, value: f64) -> Result<(), ConfigError> {
-    check_non_negative(field, value)
+    check_scale(field, value)
 }
 
 /// The rule of a ridge penalty (finite and >= 0), for the value of `field`.

@@ -69,6 +69,18 @@ pub enum ReservoirError {
         message: String,
     },
 
+    /// A buffer does not fit in the machine's memory (estimated before allocating, or refused
+    /// by the allocator).
+    #[error("not enough memory for {what}: needs {}, {}", crate::memory::Bytes(*needed), match available { Some(a) => format!("{} available", crate::memory::Bytes(*a)), None => "more than can be allocated".to_string() })]
+    OutOfMemory {
+        /// The buffer or job, e.g. `the reservoir's weights (30000 units, 900000000 non-zeros)`.
+        what: String,
+        /// Bytes it needs.
+        needed: u64,
+        /// Bytes the machine has available, when known.
+        available: Option<u64>,
+    },
+
     /// A compute backend (e.g. CUDA) failed; the backend's own error is kept as the source, so
     /// this crate does not depend on the driver crate.
     #[error("{backend} backend: {source}")]

@@ -85,7 +85,7 @@ pub fn fit_ridge_with_progress(
     config: &ReadoutConfig,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<RidgeFit> {
-    let mut acc = RidgeAccumulator::new(reservoir.size(), targets.ncols(), 1);
+    let mut acc = RidgeAccumulator::new(reservoir.size(), targets.ncols(), 1)?;
     accumulate_run_with_progress(
         reservoir,
         inputs,

@@ -45,6 +45,7 @@ pub mod fit;
 pub mod forecast;
 pub mod lanes;
 pub mod lif;
+pub mod memory;
 pub mod metrics;
 pub mod random;
 pub mod readout;

@@ -17,13 +17,15 @@
 //! exactly 0 (the two sums are then the same floating-point operations); a perfect prediction
 //! gives NRMSE 0 and R² 1.
 //!
-//! Errors: a shape mismatch ([`ReservoirError::Shape`]), no rows or no columns, a NaN or infinite
-//! value (naming the array, row and column), or — for NRMSE and R² — a target column that is
+//! Errors: a shape mismatch ([`ReservoirError::Shape`]), no rows or no columns, a value that is
+//! NaN, infinite or beyond ±[`MAX_TARGET`](crate::checks::MAX_TARGET) (naming the array, row and
+//! column: larger values would overflow the sums of squares), or — for NRMSE and R² — a target column that is
 //! constant, so its standard deviation is zero (naming the column index) are all
 //! [`ReservoirError::InvalidInput`] unless stated otherwise.
 
 use ndarray::{Array1, ArrayView1, ArrayView2, Axis};
 
+use crate::checks::check_targets;
 use crate::error::{ReservoirError, Result};
 
 /// Normalised root-mean-square error, averaged over output columns: per column
@@ -48,7 +50,11 @@ pub fn nrmse_per_column(
         // RMSE / std = sqrt(SS_res / T) / sqrt(SS_tot / T) = sqrt(SS_res / SS_tot); computing it
         // as the quotient of the two square roots keeps "predict the mean ⇒ exactly 1".
         let n = y.len() as f64;
-        *value = (residual_sum_of_squares(p, y) / n).sqrt() / (ss_tot / n).sqrt();
+        *value = finite(
+            "nrmse",
+            j,
+            (residual_sum_of_squares(p, y) / n).sqrt() / (ss_tot / n).sqrt(),
+        )?;
     }
     Ok(out)
 }
@@ -57,9 +63,12 @@ pub fn nrmse_per_column(
 pub fn rmse(pred: ArrayView2<'_, f64>, target: ArrayView2<'_, f64>) -> Result<f64> {
     check("rmse", pred, target)?;
     let n = target.nrows() as f64;
-    let per_column: Array1<f64> = (0..target.ncols())
-        .map(|j| (residual_sum_of_squares(pred.column(j), target.column(j)) / n).sqrt())
-        .collect();
+    let per_column = (0..target.ncols())
+        .map(|j| {
+            let rss = residual_sum_of_squares(pred.column(j), target.column(j));
+            finite("rmse", j, (rss / n).sqrt())
+        })
+        .collect::<Result<Array1<f64>>>()?;
     Ok(mean_of(&per_column))
 }
 
@@ -72,7 +81,7 @@ pub fn r2(pred: ArrayView2<'_, f64>, target: ArrayView2<'_, f64>) -> Result<f64>
     for (j, value) in per_column.iter_mut().enumerate() {
         let (p, y) = (pred.column(j), target.column(j));
         let ss_tot = total_sum_of_squares("r2", y, j)?;
-        *value = 1.0 - residual_sum_of_squares(p, y) / ss_tot;
+        *value = finite("r2", j, 1.0 - residual_sum_of_squares(p, y) / ss_tot)?;
     }
     Ok(mean_of(&per_column))
 }
@@ -92,7 +101,8 @@ pub fn r2_1d(pred: ArrayView1<'_, f64>, target: ArrayView1<'_, f64>) -> Result<f
     r2(pred.insert_axis(Axis(1)), target.insert_axis(Axis(1)))
 }
 
-/// Equal shapes, at least one row and one column, every value finite.
+/// Equal shapes, at least one row and one column, every value finite and within
+/// ±[`MAX_TARGET`](crate::checks::MAX_TARGET).
 fn check(context: &str, pred: ArrayView2<'_, f64>, target: ArrayView2<'_, f64>) -> Result<()> {
     if pred.dim() != target.dim() {
         return Err(ReservoirError::shape(
@@ -111,14 +121,8 @@ fn check(context: &str, pred: ArrayView2<'_, f64>, target: ArrayView2<'_, f64>) 
             ),
         ));
     }
-    for (name, array) in [("prediction", pred), ("target", target)] {
-        if let Some(((row, col), v)) = array.indexed_iter().find(|(_, v)| !v.is_finite()) {
-            return Err(ReservoirError::invalid(
-                context,
-                format!("{name} at row {row}, column {col} is {v}"),
-            ));
-        }
-    }
+    check_targets(context, "target", &target)?;
+    check_targets(context, "prediction", &pred)?;
     Ok(())
 }
 
@@ -145,7 +149,21 @@ fn total_sum_of_squares(context: &str, target: ArrayView1<'_, f64>, column: usiz
             ),
         ));
     }
-    Ok(ss_tot)
+    finite(context, column, ss_tot)
+}
+
+/// `value`, or an error when the sums behind it overflowed f64 (possible only with values near
+/// [`MAX_TARGET`](crate::checks::MAX_TARGET) over very many rows): a metric must not report an
+/// overflow as a score.
+fn finite(context: &str, column: usize, value: f64) -> Result<f64> {
+    if value.is_finite() {
+        Ok(value)
+    } else {
+        Err(ReservoirError::numerical(
+            context,
+            format!("column {column}: the sums of squares overflow f64"),
+        ))
+    }
 }
 
 fn mean_of(values: &Array1<f64>) -> f64 {

@@ -11,6 +11,7 @@ use crate::config::{
     check_input_scaling, check_spectral_radius, ReservoirConfig, WeightDistribution,
 };
 use crate::error::{ReservoirError, Result};
+use crate::memory::{bytes_of, ensure_available, try_with_capacity};
 use crate::random::{stream_rng, Stream};
 use crate::sparse::CsrMatrix;
 use crate::spectral::{SpectralEstimate, SpectralOptions};
@@ -41,6 +42,31 @@ impl TryFrom<WeightParts> for ReservoirWeights {
     fn try_from(p: WeightParts) -> Result<Self> {
         Self::from_parts(p.recurrent, p.input, p.bias)
     }
+}
+
+/// Bytes the weights of `config` take at their peak: W in CSR (8-byte value and 4-byte column
+/// per non-zero, 4-byte row pointers), dense W_in and b, three times over (the draws, the
+/// scaled weights, and the running reservoir's own copy).
+pub fn weights_bytes(config: &ReservoirConfig) -> u64 {
+    let n = config.size();
+    let nnz = bytes_of(n, fan(config.connection_prob(), n));
+    let dense = bytes_of(n, config.input_size() + 1);
+    nnz.saturating_mul(12)
+        .saturating_add(bytes_of(n + 1, 4))
+        .saturating_add(dense.saturating_mul(8))
+        .saturating_mul(3)
+}
+
+/// An out-of-memory error, before anything is drawn, when the weights of `config` cannot fit.
+fn ensure_weights_fit(config: &ReservoirConfig) -> Result<()> {
+    let n = config.size();
+    ensure_available(
+        &format!(
+            "the reservoir's weights ({n} units, {} non-zeros per row)",
+            fan(config.connection_prob(), n)
+        ),
+        weights_bytes(config),
+    )
 }
 
 /// Number of non-zeros per row (or column) for a density: `round(p·n)`, at least 1.
@@ -82,6 +108,7 @@ impl WeightDraws {
     /// A W whose spectral radius is zero (too sparse to recur) or could not be estimated.
     pub fn draw(config: &ReservoirConfig) -> Result<Self> {
         let n = config.size();
+        ensure_weights_fit(config)?;
         let recurrent = ReservoirWeights::random_recurrent(config)?;
         let options = SpectralOptions {
             seed: stream_rng(config.seed(), Stream::Spectral).random(),
@@ -240,9 +267,9 @@ impl ReservoirWeights {
                 )
             })?;
         let mut rng = stream_rng(config.seed(), Stream::Recurrent);
-        let mut row_ptr = Vec::with_capacity(n + 1);
-        let mut col_idx = Vec::with_capacity(nnz);
-        let mut values = Vec::with_capacity(nnz);
+        let mut row_ptr = try_with_capacity("the recurrent weights' row pointers", n + 1)?;
+        let mut col_idx = try_with_capacity("the recurrent weights' columns", nnz)?;
+        let mut values = try_with_capacity("the recurrent weights", nnz)?;
         row_ptr.push(0u32);
         for _ in 0..n {
             for col in sorted_sample(&mut rng, n, per_row) {

@@ -145,19 +145,23 @@ fn non_finite_values_are_errors_naming_where() {
         ] {
             match result {
                 Err(ReservoirError::InvalidInput { message, .. }) => {
-                    assert!(
-                        message.contains("prediction at row 2, column 1"),
-                        "{message}"
-                    )
+                    assert!(message.contains("prediction row 2, column 1"), "{message}")
                 }
                 other => panic!("expected InvalidInput, got {other:?}"),
             }
         }
         let mut t = y.clone();
         t[[0, 0]] = bad;
+        let mut huge = y.clone();
+        huge[[1, 0]] = 1e200;
+        let message = rmse(huge.view(), y.view()).unwrap_err().to_string();
+        assert!(
+            message.contains("prediction row 1, column 0 is 1e200"),
+            "{message}"
+        );
         match nrmse(y.view(), t.view()) {
             Err(ReservoirError::InvalidInput { message, .. }) => {
-                assert!(message.contains("target at row 0, column 0"), "{message}")
+                assert!(message.contains("target row 0, column 0"), "{message}")
             }
             other => panic!("expected InvalidInput, got {other:?}"),
         }

@@ -6,8 +6,35 @@
 use std::fs;
 use std::io::{ErrorKind, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use crate::error::{Result, RuntimeError};
+
+/// The temporary files being written now, for [`remove_temporaries`].
+static IN_FLIGHT: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// Removes the temporary files of writes still in progress: what a program calls when it is
+/// interrupted (Ctrl-C, `kill`), before it exits, so no half-written `.NAME.tmpPID` stays
+/// behind. (A process killed outright cannot; its temporaries go on the next write beside
+/// them.)
+pub fn remove_temporaries() {
+    if let Ok(mut in_flight) = IN_FLIGHT.lock() {
+        for temp in in_flight.drain(..) {
+            let _ = fs::remove_file(temp);
+        }
+    }
+}
+
+/// Records `temp` as being written (`true`) or done with (`false`).
+fn track(temp: &Path, writing: bool) {
+    if let Ok(mut in_flight) = IN_FLIGHT.lock() {
+        if writing {
+            in_flight.push(temp.to_path_buf());
+        } else {
+            in_flight.retain(|t| t != temp);
+        }
+    }
+}
 
 /// Most links followed from an output path before it counts as a loop.
 const MAX_LINKS: usize = 16;
@@ -81,6 +108,7 @@ fn replace(
     let mut temp_name = prefix;
     temp_name.push(std::process::id().to_string());
     let temp = target.with_file_name(temp_name);
+    track(&temp, true);
     let written = (|| {
         let mut file = fs::File::create(&temp)?;
         file.write_all(bytes)?;
@@ -93,6 +121,7 @@ fn replace(
     if written.is_err() {
         let _ = fs::remove_file(&temp);
     }
+    track(&temp, false);
     written
 }
 

@@ -28,6 +28,7 @@ pub mod dispatch;
 pub mod error;
 pub mod experiment;
 pub mod files;
+pub mod memory;
 pub mod model;
 pub mod sequences;
 pub mod sweep;

@@ -116,19 +116,19 @@ fn every_rule_names_the_list_and_the_index() {
         (
             "spectral_radius = [0.9, 0]",
             "sweep.spectral_radius[1]",
-            "must be finite and > 0",
+            "must be in (0, 1e6]",
             "0",
         ),
         (
             "spectral_radius = [nan]",
             "sweep.spectral_radius[0]",
-            "must be finite and > 0",
+            "must be in (0, 1e6]",
             "NaN",
         ),
         (
             "input_scaling = [1, -0.5]",
             "sweep.input_scaling[1]",
-            "must be finite and >= 0",
+            "must be in [0, 1e6]",
             "-0.5",
         ),
         (

@@ -10,7 +10,7 @@ use std::path::Path;
 use ndarray::Array2;
 
 use super::sequences::{SequenceColumns, SequenceFile};
-use super::{csv_error, find_column, open_csv, parse_cell};
+use super::{csv_error, find_column, limit, open_csv, parse_cell, CsvFile};
 use crate::error::{CliError, Result};
 
 /// The rows of one sequence, in file order until they are sorted by time.
@@ -33,7 +33,11 @@ pub(super) fn read_long_csv(
     path: &Path,
     columns: &SequenceColumns<'_>,
 ) -> Result<SequenceFile> {
-    let (mut reader, headers) = open_csv(what, path)?;
+    let CsvFile {
+        mut reader,
+        headers,
+        mut lines,
+    } = open_csv(what, path)?;
     let column = |role: &'static str, name: &str| find_column(path, &headers, role, name);
     let input_columns = columns
         .inputs
@@ -56,12 +60,14 @@ pub(super) fn read_long_csv(
         .transpose()?;
     let time_column = columns.time.map(|n| column("time", n)).transpose()?;
 
-    let number = |record: &csv::StringRecord, index: usize, line: u64| {
-        parse_cell(record.get(index).unwrap_or("")).map_err(|problem| CliError::BadCell {
-            path: path.to_path_buf(),
-            line,
-            column: headers.get(index).unwrap_or("?").to_string(),
-            problem,
+    let number = |record: &csv::StringRecord, index: usize, line: u64, role: &str| {
+        parse_cell(record.get(index).unwrap_or(""), limit(role)).map_err(|problem| {
+            CliError::BadCell {
+                path: path.to_path_buf(),
+                line,
+                column: headers.get(index).unwrap_or("?").to_string(),
+                problem,
+            }
         })
     };
     let whole_file_id = path.file_name().map_or_else(
@@ -74,9 +80,9 @@ pub(super) fn read_long_csv(
     let mut record = csv::StringRecord::new();
     while reader
         .read_record(&mut record)
-        .map_err(|e| csv_error(what, path, e))?
+        .map_err(|e| csv_error(what, path, e, &mut lines))?
     {
-        let line = record.position().map_or(0, |p| p.line());
+        let line = lines.line(record.position());
         let id = match sequence_column {
             Some(c) => text(path, &headers, &record, c, line)?,
             None => whole_file_id.as_str(),
@@ -117,13 +123,13 @@ pub(super) fn read_long_csv(
         }
         if let Some(c) = time_column {
             // Adding zero turns -0 into +0, so the two compare as the same time when sorting.
-            rows.times.push(number(&record, c, line)? + 0.0);
+            rows.times.push(number(&record, c, line, "time")? + 0.0);
         }
         for &c in &input_columns {
-            rows.inputs.push(number(&record, c, line)?);
+            rows.inputs.push(number(&record, c, line, "input")?);
         }
         for &c in target_columns.iter().flatten() {
-            rows.targets.push(number(&record, c, line)?);
+            rows.targets.push(number(&record, c, line, "target")?);
         }
         rows.lines.push(line);
     }

@@ -4,6 +4,7 @@
 //! CSV files have a header row; cells and names are trimmed of surrounding whitespace. Only the
 //! columns asked for are parsed, so other columns (timestamps, labels) may hold anything.
 
+mod lines;
 mod long_csv;
 mod npy;
 pub mod sequences;
@@ -14,7 +15,9 @@ use std::fs::File;
 use std::io::BufReader;
 use std::path::Path;
 
+use lines::{BoundedLines, LineCounter};
 use ndarray::Array2;
+use reservoir_core::checks::{MAX_INPUT, MAX_TARGET};
 
 use crate::error::{CliError, Result};
 
@@ -62,7 +65,11 @@ pub fn read_columns(
     path: &Path,
     groups: &[Group<'_>],
 ) -> Result<Vec<Array2<f64>>> {
-    let (mut reader, headers) = open_csv(what, path)?;
+    let CsvFile {
+        mut reader,
+        headers,
+        mut lines,
+    } = open_csv(what, path)?;
     let indices = groups
         .iter()
         .map(|g| {
@@ -78,18 +85,19 @@ pub fn read_columns(
     let mut rows = 0usize;
     while reader
         .read_record(&mut record)
-        .map_err(|e| csv_error(what, path, e))?
+        .map_err(|e| csv_error(what, path, e, &mut lines))?
     {
-        let line = record.position().map_or(0, |p| p.line());
-        for (group_values, group_indices) in values.iter_mut().zip(&indices) {
+        let line = lines.line(record.position());
+        for ((group_values, group_indices), group) in values.iter_mut().zip(&indices).zip(groups) {
             for &column in group_indices {
                 let text = record.get(column).unwrap_or("");
-                let value = parse_cell(text).map_err(|problem| CliError::BadCell {
-                    path: path.to_path_buf(),
-                    line,
-                    column: headers.get(column).unwrap_or("?").to_string(),
-                    problem,
-                })?;
+                let value =
+                    parse_cell(text, limit(group.role)).map_err(|problem| CliError::BadCell {
+                        path: path.to_path_buf(),
+                        line,
+                        column: headers.get(column).unwrap_or("?").to_string(),
+                        problem,
+                    })?;
                 group_values.push(value);
             }
         }
@@ -151,39 +159,74 @@ pub fn read_inputs(what: &'static str, path: &Path, inputs: &[String]) -> Result
         })
 }
 
-/// A CSV reader over the file at `path`, positioned after its header row, and that row.
-fn open_csv(
-    what: &'static str,
-    path: &Path,
-) -> Result<(csv::Reader<BufReader<File>>, csv::StringRecord)> {
+/// An open CSV file: its reader positioned after the header row, that row, and the counter
+/// of its lines.
+struct CsvFile {
+    reader: csv::Reader<BufReader<BoundedLines<File>>>,
+    headers: csv::StringRecord,
+    lines: LineCounter,
+}
+
+/// Opens the CSV file at `path` and reads its header row; lines longer than
+/// [`lines::MAX_LINE_BYTES`] are an error.
+fn open_csv(what: &'static str, path: &Path) -> Result<CsvFile> {
     let file = File::open(path).map_err(|source| CliError::Read {
         what,
         path: path.to_path_buf(),
         source,
     })?;
+    let mut lines = LineCounter::open(path);
     let mut reader = csv::ReaderBuilder::new()
         .has_headers(true)
         .trim(csv::Trim::All)
-        .from_reader(BufReader::new(file));
+        .from_reader(BufReader::new(BoundedLines::new(file)));
     let headers = reader
         .headers()
-        .map_err(|e| csv_error(what, path, e))?
+        .map_err(|e| csv_error(what, path, e, &mut lines))?
         .clone();
     if headers.is_empty() || (headers.len() == 1 && headers.get(0) == Some("")) {
         return Err(CliError::NoHeader {
             path: path.to_path_buf(),
         });
     }
-    Ok((reader, headers))
+    Ok(CsvFile {
+        reader,
+        headers,
+        lines,
+    })
 }
 
-/// A finite `f64`, or what is wrong with the text.
-fn parse_cell(text: &str) -> std::result::Result<f64, String> {
+/// The largest magnitude a value of `role` may have: targets are bounded so that their squares
+/// can be summed ([`MAX_TARGET`]), every other number by what f32 holds ([`MAX_INPUT`]), the
+/// same bounds the engine checks, here caught with the file's line.
+fn limit(role: &str) -> f64 {
+    if role == "target" {
+        MAX_TARGET
+    } else {
+        MAX_INPUT
+    }
+}
+
+/// A finite `f64` within ±`limit`, or what is wrong with the text.
+fn parse_cell(text: &str, limit: f64) -> std::result::Result<f64, String> {
     match text.parse::<f64>() {
-        Ok(v) if v.is_finite() => Ok(v),
+        Ok(v) if v.is_finite() && v.abs() <= limit => Ok(v),
+        Ok(v) if v.is_finite() => Err(format!(
+            "`{text}` is beyond ±{limit:.4e}, {}",
+            beyond(limit)
+        )),
         Ok(_) => Err(format!("`{text}` is not a finite number")),
         Err(_) if text.is_empty() => Err("the cell is empty".to_string()),
         Err(_) => Err(format!("`{text}` is not a number")),
+    }
+}
+
+/// Why values beyond `limit` are refused.
+fn beyond(limit: f64) -> &'static str {
+    if limit == MAX_TARGET {
+        "the largest target whose square sums stay within f64"
+    } else {
+        "the range of f32 arithmetic"
     }
 }
 
@@ -228,8 +271,13 @@ fn list_columns(headers: &csv::StringRecord) -> String {
 }
 
 /// Turns a CSV reader error into one naming the file and line.
-fn csv_error(what: &'static str, path: &Path, error: csv::Error) -> CliError {
-    let line = error.position().map_or(0, |p| p.line());
+fn csv_error(
+    what: &'static str,
+    path: &Path,
+    error: csv::Error,
+    lines: &mut LineCounter,
+) -> CliError {
+    let line = lines.line(error.position());
     let message = match error.kind() {
         csv::ErrorKind::UnequalLengths {
             expected_len, len, ..
@@ -270,10 +318,13 @@ mod tests {
 
     #[test]
     fn cells_must_be_finite_numbers() {
-        assert_eq!(parse_cell("1.5e-3"), Ok(1.5e-3));
-        assert!(parse_cell("NaN").is_err_and(|m| m.contains("not a finite number")));
-        assert!(parse_cell("-inf").is_err());
-        assert!(parse_cell("abc").is_err_and(|m| m.contains("`abc` is not a number")));
-        assert!(parse_cell("").is_err_and(|m| m.contains("empty")));
+        assert_eq!(parse_cell("1.5e-3", MAX_INPUT), Ok(1.5e-3));
+        assert!(parse_cell("NaN", MAX_INPUT).is_err_and(|m| m.contains("not a finite number")));
+        assert!(parse_cell("-inf", MAX_INPUT).is_err());
+        assert!(parse_cell("abc", MAX_INPUT).is_err_and(|m| m.contains("`abc` is not a number")));
+        assert!(parse_cell("", MAX_INPUT).is_err_and(|m| m.contains("empty")));
+        assert!(parse_cell("-1e39", MAX_INPUT).is_err_and(|m| m.contains("range of f32")));
+        assert_eq!(parse_cell("1e39", MAX_TARGET), Ok(1e39));
+        assert!(parse_cell("1e200", MAX_TARGET).is_err_and(|m| m.contains("beyond ±1.0000e150")));
     }
 }

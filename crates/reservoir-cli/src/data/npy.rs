@@ -7,14 +7,17 @@
 //! B sequences of T steps, cut to per-sequence lengths when a lengths array is given).
 
 use std::fs::File;
-use std::io::BufReader;
+use std::io::{BufReader, Read};
 use std::path::Path;
 
 use ndarray::{s, Array3, ArrayD, ArrayView2, Axis, Ix3, IxDyn, OwnedRepr};
+use ndarray_npy::npy::header::Header;
 use ndarray_npy::{NpzReader, ReadNpyError, ReadNpyExt, ReadNpzError, ReadableElement};
+use zip::ZipArchive;
 
 use super::sequences::{SequenceColumns, SequenceFile};
 use crate::error::{CliError, Result};
+use reservoir_core::checks::{MAX_INPUT, MAX_TARGET};
 
 /// The name of a `.npy` file's one array in messages and input names.
 const NPY_ARRAY: &str = "x";
@@ -46,8 +49,14 @@ struct NpyFile<'a> {
 
 impl ArraySource for NpyFile<'_> {
     fn read<T: ReadableElement>(&mut self) -> std::result::Result<ArrayD<T>, Failure> {
-        let file = File::open(self.path).map_err(|e| Failure::Other(e.to_string()))?;
-        ArrayD::<T>::read_npy(BufReader::new(file)).map_err(|e| match e {
+        let open = || File::open(self.path).map_err(|e| Failure::Other(e.to_string()));
+        let mut file = open()?;
+        let bytes = file
+            .metadata()
+            .map_err(|e| Failure::Other(e.to_string()))?
+            .len();
+        check_header(&mut file, bytes)?;
+        ArrayD::<T>::read_npy(BufReader::new(open()?)).map_err(|e| match e {
             ReadNpyError::WrongDescriptor(dtype) => Failure::Dtype(dtype.to_string()),
             other => Failure::Other(other.to_string()),
         })
@@ -57,12 +66,15 @@ impl ArraySource for NpyFile<'_> {
 /// A named array of a `.npz` archive.
 struct NpzEntry<'a> {
     archive: &'a mut NpzReader<BufReader<File>>,
+    /// The same archive, for the sizes of its entries.
+    entries: &'a mut Entries,
     /// The name without the `.npy` suffix (the reader tries both).
     name: &'a str,
 }
 
 impl ArraySource for NpzEntry<'_> {
     fn read<T: ReadableElement>(&mut self) -> std::result::Result<ArrayD<T>, Failure> {
+        self.entries.check_header(self.name)?;
         self.archive
             .by_name::<OwnedRepr<T>, IxDyn>(self.name)
             .map_err(|e| match e {
@@ -71,6 +83,110 @@ impl ArraySource for NpzEntry<'_> {
                 }
                 other => Failure::Other(other.to_string()),
             })
+    }
+}
+
+/// Longest `.npy` header read, in bytes: NumPy's own limit (`max_header_size` of
+/// `numpy.load`); the arrays NumPy writes have headers of about a hundred bytes.
+const MAX_HEADER_BYTES: u64 = 10_000;
+
+/// Deepest nesting of brackets in a `.npy` header read. The header parser backtracks into
+/// every nested value, so its time doubles (or more) with each level: 24 nested `[` take it
+/// minutes. The arrays read here have headers nested two deep (the dict, the shape tuple).
+const MAX_HEADER_NESTING: usize = 4;
+
+/// Most bytes one compressed byte of an archive entry can expand to (deflate's limit).
+const MAX_EXPANSION: u64 = 1032;
+
+/// Reads the `.npy` header at the start of `reader`, which has `bytes` bytes in all, and fails
+/// when it asks for more than the reader should give: a header longer than
+/// [`MAX_HEADER_BYTES`] or than the file, nested deeper than [`MAX_HEADER_NESTING`], or
+/// whose shape has more values than the bytes hold (each value of an accepted dtype takes at
+/// least one). `ndarray-npy` allocates what the header says before it reads, so this keeps a
+/// short file from asking for terabytes, or hours of parsing. A header that cannot be parsed
+/// passes, for the reader to report.
+fn check_header(reader: &mut impl Read, bytes: u64) -> std::result::Result<(), Failure> {
+    let io_error = |e: std::io::Error| Failure::Other(e.to_string());
+    // Magic string (6 bytes), version (2), header length (2 bytes in version 1, else 4).
+    let mut prefix = Vec::with_capacity(12);
+    reader.take(12).read_to_end(&mut prefix).map_err(io_error)?;
+    let little_endian = |at: std::ops::Range<usize>| {
+        let bytes = prefix.get(at)?;
+        Some(bytes.iter().rev().fold(0u64, |n, &b| n << 8 | u64::from(b)))
+    };
+    let (header_bytes, start) = match prefix.get(..7) {
+        Some([0x93, b'N', b'U', b'M', b'P', b'Y', 1]) => (little_endian(8..10), 10),
+        Some([0x93, b'N', b'U', b'M', b'P', b'Y', _]) => (little_endian(8..12), 12),
+        _ => (None, 0),
+    };
+    let Some(header_bytes) = header_bytes else {
+        return Ok(());
+    };
+    let longest = MAX_HEADER_BYTES.min(bytes);
+    if header_bytes > longest {
+        return Err(Failure::Other(format!(
+            "a header of {header_bytes} bytes, longer than {longest} (the file has {bytes} \
+             bytes, and NumPy writes no header longer than {MAX_HEADER_BYTES})"
+        )));
+    }
+    let mut text = prefix.split_off(start);
+    reader
+        .take(header_bytes.saturating_sub(text.len() as u64))
+        .read_to_end(&mut text)
+        .map_err(io_error)?;
+    let mut depth = 0usize;
+    for &byte in &text {
+        match byte {
+            b'(' | b'[' | b'{' => depth += 1,
+            b')' | b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        if depth > MAX_HEADER_NESTING {
+            return Err(Failure::Other(format!(
+                "a header with brackets nested more than {MAX_HEADER_NESTING} deep (NumPy \
+                 writes those of float and integer arrays two deep)"
+            )));
+        }
+    }
+    let Ok(header) = Header::from_reader(&mut prefix.as_slice().chain(text.as_slice())) else {
+        return Ok(());
+    };
+    let values = header
+        .shape
+        .iter()
+        .try_fold(1u64, |n, &d| n.checked_mul(u64::try_from(d).ok()?));
+    match values {
+        Some(values) if values <= bytes => Ok(()),
+        _ => Err(Failure::Other(format!(
+            "the header's shape {} has more values than the file's {bytes} bytes can hold",
+            shape_text(&header.shape)
+        ))),
+    }
+}
+
+/// The entries of an open `.npz` archive, to check an array's header before it is read.
+struct Entries {
+    archive: ZipArchive<BufReader<File>>,
+    /// The archive's size in bytes.
+    bytes: u64,
+}
+
+impl Entries {
+    /// Checks the header of the entry `name` (or `name.npy`, the order the reader tries) with
+    /// [`check_header`], against what the entry can hold: its declared size, and no more than
+    /// [`MAX_EXPANSION`] times its compressed bytes. An entry that cannot be opened passes,
+    /// for the reader to report.
+    fn check_header(&mut self, name: &str) -> std::result::Result<(), Failure> {
+        let index = self
+            .archive
+            .index_for_name(name)
+            .or_else(|| self.archive.index_for_name(&format!("{name}.npy")));
+        let Some(Ok(mut entry)) = index.map(|i| self.archive.by_index(i)) else {
+            return Ok(());
+        };
+        let compressed = entry.compressed_size().min(self.bytes);
+        let bytes = entry.size().min(compressed.saturating_mul(MAX_EXPANSION));
+        check_header(&mut entry, bytes)
     }
 }
 
@@ -198,11 +314,31 @@ pub(super) fn read_npz_file(
         path: path.to_path_buf(),
         message: format!("not a readable .npz archive: {e}"),
     };
+    let bytes = file
+        .metadata()
+        .map_err(|source| CliError::Read {
+            what,
+            path: path.to_path_buf(),
+            source,
+        })?
+        .len();
     let mut archive = NpzReader::new(BufReader::new(file)).map_err(not_an_archive)?;
     let present = archive.names().map_err(not_an_archive)?;
+    // The archive again, for the sizes of its entries (the reader does not give them).
+    let again = File::open(path).map_err(|source| CliError::Read {
+        what,
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let mut entries = Entries {
+        archive: ZipArchive::new(BufReader::new(again))
+            .map_err(|e| not_an_archive(ReadNpzError::Zip(e)))?,
+        bytes,
+    };
     let mut npz = Npz {
         path,
         archive: &mut archive,
+        entries: &mut entries,
         present: &present,
     };
     let inputs = npz.floats(inputs_name)?;
@@ -216,6 +352,7 @@ pub(super) fn read_npz_file(
 struct Npz<'a> {
     path: &'a Path,
     archive: &'a mut NpzReader<BufReader<File>>,
+    entries: &'a mut Entries,
     /// Array names without the `.npy` suffix.
     present: &'a [String],
 }
@@ -244,6 +381,7 @@ impl Npz<'_> {
         let name = self.find(name)?;
         let mut entry = NpzEntry {
             archive: self.archive,
+            entries: self.entries,
             name,
         };
         Ok((name, read_floats(self.path, name, &mut entry)?))
@@ -254,6 +392,7 @@ impl Npz<'_> {
         let name = self.find(name)?;
         let mut entry = NpzEntry {
             archive: self.archive,
+            entries: self.entries,
             name,
         };
         Ok((name, read_integers(self.path, name, &mut entry)?))
@@ -321,7 +460,7 @@ fn assemble(
     };
     let x = as_3d(path, x_name, x, one_sequence)?;
     let (b, t, k) = x.dim();
-    if b == 0 || t == 0 {
+    if b == 0 || t == 0 || k == 0 {
         return Err(array_error(
             path,
             x_name,
@@ -329,8 +468,10 @@ fn assemble(
                 "shape {x_shape} holds {}",
                 if b == 0 {
                     "no sequences"
-                } else {
+                } else if t == 0 {
                     "sequences of length 0"
+                } else {
+                    "no input channels"
                 }
             ),
         ));
@@ -396,11 +537,11 @@ fn assemble(
     let mut target_seqs = targets.as_ref().map(|_| Vec::with_capacity(b));
     for (i, &len) in lengths.iter().enumerate() {
         let xi = x.slice(s![i, ..len, ..]);
-        check_finite(path, x_name, xi, i, one_sequence)?;
+        check_finite(path, x_name, xi, i, one_sequence, MAX_INPUT)?;
         inputs.push(xi.as_standard_layout().into_owned());
         if let (Some((y_name, y)), Some(seqs)) = (&targets, &mut target_seqs) {
             let yi = y.slice(s![i, ..len, ..]);
-            check_finite(path, y_name, yi, i, one_sequence)?;
+            check_finite(path, y_name, yi, i, one_sequence, MAX_TARGET)?;
             seqs.push(yi.as_standard_layout().into_owned());
         }
     }
@@ -453,15 +594,20 @@ fn per_sequence(
     Ok(values.iter().copied().collect())
 }
 
-/// Fails on the first value that is not finite, naming its index in the file's array.
+/// Fails on the first value that is not finite or beyond ±`limit` (see [`super::limit`]),
+/// naming its index in the file's array.
 fn check_finite(
     path: &Path,
     name: &str,
     values: ArrayView2<'_, f64>,
     sequence: usize,
     one_sequence: bool,
+    limit: f64,
 ) -> Result<()> {
-    match values.indexed_iter().find(|(_, v)| !v.is_finite()) {
+    match values
+        .indexed_iter()
+        .find(|(_, v)| !v.is_finite() || v.abs() > limit)
+    {
         None => Ok(()),
         Some(((t, j), v)) => {
             let index = if one_sequence {
@@ -472,7 +618,7 @@ fn check_finite(
             Err(array_error(
                 path,
                 name,
-                format!("{name}[{index}] is {v}; values must be finite"),
+                format!("{name}[{index}] is {v:e}; values must be finite and within ±{limit:.4e}"),
             ))
         }
     }
@@ -817,7 +963,16 @@ mod tests {
         write_npy(&path, &x).expect("write");
         let message = error_text(read_npy_file("train file", &path, &no_columns()));
         assert!(
-            message.ends_with("x.npy: array `x`: x[1, 2, 0] is inf; values must be finite"),
+            message.ends_with(
+                "x.npy: array `x`: x[1, 2, 0] is inf; values must be finite and within ±3.4028e38"
+            ),
+            "{message}"
+        );
+        x[[0, 1, 1]] = -1e39;
+        write_npy(&path, &x).expect("write");
+        let message = error_text(read_npy_file("train file", &path, &no_columns()));
+        assert!(
+            message.ends_with("x[0, 1, 1] is -1e39; values must be finite and within ±3.4028e38"),
             "{message}"
         );
 
@@ -836,7 +991,9 @@ mod tests {
         });
         let message = error_text(read_npz_file("train file", &path, &columns));
         assert!(
-            message.ends_with("data.npz: array `b`: b[3, 0] is NaN; values must be finite"),
+            message.ends_with(
+                "data.npz: array `b`: b[3, 0] is NaN; values must be finite and within ±1.0000e150"
+            ),
             "{message}"
         );
     }

@@ -215,7 +215,7 @@ fn run_lane(draws: &WeightDraws, lane: &Lane, data: &LaneData<'_>) -> Result<Lan
     let weights = draws.scaled(lane.spectral_radius(), lane.input_scaling())?;
     let mut reservoir = cpu_reservoir(config, weights)?;
     let (split, outputs) = (data.train_rows, data.targets.ncols());
-    let mut train = RidgeAccumulator::new(config.size(), outputs, 1);
+    let mut train = RidgeAccumulator::new(config.size(), outputs, 1)?;
     accumulate_run(
         reservoir.as_mut(),
         data.inputs.slice(s![..split, ..]),
@@ -223,7 +223,7 @@ fn run_lane(draws: &WeightDraws, lane: &Lane, data: &LaneData<'_>) -> Result<Lan
         data.washout,
         &mut train,
     )?;
-    let mut validation = RidgeAccumulator::new(config.size(), outputs, 1);
+    let mut validation = RidgeAccumulator::new(config.size(), outputs, 1)?;
     accumulate_run(
         reservoir.as_mut(),
         data.inputs.slice(s![split.., ..]),

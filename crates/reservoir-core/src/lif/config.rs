@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::{check, check_dimensions};
+use crate::config::{check, check_dimensions, check_scale};
 use crate::error::ConfigError;
 
 /// Largest `count_window_steps`: the window keeps one spike list per step.
@@ -194,7 +194,7 @@ impl LifParams {
         self
     }
 
-    /// Scale s ≥ 0 of the input weights, drawn uniform on (−s, s). Default 1.
+    /// Scale s in [0, 1e6] of the input weights, drawn uniform on (−s, s). Default 1.
     pub fn input_scaling(mut self, input_scaling: f64) -> Self {
         self.input_scaling = input_scaling;
         self
@@ -282,8 +282,8 @@ impl LifParams {
             "must be in (0, 1]",
             self.connection_prob,
         )?;
-        check_non_negative("spectral_radius", self.spectral_radius)?;
-        check_non_negative("input_scaling", self.input_scaling)?;
+        check_scale("spectral_radius", self.spectral_radius)?;
+        check_scale("input_scaling", self.input_scaling)?;
         check(
             self.input_connectivity > 0.0 && self.input_connectivity <= 1.0,
             "input_connectivity",

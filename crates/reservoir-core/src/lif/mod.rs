@@ -62,5 +62,6 @@ mod weights;
 pub use config::{LifConfig, LifFeatures, LifInputMode, LifParams, MAX_COUNT_WINDOW};
 pub use network::{LifConstants, LifNetwork};
 pub use weights::{
-    spectral_products, LifWeights, SPECTRAL_BUDGET, STREAM_INPUT, STREAM_RECURRENT, STREAM_SPECTRAL,
+    spectral_products, synapse_bytes, LifWeights, SPECTRAL_BUDGET, STREAM_INPUT, STREAM_RECURRENT,
+    STREAM_SPECTRAL,
 };

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::config::LifConfig;
 use crate::error::{ReservoirError, Result};
+use crate::memory::{bytes_of, ensure_available, try_with_capacity};
 use crate::sparse::CsrMatrix;
 use crate::spectral::SpectralOptions;
 
@@ -55,6 +56,18 @@ impl TryFrom<LifWeightParts> for LifWeights {
 /// Synapse-products (synapses × matrix-vector products) the spectral-radius estimate of W may
 /// spend: 2^33, about 9 s of sparse products on one core of the development machine.
 pub const SPECTRAL_BUDGET: usize = 1 << 33;
+
+/// Bytes the synapses of `config` take at their peak: these f64 weights, their transpose for
+/// event-driven delivery and the network's own copy, 12 bytes per synapse each, plus the dense
+/// input weights.
+pub fn synapse_bytes(config: &LifConfig) -> u64 {
+    let n = config.size();
+    let per_row = ((config.connection_prob() * n.saturating_sub(1) as f64).round() as usize)
+        .clamp(1, n.saturating_sub(1).max(1));
+    bytes_of(n, per_row)
+        .saturating_mul(36)
+        .saturating_add(bytes_of(n, config.input_size()).saturating_mul(8))
+}
 
 /// The products the spectral-radius estimate of a W with `synapses` non-zeros may use: whole
 /// cycles of the restarted Arnoldi method ([`SpectralOptions::default`]: 16 power steps and a
@@ -146,10 +159,14 @@ impl LifWeights {
                     format!("{n} x {per_row} synapses exceed 2^32"),
                 )
             })?;
+        ensure_available(
+            &format!("the LIF network's synapses ({n} neurons, {per_row} per neuron)"),
+            synapse_bytes(config),
+        )?;
         let mut stream = rng(config.seed(), STREAM_RECURRENT);
-        let mut row_ptr = Vec::with_capacity(n + 1);
-        let mut col_idx = Vec::with_capacity(nnz);
-        let mut values = Vec::with_capacity(nnz);
+        let mut row_ptr = try_with_capacity("the LIF synapses' row pointers", n + 1)?;
+        let mut col_idx = try_with_capacity("the LIF synapses' columns", nnz)?;
+        let mut values = try_with_capacity("the LIF synapses", nnz)?;
         row_ptr.push(0u32);
         for row in 0..n {
             // Sample among the n − 1 other neurons; skipping `row` keeps the order sorted.

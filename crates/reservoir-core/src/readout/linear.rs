@@ -71,6 +71,9 @@ impl LinearReadout {
     }
 
     /// Predictions (rows × outputs) for states (rows × features).
+    ///
+    /// # Errors
+    /// A shape error, or a numerical error naming the first prediction that overflows.
     pub fn predict(&self, states: ArrayView2<f64>) -> Result<Array2<f64>> {
         if states.ncols() != self.n_features() {
             return Err(ReservoirError::shape(
@@ -79,7 +82,7 @@ impl LinearReadout {
                 format!("{} columns", states.ncols()),
             ));
         }
-        Ok(states.dot(&self.weights) + &self.intercept)
+        finite_predictions(states.dot(&self.weights) + &self.intercept)
     }
 
     /// Prediction for one state.
@@ -91,6 +94,26 @@ impl LinearReadout {
                 state.len(),
             ));
         }
-        Ok(self.weights.t().dot(&state) + &self.intercept)
+        let prediction = self.weights.t().dot(&state) + &self.intercept;
+        match prediction.iter().position(|v| !v.is_finite()) {
+            Some(k) => Err(overflow(0, k)),
+            None => Ok(prediction),
+        }
     }
+}
+
+/// `predictions`, or an error naming the first that is not finite: finite weights on finite
+/// states can still overflow f64, and an infinite prediction must not pass as a result.
+fn finite_predictions(predictions: Array2<f64>) -> Result<Array2<f64>> {
+    match predictions.indexed_iter().find(|(_, v)| !v.is_finite()) {
+        Some(((row, k), _)) => Err(overflow(row, k)),
+        None => Ok(predictions),
+    }
+}
+
+fn overflow(row: usize, output: usize) -> ReservoirError {
+    ReservoirError::numerical(
+        "readout",
+        format!("prediction row {row}, output {output} overflows f64 (the readout's weights are too large for these states)"),
+    )
 }

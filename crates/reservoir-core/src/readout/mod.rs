@@ -8,6 +8,6 @@ mod rls;
 mod rows;
 
 pub use linear::LinearReadout;
-pub use ridge::{RidgeAccumulator, RidgeFit, SumScores};
+pub use ridge::{ridge_bytes, RidgeAccumulator, RidgeFit, SumScores};
 pub use rls::Rls;
 pub use rows::ridge_from_rows;

@@ -7,8 +7,9 @@ use faer::{Accum, Mat, MatRef, Par, Side};
 use ndarray::{Array1, Array2, ArrayView2};
 
 use super::linear::LinearReadout;
-use crate::checks::check_finite_rows;
+use crate::checks::{check_finite_states, check_targets};
 use crate::error::{ReservoirError, Result};
+use crate::memory::{available, bytes_of, ensure_available, try_vec};
 
 /// Running sums XᵀX, XᵀY, ΣX, ΣY, ΣY² and the row count, in `f64`.
 ///
@@ -38,13 +39,12 @@ pub struct RidgeFit {
     pub rows: usize,
 }
 
-/// The lower triangle of `a` (square) as a column-major matrix, zero above the diagonal,
-/// copied by 64 × 64 tiles, so that a row-major XᵀX of a few thousand features is read a tile
-/// at a time rather than down a whole strided column for each column written.
-fn lower_triangle(a: ArrayView2<f64>) -> Mat<f64> {
+/// Copies the lower triangle of `a` (square) into `lower` (zero, column-major) by 64 × 64
+/// tiles, so that a row-major XᵀX of a few thousand features is read a tile at a time rather
+/// than down a whole strided column for each column written.
+fn copy_lower_triangle(a: ArrayView2<f64>, lower: &mut Mat<f64>) {
     const TILE: usize = 64;
     let f = a.nrows();
-    let mut lower = Mat::<f64>::zeros(f, f);
     for row_tile in (0..f).step_by(TILE) {
         for col_tile in (0..=row_tile).step_by(TILE) {
             for j in col_tile..(col_tile + TILE).min(f) {
@@ -54,7 +54,30 @@ fn lower_triangle(a: ArrayView2<f64>) -> Mat<f64> {
             }
         }
     }
-    lower
+}
+
+/// Bytes a ridge regression of `features` × `outputs` needs at its peak: XᵀX and XᵀY in the
+/// accumulator, and the (F + 1)² system and its Cholesky factor of the solve.
+pub fn ridge_bytes(features: usize, outputs: usize) -> u64 {
+    let square = bytes_of(features + 1, features + 1);
+    square
+        .saturating_mul(3)
+        .saturating_add(bytes_of(features + 1, outputs).saturating_mul(2))
+        .saturating_mul(8)
+}
+
+/// A zero F × M faer matrix, or an out-of-memory error instead of faer's abort.
+fn try_zeros(rows: usize, cols: usize) -> Result<Mat<f64>> {
+    let mut matrix = Mat::<f64>::new();
+    matrix
+        .try_reserve(rows, cols)
+        .map_err(|_| ReservoirError::OutOfMemory {
+            what: format!("a {rows} x {cols} matrix of the ridge regression"),
+            needed: bytes_of(rows, cols).saturating_mul(8),
+            available: available(),
+        })?;
+    matrix.resize_with(rows, cols, |_, _| 0.0);
+    Ok(matrix)
 }
 
 fn faer_view(a: ArrayView2<'_, f64>) -> Option<MatRef<'_, f64>> {
@@ -66,20 +89,28 @@ fn faer_view(a: ArrayView2<'_, f64>) -> Option<MatRef<'_, f64>> {
 impl RidgeAccumulator {
     /// An empty accumulator for `n_features` inputs and `n_outputs` targets. `threads` is the
     /// parallelism of the XᵀX update (1 = this thread only, 0 = every core).
-    pub fn new(n_features: usize, n_outputs: usize, threads: usize) -> Self {
-        Self {
-            gram: Mat::zeros(n_features, n_features),
-            cross: Mat::zeros(n_features, n_outputs),
-            feature_sums: vec![0.0; n_features],
-            target_sums: vec![0.0; n_outputs],
-            target_squares: vec![0.0; n_outputs],
+    ///
+    /// # Errors
+    /// An out-of-memory error when XᵀX (F² values) and the solve's copy of it cannot fit.
+    pub fn new(n_features: usize, n_outputs: usize, threads: usize) -> Result<Self> {
+        let (f, m) = (n_features, n_outputs);
+        ensure_available(
+            &format!("the ridge sums of {f} features and {m} outputs"),
+            ridge_bytes(f, m),
+        )?;
+        Ok(Self {
+            gram: try_zeros(f, f)?,
+            cross: try_zeros(f, m)?,
+            feature_sums: try_vec("the ridge sums", f, 0.0)?,
+            target_sums: try_vec("the ridge sums", m, 0.0)?,
+            target_squares: try_vec("the ridge sums", m, 0.0)?,
             rows: 0,
             par: if threads == 1 {
                 Par::Seq
             } else {
                 Par::rayon(threads)
             },
-        }
+        })
     }
 
     /// An accumulator holding sums computed elsewhere (the GPU backend accumulates XᵀX on the
@@ -132,8 +163,8 @@ impl RidgeAccumulator {
                 "a sum is not finite (a state or target was not finite)",
             ));
         }
-        let mut acc = Self::new(f, m, 1);
-        acc.gram = lower_triangle(gram);
+        let mut acc = Self::new(f, m, 1)?;
+        copy_lower_triangle(gram, &mut acc.gram);
         acc.cross = Mat::from_fn(f, m, |i, k| cross[(i, k)]);
         acc.feature_sums = feature_sums.to_vec();
         acc.target_sums = target_sums.to_vec();
@@ -188,7 +219,8 @@ impl RidgeAccumulator {
     /// Adds rows of states (rows × F) and their targets (rows × M).
     ///
     /// # Errors
-    /// Shape errors, or an invalid-input error naming the first non-finite row.
+    /// Shape errors, or an invalid-input error naming the first non-finite state row or the
+    /// first target beyond ±[`MAX_TARGET`](crate::checks::MAX_TARGET).
     pub fn add(&mut self, states: ArrayView2<f64>, targets: ArrayView2<f64>) -> Result<()> {
         let (f, m) = (self.n_features(), self.n_outputs());
         if states.ncols() != f || targets.ncols() != m || states.nrows() != targets.nrows() {
@@ -204,8 +236,8 @@ impl RidgeAccumulator {
                 ),
             ));
         }
-        check_finite_rows("ridge accumulation", "states", &states)?;
-        check_finite_rows("ridge accumulation", "targets", &targets)?;
+        check_finite_states("ridge accumulation", &states)?;
+        check_targets("ridge accumulation", "targets", &targets)?;
         let states = states.as_standard_layout();
         let targets = targets.as_standard_layout();
         let x = faer_view(states.view()).ok_or_else(|| layout_error("states"))?;
@@ -295,7 +327,7 @@ impl RidgeAccumulator {
         }
         let (f, m) = (self.n_features(), self.n_outputs());
         let n = self.rows as f64;
-        let mut a = Mat::<f64>::zeros(f + 1, f + 1);
+        let mut a = try_zeros(f + 1, f + 1)?;
         for j in 0..f {
             for i in j..f {
                 a[(i, j)] = self.gram[(i, j)];
@@ -304,7 +336,7 @@ impl RidgeAccumulator {
             a[(f, j)] = self.feature_sums[j];
         }
         a[(f, f)] = n;
-        let mut b = Mat::<f64>::zeros(f + 1, m);
+        let mut b = try_zeros(f + 1, m)?;
         for k in 0..m {
             for i in 0..f {
                 b[(i, k)] = self.cross[(i, k)];
@@ -369,7 +401,7 @@ impl RidgeAccumulator {
         let w = readout.weights();
         let w = faer_view(w.view()).ok_or_else(|| layout_error("readout weights"))?;
         // XᵀX·W from the stored lower triangle L (XᵀX = L + strict(L)ᵀ): L·W + strict(L)ᵀ·W.
-        let mut gram_w = Mat::<f64>::zeros(f, m);
+        let mut gram_w = try_zeros(f, m)?;
         for (accum, lower, structure) in [
             (
                 Accum::Replace,
@@ -421,6 +453,12 @@ impl RidgeAccumulator {
                 ));
             }
             let nrmse = (rss / n).sqrt() / variance.sqrt();
+            if !nrmse.is_finite() {
+                return Err(ReservoirError::numerical(
+                    "ridge score",
+                    format!("the NRMSE of output {k} overflows f64 (the states or the readout's weights are too large)"),
+                ));
+            }
             scores.nrmse.push(nrmse);
             let pred_ss = sum_pred2 - sum_pred * sum_pred / n;
             let target_ss = sum_y2 - sum_y * sum_y / n;

@@ -9,7 +9,7 @@ use ndarray::{Array1, Array2, ArrayView2, Axis};
 
 use super::linear::LinearReadout;
 use super::ridge::RidgeAccumulator;
-use crate::checks::check_finite_rows;
+use crate::checks::{check_finite_states, check_targets};
 use crate::error::{ReservoirError, Result};
 
 /// The ridge readout of `targets` (n × m) on `features` (n × f) with penalty `ridge` on the
@@ -38,12 +38,12 @@ pub fn ridge_from_rows(
         ));
     }
     if n >= f || !(ridge > 0.0 && ridge.is_finite()) {
-        let mut acc = RidgeAccumulator::new(f, m, 0);
+        let mut acc = RidgeAccumulator::new(f, m, 0)?;
         acc.add(features, targets)?;
         return Ok(acc.solve(ridge)?.readout);
     }
-    check_finite_rows("ridge solve", "features", &features)?;
-    check_finite_rows("ridge solve", "targets", &targets)?;
+    check_finite_states("ridge solve", &features)?;
+    check_targets("ridge solve", "targets", &targets)?;
     let (feature_means, target_means) =
         match (features.mean_axis(Axis(0)), targets.mean_axis(Axis(0))) {
             (Some(x), Some(y)) => (x, y),
@@ -85,7 +85,7 @@ mod tests {
     }
 
     fn primal(x: &Array2<f64>, y: &Array2<f64>, ridge: f64) -> LinearReadout {
-        let mut acc = RidgeAccumulator::new(x.ncols(), y.ncols(), 1);
+        let mut acc = RidgeAccumulator::new(x.ncols(), y.ncols(), 1).expect("sums");
         acc.add(x.view(), y.view()).expect("add");
         acc.solve(ridge).expect("solve").readout
     }

@@ -18,11 +18,15 @@ pub use sweep_table::{SweepConfig, SweepParams, DEFAULT_FOLDS};
 use std::time::Instant;
 
 use reservoir_core::lif::LifConfig;
-use reservoir_core::{ConfigError, ReadoutConfig};
+use reservoir_core::memory::bytes_of;
+use reservoir_core::readout::ridge_bytes;
+use reservoir_core::weights::weights_bytes;
+use reservoir_core::{ConfigError, ReadoutConfig, ReservoirConfig};
 use serde::{Deserialize, Serialize};
 
 use crate::dispatch::{Dispatch, Workload};
 use crate::error::Result;
+use crate::memory::JobMemory;
 use crate::tasks::spike_classification::SpikeClassificationOptions;
 
 /// What `reservoir run` does with the reservoir.
@@ -91,22 +95,33 @@ impl TaskConfig {
         lif: Option<&LifConfig>,
     ) -> Result<(), ConfigError> {
         let (train, test) = match self {
-            TaskConfig::Narma10 { train, test, .. }
-            | TaskConfig::MackeyGlass { train, test, .. } => (*train, *test),
+            TaskConfig::Narma10 { train, test, .. } => (*train, *test),
+            TaskConfig::MackeyGlass {
+                train,
+                test,
+                forecast,
+            } => {
+                if forecast > test {
+                    return Err(ConfigError::new(
+                        "task.forecast",
+                        format!("must be <= task.test ({test}): the forecast is scored on the test rows"),
+                        forecast,
+                    ));
+                }
+                (*train, *test)
+            }
             TaskConfig::MemoryCapacity {
                 max_delay,
                 train,
                 test,
             } => {
-                check_positive("task.max_delay", *max_delay)?;
+                check_rows("task.max_delay", *max_delay, 1)?;
                 (*train, *test)
             }
             TaskConfig::SpikeClassification(options) => return spikes::check(options, lif),
         };
-        check_positive("task.train", train)?;
-        if test < 2 {
-            return Err(ConfigError::new("task.test", "must be >= 2", test));
-        }
+        check_rows("task.train", train, 1)?;
+        check_rows("task.test", test, 2)?;
         if readout.washout() >= train {
             return Err(ConfigError::new(
                 "readout.washout",
@@ -115,6 +130,32 @@ impl TaskConfig {
             ));
         }
         Ok(())
+    }
+
+    /// The host memory of a time-series task on the echo-state reservoir `esn` at its peak:
+    /// weights, ridge sums, the task's rows and the test predictions (the spike task's is
+    /// estimated by its own run).
+    pub(crate) fn memory(&self, esn: &ReservoirConfig, washout: usize) -> JobMemory {
+        let (rows, values, outputs, test) = match self {
+            TaskConfig::Narma10 { train, test, .. } => (train + test, 4, 1, *test),
+            TaskConfig::MackeyGlass { train, test, .. } => (train + test + 1, 4, 1, *test),
+            TaskConfig::MemoryCapacity {
+                max_delay,
+                train,
+                test,
+            } => (
+                washout.max(*max_delay) + train + test,
+                max_delay + 2,
+                *max_delay,
+                *test,
+            ),
+            TaskConfig::SpikeClassification(_) => (0, 0, 0, 0),
+        };
+        JobMemory::default()
+            .add("weights", weights_bytes(esn))
+            .add("ridge sums", ridge_bytes(esn.size(), outputs))
+            .add("task data", bytes_of(rows, values).saturating_mul(8))
+            .add("predictions", bytes_of(test, outputs).saturating_mul(16))
     }
 
     /// The task's name in reports, e.g. `narma10`.
@@ -157,9 +198,19 @@ fn figure(name: &str, value: f64) -> Figure {
     }
 }
 
-fn check_positive(field: &str, value: usize) -> Result<(), ConfigError> {
-    if value == 0 {
-        return Err(ConfigError::new(field, "must be >= 1", value));
+/// Most rows (or delays, or forecast steps) a task field may ask for: far beyond any memory, so
+/// memory is what refuses a large task (with the size it needs), and sums of these fields
+/// never overflow.
+pub(crate) const MAX_ROWS: usize = 1_000_000_000_000;
+
+/// `value` in `min..=`[`MAX_ROWS`].
+fn check_rows(field: &str, value: usize, min: usize) -> Result<(), ConfigError> {
+    if !(min..=MAX_ROWS).contains(&value) {
+        return Err(ConfigError::new(
+            field,
+            format!("must be in {min}..={MAX_ROWS}"),
+            value,
+        ));
     }
     Ok(())
 }

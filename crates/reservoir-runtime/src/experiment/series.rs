@@ -128,6 +128,8 @@ pub(super) fn run(
 ) -> Result<RunOutcome> {
     let start = Instant::now();
     let esn_config = series_reservoir(config)?;
+    task.memory(&esn_config, config.readout().washout())
+        .ensure()?;
     let (weights, _) = ReservoirWeights::generate(&esn_config)?;
     let work = task.workload(config.readout().washout());
     let mut reservoir = dispatch.echo_state(&esn_config, weights.clone(), work)?;

@@ -4,14 +4,18 @@
 use std::time::Instant;
 
 use reservoir_core::detection::{DetectorOptions, PatternDetector};
-use reservoir_core::lif::{LifConfig, LifWeights};
-use reservoir_core::{ConfigError, ReservoirWeights};
+use reservoir_core::lif::{synapse_bytes, LifConfig, LifWeights};
+use reservoir_core::memory::bytes_of;
+use reservoir_core::readout::ridge_bytes;
+use reservoir_core::weights::weights_bytes;
+use reservoir_core::{ConfigError, ReservoirConfig, ReservoirWeights};
 
 use super::{
     figure, ExperimentConfig, ExperimentReport, Figure, RunHooks, RunOutcome, TrainedModel,
 };
 use crate::dispatch::Dispatch;
 use crate::error::Result;
+use crate::memory::JobMemory;
 use crate::model::SpikeModel;
 use crate::tasks::spike_classification::{
     classify_with_progress, generate, SpikeClassificationData, SpikeClassificationOptions,
@@ -24,6 +28,16 @@ pub(super) fn run(
     dispatch: &mut Dispatch,
     hooks: &mut RunHooks<'_>,
 ) -> Result<RunOutcome> {
+    let esn_config = config
+        .reservoir()
+        .to_params()
+        .input_size(options.channels)
+        .check()?;
+    let lif_config = config
+        .lif()
+        .map(|lif| lif.to_params().input_size(options.channels).check())
+        .transpose()?;
+    memory(options, &esn_config, lif_config.as_ref()).ensure()?;
     let mut metrics = Vec::new();
     let mut timings = Vec::new();
     let t = Instant::now();
@@ -31,11 +45,6 @@ pub(super) fn run(
     timings.push(figure("generate_seconds", t.elapsed().as_secs_f64()));
 
     let t = Instant::now();
-    let esn_config = config
-        .reservoir()
-        .to_params()
-        .input_size(options.channels)
-        .check()?;
     let (weights, _) = ReservoirWeights::generate(&esn_config)?;
     let mut esn = dispatch.echo_state(&esn_config, weights.clone(), options.workload())?;
     let (esn_readout, esn_report) = classify_with_progress(
@@ -49,9 +58,8 @@ pub(super) fn run(
     metrics.push(figure("esn_train_accuracy", esn_report.train_accuracy));
     timings.push(figure("esn_seconds", t.elapsed().as_secs_f64()));
 
-    if let Some(lif) = config.lif() {
+    if let Some(lif_config) = lif_config {
         let t = Instant::now();
-        let lif_config = lif.to_params().input_size(options.channels).check()?;
         let lif_weights = LifWeights::generate(&lif_config)?;
         let mut network = dispatch.lif(&lif_config, lif_weights, options.workload())?;
         let (_, lif_report) = classify_with_progress(
@@ -92,6 +100,30 @@ pub(super) fn run(
         test_series: None,
         spike_data: Some(data),
     })
+}
+
+/// The host memory of the spike task at its peak: the data, each reservoir's weights, and for
+/// the larger reservoir one sample's states (bins × N), every sample's features (segments × N)
+/// and the ridge sums over them.
+fn memory(
+    options: &SpikeClassificationOptions,
+    esn: &ReservoirConfig,
+    lif: Option<&LifConfig>,
+) -> JobMemory {
+    let units = esn.size().max(lif.map_or(0, LifConfig::size));
+    let features = options.segments.saturating_mul(units);
+    JobMemory::default()
+        .add("task data", options.data_bytes())
+        .add(
+            "weights",
+            weights_bytes(esn).saturating_add(lif.map_or(0, synapse_bytes)),
+        )
+        .add("states", bytes_of(options.bins(), units).saturating_mul(8))
+        .add(
+            "features",
+            bytes_of(options.samples(), features).saturating_mul(8),
+        )
+        .add("ridge sums", ridge_bytes(features, options.classes))
 }
 
 /// Checks the task's options and that the LIF network (if any) bins the samples as the task

@@ -63,6 +63,10 @@ impl Default for SweepParams {
     }
 }
 
+/// Most (lane, ridge) readouts a sweep solves and ranks: its grid is built and every result kept,
+/// so the grid is bounded before anything is built (a million results take about 200 MB).
+pub const MAX_READOUTS: usize = 1_000_000;
+
 /// `values` (the list `field`), each checked by `rule`; an error names the list and the index,
 /// e.g. `leak_rate[2]`. An absent list is empty: the base config's value.
 fn checked_list(
@@ -119,6 +123,20 @@ impl SweepParams {
         let ridge = checked_list("ridge", self.ridge, |v| {
             readout.to_params().ridge(v).check().map(drop)
         })?;
+        let count = |list: &[f64]| list.len().max(1);
+        let readouts = [&spectral_radius, &leak_rate, &input_scaling, &ridge]
+            .iter()
+            .fold(1usize, |product, list| product.saturating_mul(count(list)));
+        if readouts > MAX_READOUTS {
+            let sizes = [&spectral_radius, &leak_rate, &input_scaling, &ridge]
+                .map(|list| count(list).to_string())
+                .join(" × ");
+            return Err(ConfigError::new(
+                "spectral_radius × leak_rate × input_scaling × ridge",
+                format!("must make at most {MAX_READOUTS} readouts, not {sizes}"),
+                readouts,
+            ));
+        }
         let validation = match (self.folds, self.validation) {
             (Some(_), Some(fraction)) => {
                 return Err(ConfigError::new(

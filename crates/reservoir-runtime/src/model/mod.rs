@@ -19,6 +19,7 @@
 //! backend of the run, which loading ignores.
 
 use std::fs;
+use std::io::Read;
 use std::path::Path;
 
 use ndarray::Array1;
@@ -144,40 +145,45 @@ fn load_checked<T: DeserializeOwned, V1: DeserializeOwned + Into<T>>(
         path: path.to_path_buf(),
         message,
     };
-    // Only a regular file has an end to read to (`/dev/zero` has none).
-    let is_file = fs::metadata(path).map_err(|source| RuntimeError::Io {
+    let io_error = |source| RuntimeError::Io {
         path: path.to_path_buf(),
         source,
-    })?;
-    if !is_file.is_file() {
+    };
+    let mut file = fs::File::open(path).map_err(io_error)?;
+    // Only a regular file has an end to read to (`/dev/zero` has none).
+    let metadata = file.metadata().map_err(io_error)?;
+    if !metadata.is_file() {
         return Err(format_error(
             "not a regular file, so not a model file".into(),
         ));
     }
-    let bytes = fs::read(path).map_err(|source| RuntimeError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    if bytes.len() < magic.len() || bytes[..magic.len()] != *magic {
-        let found = bytes.get(..magic.len()).and_then(other_kind);
+    // The header first: the payload is read only once its declared length matches the file's,
+    // so a large file that is not a model is never read whole.
+    let mut header = Vec::with_capacity(HEADER_LEN);
+    (&mut file)
+        .take(HEADER_LEN as u64)
+        .read_to_end(&mut header)
+        .map_err(io_error)?;
+    if header.len() < magic.len() || header[..magic.len()] != *magic {
+        let found = header.get(..magic.len()).and_then(other_kind);
         return Err(format_error(match (found, other_kind(magic)) {
             (Some(found), Some(wanted)) => format!("this is {found}, not {wanted}"),
             _ => "not a reservoir model file (bad magic bytes)".into(),
         }));
     }
-    if bytes.len() < HEADER_LEN {
+    if header.len() < HEADER_LEN {
         return Err(format_error("truncated header".into()));
     }
-    let version = u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]);
+    let version = u32::from_le_bytes([header[8], header[9], header[10], header[11]]);
     if version != FORMAT_VERSION && version != 1 {
         return Err(format_error(format!(
             "model format version {version}, this build reads versions 1 and {FORMAT_VERSION}"
         )));
     }
     let mut len_bytes = [0u8; 8];
-    len_bytes.copy_from_slice(&bytes[12..20]);
+    len_bytes.copy_from_slice(&header[12..20]);
     let declared = u64::from_le_bytes(len_bytes);
-    let actual = (bytes.len() - HEADER_LEN) as u64;
+    let actual = metadata.len().saturating_sub(HEADER_LEN as u64);
     if declared != actual {
         return Err(format_error(format!(
             "{} ({actual} payload bytes, header says {declared})",
@@ -188,8 +194,26 @@ fn load_checked<T: DeserializeOwned, V1: DeserializeOwned + Into<T>>(
             }
         )));
     }
-    let checksum = u32::from_le_bytes([bytes[20], bytes[21], bytes[22], bytes[23]]);
-    let payload = &bytes[HEADER_LEN..];
+    let too_large = || ReservoirError::OutOfMemory {
+        what: format!("the model file {}", path.display()),
+        needed: declared,
+        available: reservoir_core::memory::available(),
+    };
+    let length = usize::try_from(declared).map_err(|_| too_large())?;
+    let mut payload = Vec::new();
+    payload.try_reserve_exact(length).map_err(|_| too_large())?;
+    (&mut file)
+        .take(declared)
+        .read_to_end(&mut payload)
+        .map_err(io_error)?;
+    if payload.len() != length {
+        return Err(format_error(format!(
+            "truncated while reading ({} of {declared} payload bytes)",
+            payload.len()
+        )));
+    }
+    let checksum = u32::from_le_bytes([header[20], header[21], header[22], header[23]]);
+    let payload = payload.as_slice();
     if crc32fast::hash(payload) != checksum {
         return Err(format_error("corrupted (checksum mismatch)".into()));
     }

@@ -30,6 +30,7 @@ use reservoir_core::{ReservoirConfig, ReservoirError, ReservoirWeights};
 use crate::dispatch::{Dispatch, Workload};
 use crate::error::Result;
 use crate::experiment::ExperimentConfig;
+use crate::memory::ensure_fit_fits;
 use crate::model::{Model, SequenceClassifier};
 
 /// One split of a labelled dataset: each sequence's id, inputs (Tᵢ × K) and label text.
@@ -172,6 +173,13 @@ pub fn fit_classifier(
         check_lengths(features, t.inputs, t.ids, "test")?;
     }
 
+    let n_features = features.width(reservoir_config.size());
+    ensure_fit_fits(
+        &reservoir_config,
+        n_features,
+        classes.len(),
+        train.inputs.len() + test.map_or(0, |t| t.inputs.len()),
+    )?;
     let started = Instant::now();
     let (weights, _) = ReservoirWeights::generate(&reservoir_config)?;
     let work = workload(&[train.inputs, test.map_or(&[], |t| t.inputs)]);
@@ -242,11 +250,12 @@ pub fn fit_series(
     }
     let (n, m) = (reservoir_config.size(), target_columns.len());
 
+    ensure_fit_fits(&reservoir_config, n, m, 0)?;
     let started = Instant::now();
     let (weights, _) = ReservoirWeights::generate(&reservoir_config)?;
     let work = workload(&[train.inputs, test.map_or(&[], |t| t.inputs)]);
     let mut reservoir = dispatch.echo_state(&reservoir_config, weights.clone(), work)?;
-    let mut sums = [RidgeAccumulator::new(n, m, rayon::current_num_threads())];
+    let mut sums = [RidgeAccumulator::new(n, m, rayon::current_num_threads())?];
     add_series(
         reservoir.as_mut(),
         train.inputs,

@@ -18,8 +18,9 @@ use crate::error::Result;
 use crate::experiment::series::{series_reservoir, series_task};
 use crate::experiment::{ExperimentConfig, TaskConfig};
 
-/// Host memory a batch of lanes' sums may take; larger sweeps run in batches of lanes
-/// (each lane holds two F × F Gram matrices in `f64`: 4 MB at N = 500, 64 MB at N = 2000).
+/// Host memory a sweep's lanes may take together: the grid, every (lane, ridge) result, and a
+/// batch of lanes' sums (each lane holds two F × F Gram matrices in `f64`: 4 MB at N = 500,
+/// 64 MB at N = 2000); larger sweeps run in batches of lanes. A batch has at least one lane.
 pub const SWEEP_SUMS_BUDGET_BYTES: usize = 1 << 30;
 
 /// What a sweep ranks its results by.
@@ -221,7 +222,13 @@ fn sweep_in_batches(
 
     let work = Workload::single(rows.data.inputs.nrows());
     let (mut runner, backend) = runner_for(&base, lanes.len(), work)?;
-    let batch = lanes_per_batch(base.size(), rows.data.targets.ncols(), budget_bytes);
+    let batch = lanes_per_batch(
+        base.size(),
+        rows.data.targets.ncols(),
+        lanes.len(),
+        lanes.len() * ridges.len(),
+        budget_bytes,
+    );
     let (mut run_seconds, mut solve_seconds) = (0.0, 0.0);
     let (mut results, mut failures) = (Vec::new(), Vec::new());
     for (batch_index, batch_lanes) in lanes.chunks(batch).enumerate() {
@@ -298,10 +305,20 @@ fn sweep_in_batches(
     })
 }
 
-/// Lanes whose sums fit in `budget_bytes` (at least one).
-fn lanes_per_batch(features: usize, outputs: usize, budget_bytes: usize) -> usize {
-    let per_accumulator = 8 * (features * features + features * outputs + features + 2 * outputs);
-    (budget_bytes / (2 * per_accumulator)).max(1)
+/// Lanes whose sums fit in what `budget_bytes` leaves after the grid of `lanes` lanes and its
+/// `readouts` results (at least one lane).
+fn lanes_per_batch(
+    features: usize,
+    outputs: usize,
+    lanes: usize,
+    readouts: usize,
+    budget_bytes: usize,
+) -> usize {
+    // faer stores each column of a matrix padded to 64 bytes (8 values).
+    let column = features.div_ceil(8) * 8;
+    let per_accumulator = 8 * (column * (features + outputs) + features + 2 * outputs);
+    let grid = lanes * std::mem::size_of::<Lane>() + readouts * std::mem::size_of::<SweepResult>();
+    (budget_bytes.saturating_sub(grid) / (2 * per_accumulator)).max(1)
 }
 
 /// The readout for `ridge` from the training sums: its training NRMSE and validation score.
@@ -353,11 +370,15 @@ mod tests {
     #[test]
     fn lanes_in_batches_give_the_results_of_one_batch() {
         let config = config();
-        // One lane's two accumulators of 20 features and 1 output take 7,072 bytes: six lanes
-        // run one at a time, or as a batch of four and a batch of two.
-        assert_eq!(lanes_per_batch(20, 1, 7_072 * 4), 4);
+        // One lane's two accumulators of 20 features (columns padded to 24) and 1 output take
+        // 8,416 bytes; the grid of 6 lanes and 12 results comes first: six lanes run one at a
+        // time, or as a batch of four and a batch of two.
+        let grid = 6 * std::mem::size_of::<Lane>() + 12 * std::mem::size_of::<SweepResult>();
+        let four = grid + 8_416 * 4;
+        assert_eq!(lanes_per_batch(20, 1, 6, 12, four), 4);
+        assert_eq!(lanes_per_batch(20, 1, 6, 12, four - 1), 3);
         let whole = sweep_in_batches(&config, &mut cpu_runner, SWEEP_SUMS_BUDGET_BYTES).unwrap();
-        for budget in [1, 7_072 * 4] {
+        for budget in [1, four] {
             let batched = sweep_in_batches(&config, &mut cpu_runner, budget).unwrap();
             assert_eq!(batched.results, whole.results, "budget {budget}");
         }

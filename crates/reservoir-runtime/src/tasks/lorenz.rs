@@ -95,6 +95,8 @@ pub fn lorenz(len: usize, options: LorenzOptions) -> Result<Array2<f64>> {
         .discard
         .checked_add(len)
         .ok_or_else(|| ReservoirError::invalid(ctx, "discard + len overflows usize"))?;
+    // The trajectory, and the task's inputs and targets made from it.
+    super::ensure_rows_fit("Lorenz", len, 9)?;
     let mut out = Array2::zeros((len, 3));
     for step in 0..total {
         if step >= o.discard {

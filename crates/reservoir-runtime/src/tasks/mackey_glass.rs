@@ -117,6 +117,8 @@ pub fn mackey_glass(len: usize, options: MackeyGlassOptions) -> Result<Array1<f6
     let overflow = || ReservoirError::invalid(ctx, "tau * substeps or discard + len overflows");
     let delay = o.tau.checked_mul(o.substeps).ok_or_else(overflow)?;
     let total = o.discard.checked_add(len).ok_or_else(overflow)?;
+    // The series, its grid history, and the task's inputs and targets made from it.
+    super::ensure_rows_fit("Mackey–Glass", len.saturating_add(delay), 4)?;
 
     // Ring of the last delay + 1 grid values: window[0] = x_{k−D}, window[D] = x_k.
     let mut window: VecDeque<f64> = VecDeque::with_capacity(delay + 1);

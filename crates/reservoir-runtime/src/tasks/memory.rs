@@ -73,7 +73,12 @@ pub fn memory_capacity_data(options: &MemoryCapacityOptions) -> Result<TaskData>
             "needs max_delay >= 1, washout >= max_delay, train_len >= 1, test_len >= 2",
         ));
     }
-    let total = washout + train_len + test_len;
+    let total = washout
+        .checked_add(train_len)
+        .and_then(|rows| rows.checked_add(test_len))
+        .ok_or_else(|| ReservoirError::invalid("memory capacity", "the rows overflow usize"))?;
+    // The input and one target column per delay.
+    super::ensure_rows_fit("memory-capacity", total, max_delay.saturating_add(2))?;
     let mut rng = stream_rng(seed, Stream::Input);
     let u: Vec<f64> = (0..total).map(|_| rng.random_range(-0.5..0.5)).collect();
     let delayed = Array2::from_shape_fn(
@@ -109,7 +114,7 @@ pub fn memory_capacity(
     let train_end = options.washout + options.train_len;
     let (inputs, delayed) = (&data.inputs, &data.targets);
     reservoir.reset()?;
-    let mut train = RidgeAccumulator::new(reservoir.size(), options.max_delay, 1);
+    let mut train = RidgeAccumulator::new(reservoir.size(), options.max_delay, 1)?;
     accumulate_run(
         reservoir,
         inputs.slice(s![..train_end, ..]),
@@ -118,7 +123,7 @@ pub fn memory_capacity(
         &mut train,
     )?;
     let fit = train.solve(options.ridge)?;
-    let mut test = RidgeAccumulator::new(reservoir.size(), options.max_delay, 1);
+    let mut test = RidgeAccumulator::new(reservoir.size(), options.max_delay, 1)?;
     accumulate_run(
         reservoir,
         inputs.slice(s![train_end.., ..]),

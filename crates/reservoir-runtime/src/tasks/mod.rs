@@ -22,6 +22,16 @@ pub mod spike_classification;
 use ndarray::{s, Array2, ArrayView2};
 
 use reservoir_core::error::{ReservoirError, Result};
+use reservoir_core::memory::{bytes_of, ensure_available};
+
+/// An out-of-memory error, before anything is generated, when `task`'s `rows` rows of `values`
+/// f64 values each (its arrays and working copies) do not fit in the machine's memory.
+pub(crate) fn ensure_rows_fit(task: &str, rows: usize, values: usize) -> Result<()> {
+    ensure_available(
+        &format!("the {task} data ({rows} rows)"),
+        bytes_of(rows, values).saturating_mul(8),
+    )
+}
 
 /// Inputs (T × K) and targets (T × M) of a task, aligned row by row: `targets` row `t` is what a
 /// readout should output once the reservoir has seen `inputs` rows `0..=t`.

@@ -69,6 +69,8 @@ pub fn narma10_with_washout(len: usize, washout: usize, seed: u64) -> Result<Tas
     let n = washout
         .checked_add(len)
         .ok_or_else(|| ReservoirError::invalid("narma10", "washout + len overflows usize"))?;
+    // u and y, then the rows' inputs and targets.
+    super::ensure_rows_fit("NARMA-10", n, 4)?;
 
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let u: Vec<f64> = (0..n).map(|_| 0.5 * rng.random::<f64>()).collect();

@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use reservoir_core::detection::random_template;
 use reservoir_core::encoding::{poisson, Encoder};
 use reservoir_core::error::{ConfigError, ReservoirError, Result};
+use reservoir_core::memory::{bytes_of, ensure_available};
 use reservoir_core::spikes::{Spike, SpikePattern};
 
 use crate::dispatch::Workload;
@@ -85,12 +86,35 @@ impl SpikeClassificationOptions {
     /// What the task asks of each reservoir: every training and test sample is a sequence of
     /// `ceil(sample_ms / dt_ms)` bins.
     pub fn workload(&self) -> Workload {
-        let samples = (self.train_per_class + self.test_per_class) * self.classes;
-        let bins = (self.sample_ms / self.dt_ms).ceil() as usize;
+        let samples = self.samples();
         Workload {
             sequences: samples,
-            steps: samples * bins,
+            steps: samples.saturating_mul(self.bins()),
         }
+    }
+
+    /// Training and test samples in all.
+    pub fn samples(&self) -> usize {
+        self.train_per_class
+            .saturating_add(self.test_per_class)
+            .saturating_mul(self.classes)
+    }
+
+    /// Time bins of one sample (`sample_ms / dt_ms`, rounded up).
+    pub fn bins(&self) -> usize {
+        (self.sample_ms / self.dt_ms).ceil() as usize
+    }
+
+    /// Bytes of the generated data: every sample's spikes (the template's, one per channel,
+    /// and the background's expected count, 16 bytes each) and the templates, plus one sample
+    /// as dense bins × channels values (an encoder's intensities, a reservoir's inputs).
+    pub fn data_bytes(&self) -> u64 {
+        let background = self.background_hz * self.sample_ms / 1000.0;
+        let per_sample = (self.channels as f64 * (1.0 + background)).ceil() as usize;
+        let spikes = bytes_of(self.samples().saturating_add(self.classes), per_sample);
+        spikes
+            .saturating_mul(16)
+            .saturating_add(bytes_of(self.bins(), self.channels).saturating_mul(8))
     }
 
     /// Checks every field; errors name the field (as `task.<field>`).
@@ -115,6 +139,20 @@ impl SpikeClassificationOptions {
                 "must be >= 2",
                 self.classes.to_string(),
             ));
+        }
+        for (field, count) in [
+            ("classes", self.classes),
+            ("channels", self.channels),
+            ("train_per_class", self.train_per_class),
+            ("test_per_class", self.test_per_class),
+        ] {
+            if count > MAX_COUNT {
+                return Err(ConfigError::new(
+                    format!("task.{field}"),
+                    format!("must be <= {MAX_COUNT}"),
+                    count,
+                ));
+            }
         }
         positive("channels", self.channels >= 1, self.channels.to_string())?;
         positive(
@@ -167,7 +205,18 @@ impl SpikeClassificationOptions {
                 self.jitter_ms,
             ));
         }
-        if self.segments > (self.sample_ms / self.dt_ms).ceil() as usize {
+        let bins = self.sample_ms / self.dt_ms;
+        if bins > MAX_COUNT as f64 {
+            return Err(ConfigError::new(
+                "task.dt_ms",
+                format!(
+                    "must leave at most {MAX_COUNT} bins in a sample of sample_ms = {} ms",
+                    self.sample_ms
+                ),
+                self.dt_ms,
+            ));
+        }
+        if self.segments > self.bins() {
             return Err(ConfigError::new(
                 "task.segments",
                 "must not exceed the bins of a sample",
@@ -177,6 +226,10 @@ impl SpikeClassificationOptions {
         Ok(())
     }
 }
+
+/// Most classes, channels, samples per class or bins per sample the task accepts: far beyond
+/// any memory (which [`generate`] checks), small enough that products of them cannot overflow.
+pub const MAX_COUNT: usize = 1_000_000_000_000;
 
 /// One sample: a spike pattern and its class.
 #[derive(Debug, Clone, PartialEq)]
@@ -231,6 +284,15 @@ fn encode_sample(
 /// Generates the templates and samples.
 pub fn generate(options: &SpikeClassificationOptions) -> Result<SpikeClassificationData> {
     options.validate()?;
+    ensure_available(
+        &format!(
+            "the spike-classification data ({} samples of {} channels × {} bins)",
+            options.samples(),
+            options.channels,
+            options.bins()
+        ),
+        options.data_bytes(),
+    )?;
     let templates = (0..options.classes)
         .map(|c| {
             random_template(
