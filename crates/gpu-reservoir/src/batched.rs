@@ -1,7 +1,6 @@
 //! Many independent sequences through one echo-state reservoir at once: the GPU's
 //! `Reservoir::run_many`, one GEMM per step for all of them.
 
-use cudarc::cublas::sys::{cublasMath_t, cublasSetMathMode};
 use cudarc::cublas::CudaBlas;
 use cudarc::driver::{CudaSlice, CudaView, CudaViewMut};
 use ndarray::{s, Array2, ArrayView2};
@@ -9,7 +8,7 @@ use rand_chacha::ChaCha8Rng;
 use reservoir_core::features::SequenceFeatures;
 use reservoir_core::{Activation, HalfFormat, ReservoirConfig, ReservoirError, ReservoirWeights};
 
-use crate::driver::blas::{blas_error, product_row_major, product_row_major_f16};
+use crate::driver::blas::{product_row_major, product_row_major_f16};
 use crate::driver::GpuDevice;
 use crate::error::{DriverContext, Result};
 use crate::features::SummaryRows;
@@ -41,34 +40,6 @@ pub enum GemmMath {
     /// fastest, at TF32's drift; `tanh` reservoirs only (their states stay in (−1, 1)), and
     /// every weight of W must be within f16's range.
     F16,
-}
-
-/// Sets the shared handle's math mode for `math` and puts the default back when dropped, so
-/// other users of the device's cuBLAS handle never see TF32 by surprise.
-pub(crate) struct MathModeGuard<'a> {
-    blas: &'a CudaBlas,
-}
-
-impl<'a> MathModeGuard<'a> {
-    pub(crate) fn set(blas: &'a CudaBlas, math: GemmMath) -> Result<Self> {
-        let mode = match math {
-            GemmMath::F32 | GemmMath::F16 => cublasMath_t::CUBLAS_DEFAULT_MATH,
-            GemmMath::Tf32 => cublasMath_t::CUBLAS_TF32_TENSOR_OP_MATH,
-        };
-        // SAFETY: the handle is the device's; the mode applies to the calls that follow.
-        unsafe { cublasSetMathMode(*blas.handle(), mode) }
-            .result()
-            .map_err(|e| blas_error("setting the GEMM math mode", e))?;
-        Ok(Self { blas })
-    }
-}
-
-impl Drop for MathModeGuard<'_> {
-    fn drop(&mut self) {
-        // SAFETY: as in `set`. A failure here leaves TF32 on, which only changes rounding.
-        let _ =
-            unsafe { cublasSetMathMode(*self.blas.handle(), cublasMath_t::CUBLAS_DEFAULT_MATH) };
-    }
 }
 
 /// W on the device in the GEMM's operand type.
@@ -157,7 +128,7 @@ impl BatchEngine {
                     device
                         .stream()
                         .clone_htod(&half)
-                        .context("uploading W in f16")?,
+                        .alloc_context::<u16>("uploading W in f16", half.len())?,
                 )
             }
         };
@@ -202,6 +173,16 @@ impl BatchEngine {
     /// The arithmetic of the GEMM.
     pub(crate) fn math(&self) -> GemmMath {
         self.math
+    }
+
+    /// The device's cuBLAS handle for this engine's arithmetic: the TF32 handle for
+    /// [`GemmMath::Tf32`], else the default one. Neither handle's math mode ever changes, so
+    /// engines of different arithmetic can step in several threads at once.
+    pub(crate) fn blas<'d>(&self, device: &'d GpuDevice) -> Result<&'d CudaBlas> {
+        match self.math {
+            GemmMath::Tf32 => device.blas_tf32(),
+            GemmMath::F32 | GemmMath::F16 => device.blas(),
+        }
     }
 
     /// Runs `sequences` (checked: K columns, finite), each from the zero state, in batches of
@@ -269,10 +250,10 @@ impl BatchEngine {
         let stream = shared.device.stream();
         let device_rows = stream
             .clone_htod(rows.pairs())
-            .context("uploading the summaries' rows")?;
+            .alloc_context::<i32>("uploading the summaries' rows", rows.pairs().len())?;
         let mut sums = stream
             .alloc_zeros::<f32>(b * summaries * n)
-            .context("allocating the feature sums")?;
+            .alloc_context::<f32>("allocating the feature sums", b * summaries * n)?;
         self.step_batch(shared, batch, noise, &mut |states, first, steps| {
             if !rows.touch(first, steps) {
                 return Ok(());
@@ -387,8 +368,7 @@ impl BatchEngine {
         }
         let chunk = chunk_steps(n, b, longest);
         let mut buffers = self.buffers(shared, (n, k, b), chunk, noise.is_some())?;
-        let blas = shared.device.blas()?;
-        let _math = MathModeGuard::set(blas, self.math)?;
+        let blas = self.blas(shared.device)?;
         for first in (0..longest).step_by(chunk) {
             let steps = chunk.min(longest - first);
             self.run_chunk(shared, blas, &mut buffers, batch, noise, first, steps)?;
@@ -405,15 +385,15 @@ impl BatchEngine {
         noise: bool,
     ) -> Result<ChunkBuffers> {
         let s = shared.device.stream();
-        let alloc = |len: usize, what| s.alloc_zeros::<f32>(len).context(what);
+        let alloc = |len: usize, what| s.alloc_zeros::<f32>(len).alloc_context::<f32>(what, len);
         let state = alloc(n * b, "allocating the batch's states")?;
         let halves = match self.w {
             DeviceW::F32(_) => None,
             DeviceW::F16(_) => Some([
                 s.alloc_zeros::<u16>(n * b)
-                    .context("allocating f16 states")?,
+                    .alloc_context::<u16>("allocating f16 states", n * b)?,
                 s.alloc_zeros::<u16>(n * b)
-                    .context("allocating f16 states")?,
+                    .alloc_context::<u16>("allocating f16 states", n * b)?,
             ]),
         };
         Ok(ChunkBuffers {

@@ -27,11 +27,22 @@ pub enum GpuError {
         reason: String,
     },
 
-    /// The device ran out of memory.
-    #[error("the GPU ran out of memory while {context}")]
+    /// The device ran out of memory (for page-locked buffers: the host could not lock more;
+    /// for cuBLAS: it could not allocate its workspace). A reservoir whose run fails so keeps
+    /// its state and runs again once memory is free.
+    #[error(
+        "the GPU ran out of memory while {context}{}{}",
+        bytes.map_or(String::new(), |b| format!(" ({} asked for)", size(b))),
+        free.map_or(String::new(), |(f, t)| format!("; {} of {} free on the device", size(f), size(t)))
+    )]
     OutOfMemory {
         /// What was being allocated.
         context: &'static str,
+        /// Bytes asked for, where one allocation failed and its size is known.
+        bytes: Option<usize>,
+        /// The device's free and total memory in bytes just after the failure, where the
+        /// driver could tell.
+        free: Option<(usize, usize)>,
     },
 
     /// A CUDA driver call failed.
@@ -82,16 +93,56 @@ impl From<GpuError> for ReservoirError {
     }
 }
 
+/// `bytes` for a message: `12.0 MiB`, `512 B`.
+fn size(bytes: usize) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    let mut value = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
+}
+
+impl GpuError {
+    /// The out-of-memory error of `context` (`bytes` asked for, when known), with the
+    /// device's free and total memory as the driver reports them now.
+    pub(crate) fn out_of_memory(context: &'static str, bytes: Option<usize>) -> Self {
+        GpuError::OutOfMemory {
+            context,
+            bytes,
+            free: cudarc::driver::result::mem_get_info().ok(),
+        }
+    }
+}
+
 /// Adds what was being done to a driver error (out of memory as its own variant).
 pub(crate) trait DriverContext<T> {
     fn context(self, context: &'static str) -> Result<T>;
+
+    /// [`DriverContext::context`] of an allocation of `len` values of `E` (an upload or
+    /// `alloc_zeros`), whose size an out-of-memory error then names.
+    fn alloc_context<E>(self, context: &'static str, len: usize) -> Result<T>;
 }
 
 impl<T> DriverContext<T> for std::result::Result<T, DriverError> {
     fn context(self, context: &'static str) -> Result<T> {
-        self.map_err(|source| match source.0 {
-            CUresult::CUDA_ERROR_OUT_OF_MEMORY => GpuError::OutOfMemory { context },
-            _ => GpuError::Driver { context, source },
-        })
+        self.map_err(|source| driver_error(context, source, None))
+    }
+
+    fn alloc_context<E>(self, context: &'static str, len: usize) -> Result<T> {
+        let bytes = len.saturating_mul(std::mem::size_of::<E>());
+        self.map_err(|source| driver_error(context, source, Some(bytes)))
+    }
+}
+
+fn driver_error(context: &'static str, source: DriverError, bytes: Option<usize>) -> GpuError {
+    match source.0 {
+        CUresult::CUDA_ERROR_OUT_OF_MEMORY => GpuError::out_of_memory(context, bytes),
+        _ => GpuError::Driver { context, source },
     }
 }

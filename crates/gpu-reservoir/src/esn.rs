@@ -119,7 +119,7 @@ impl GpuReservoirComputer {
         let state = device
             .stream()
             .alloc_zeros::<f32>(config.size())
-            .context("allocating the state")?;
+            .alloc_context::<f32>("allocating the state", config.size())?;
         device.record("esn uploads", started);
         Ok(Self {
             kernels,
@@ -352,7 +352,11 @@ impl GpuReservoirComputer {
             .context("uploading inputs")?;
         let noise = if self.config.noise_level() > 0.0 {
             let host = noise_values(&mut self.noise, self.config.noise_level(), steps * n);
-            Some(stream.clone_htod(&host).context("uploading the noise")?)
+            Some(
+                stream
+                    .clone_htod(&host)
+                    .alloc_context::<f32>("uploading the noise", host.len())?,
+            )
         } else {
             None
         };
@@ -462,7 +466,7 @@ fn per_step(
     let mut pre = device
         .stream()
         .alloc_zeros::<f32>(n)
-        .context("allocating the pre-activation")?;
+        .alloc_context::<f32>("allocating the pre-activation", n)?;
     for t in 0..steps {
         let (done, mut rest) = states.split_at_mut(t * n);
         let previous = if t == 0 {
@@ -501,7 +505,7 @@ impl ChunkBuffers {
             device
                 .stream()
                 .alloc_zeros::<f32>(len)
-                .context("allocating the chunk buffers")
+                .alloc_context::<f32>("allocating the chunk buffers", len)
         };
         Ok(Self {
             host_u: Vec::new(),
@@ -519,7 +523,7 @@ impl ChunkBuffers {
                 *buffer = device
                     .stream()
                     .alloc_zeros::<f32>(len)
-                    .context("allocating the chunk buffers")?;
+                    .alloc_context::<f32>("allocating the chunk buffers", len)?;
             }
             Ok::<(), GpuError>(())
         };

@@ -278,7 +278,7 @@ impl BatchedSteps {
 
     /// Queues `steps` steps (one GEMM and one elementwise launch each).
     pub fn enqueue(&mut self, steps: usize) -> Result<()> {
-        let blas = self.device.blas()?;
+        let blas = self.engine.blas(&self.device)?;
         let shared = Shared {
             device: &self.device,
             kernels: &self.kernels,
@@ -286,7 +286,6 @@ impl BatchedSteps {
             input: &self.input,
             bias: &self.bias,
         };
-        let math = crate::batched::MathModeGuard::set(blas, self.engine.math())?;
         for t in 0..steps {
             let [even, odd] = &mut self.states;
             let (x, next) = if t % 2 == 0 { (even, odd) } else { (odd, even) };
@@ -307,7 +306,6 @@ impl BatchedSteps {
                 &mut next.slice_mut(..),
             )?;
         }
-        drop(math);
         Ok(())
     }
 }

@@ -4,14 +4,15 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaGraph, CudaSlice};
+use cudarc::cublas::CudaBlas;
+use cudarc::driver::{CudaGraph, CudaSlice, CudaStream};
 use ndarray::{s, ArrayView2};
 use rand_chacha::ChaCha8Rng;
 use reservoir_core::lanes::{Lane, LaneData, LaneRunner, LaneSums};
 use reservoir_core::random::{stream_rng, Stream};
 use reservoir_core::{Precision, ReservoirConfig, ReservoirError, ReservoirWeights};
 
-use crate::driver::blas::product_row_major;
+use crate::driver::blas::{blas_error, product_row_major};
 use crate::driver::GpuDevice;
 use crate::error::{DriverContext, GpuError, Result};
 use crate::esn::CHUNK_STEPS;
@@ -78,8 +79,32 @@ pub(crate) struct LaneRun {
     /// A chunk's states: row t is X after step t (B·N values, lane b at [b·N, (b + 1)·N)).
     pub(crate) states: CudaSlice<f32>,
     /// The steps of a full chunk captured as a CUDA graph (the buffers above are the same for
-    /// every chunk of a run, so one capture serves them all).
+    /// every chunk of a run, so one capture serves them all), on `capture`'s stream.
     graph: Option<CudaGraph>,
+    /// The stream the graph is captured on and replayed from, with a cuBLAS handle on it.
+    capture: Option<CaptureStream>,
+}
+
+/// A stream of one run's own, for its graph: a capture takes every launch into the captured
+/// stream, from any thread, so capturing on the device's stream would take the launches of
+/// other threads' reservoirs into the sweep's graph (their work then runs at the graph's
+/// replays, or never) and break the capture with their copies. Work on it is ordered with the
+/// device's stream by events.
+struct CaptureStream {
+    stream: Arc<CudaStream>,
+    blas: CudaBlas,
+}
+
+impl CaptureStream {
+    fn new(device: &GpuDevice) -> Result<Self> {
+        let stream = device
+            .context()
+            .new_stream()
+            .context("creating a sweep's capture stream")?;
+        let blas = CudaBlas::new(stream.clone())
+            .map_err(|e| blas_error("creating a sweep's cuBLAS handle", e))?;
+        Ok(Self { stream, blas })
+    }
 }
 
 impl GpuLaneRunner {
@@ -164,6 +189,7 @@ impl GpuLaneRunner {
                 .alloc_zeros(chunk_steps * n * b)
                 .context("allocating a chunk's states")?,
             graph: None,
+            capture: None,
         })
     }
 
@@ -211,13 +237,13 @@ impl GpuLaneRunner {
             "projecting a sweep's inputs",
         )?;
         if replay && steps == run.chunk_steps {
-            if run.graph.is_none() {
-                let graph = self.device.capture(|| self.enqueue_steps(run, steps))?;
-                run.graph = Some(graph);
-            }
-            if let Some(graph) = &run.graph {
-                graph.launch().context("replaying the sweep's steps")?;
-            }
+            let capture = match run.capture.take() {
+                Some(capture) => capture,
+                None => CaptureStream::new(&self.device)?,
+            };
+            let replayed = self.replay(run, steps, &capture);
+            run.capture = Some(capture);
+            replayed?;
         } else {
             self.enqueue_steps(run, steps)?;
         }
@@ -230,11 +256,51 @@ impl GpuLaneRunner {
         Ok(())
     }
 
+    /// Runs the `steps` steps of a full chunk as the run's graph on `capture`'s stream
+    /// (captured there on first use), after the device stream's work and before its next.
+    fn replay(&self, run: &mut LaneRun, steps: usize, capture: &CaptureStream) -> Result<()> {
+        let (main, own) = (self.device.stream(), &capture.stream);
+        own.join(main)
+            .context("ordering a sweep's steps after its inputs")?;
+        if run.graph.is_none() {
+            // A first product outside the capture: whatever cuBLAS sets up on first use of
+            // a handle (workspace) must not happen while capturing. Its result is overwritten.
+            let shared = self.shared()?;
+            product_row_major(
+                &capture.blas,
+                &shared.w.slice(..),
+                &run.state.slice(..),
+                &mut run.product.slice_mut(..),
+                (run.n, run.n, run.lanes),
+                "the sweep step GEMM",
+            )?;
+            let graph = GpuDevice::capture_on(own, || {
+                self.enqueue_steps_on(run, steps, own, &capture.blas)
+            })?;
+            run.graph = Some(graph);
+        }
+        if let Some(graph) = &run.graph {
+            graph.launch().context("replaying the sweep's steps")?;
+        }
+        main.join(own)
+            .context("ordering a sweep's steps before their sums")
+    }
+
     /// Enqueues `steps` steps from `run.state` on the chunk's projected inputs (and noise),
-    /// writing row t of `run.states`; `run.state` is left as it was.
+    /// writing row t of `run.states`; `run.state` is left as it was. On the device's stream.
     pub(crate) fn enqueue_steps(&self, run: &mut LaneRun, steps: usize) -> Result<()> {
+        self.enqueue_steps_on(run, steps, self.device.stream(), self.device.blas()?)
+    }
+
+    /// [`GpuLaneRunner::enqueue_steps`] on `stream`, with `blas` a cuBLAS handle on it.
+    fn enqueue_steps_on(
+        &self,
+        run: &mut LaneRun,
+        steps: usize,
+        stream: &Arc<CudaStream>,
+        blas: &CudaBlas,
+    ) -> Result<()> {
         let shared = self.shared()?;
-        let blas = self.device.blas()?;
         let (n, b) = (run.n, run.lanes);
         let width = n * b;
         let parameters = LaneParameters {
@@ -270,7 +336,7 @@ impl GpuLaneRunner {
                 noise_t: noise_t.as_ref(),
             };
             lane_step(
-                &self.device,
+                stream,
                 &self.kernels,
                 &inputs,
                 &parameters,

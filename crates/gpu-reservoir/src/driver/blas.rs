@@ -6,7 +6,7 @@ use std::ffi::c_void;
 
 use cudarc::cublas::result::{gemm_ex, CublasError};
 use cudarc::cublas::sys::{
-    cublasComputeType_t, cublasGemmAlgo_t, cublasOperation_t, cudaDataType_t,
+    cublasComputeType_t, cublasGemmAlgo_t, cublasOperation_t, cublasStatus_t, cudaDataType_t,
 };
 use cudarc::cublas::{CudaBlas, Gemm, GemmConfig, StridedBatchedConfig};
 use cudarc::driver::{CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut};
@@ -15,9 +15,12 @@ use reservoir_core::ReservoirError;
 use super::launch::{dim, fits};
 use crate::error::{GpuError, Result};
 
-/// A cuBLAS failure while doing `context`.
+/// A cuBLAS failure while doing `context` (a failed allocation as out of memory).
 pub(crate) fn blas_error(context: &'static str, source: CublasError) -> GpuError {
-    GpuError::Blas { context, source }
+    match source.0 {
+        cublasStatus_t::CUBLAS_STATUS_ALLOC_FAILED => GpuError::out_of_memory(context, None),
+        _ => GpuError::Blas { context, source },
+    }
 }
 
 /// The cuBLAS dimensions of `out = A·X` (A m × k, X k × n) once the lengths of A, X and out

@@ -44,14 +44,18 @@ impl<T: DeviceRepr> DeviceCsr<T> {
     ) -> Result<Self> {
         let s = device.stream();
         let values: Vec<T> = matrix.values().iter().map(|&v| convert(v)).collect();
+        let (row_ptr, col_idx) = (to_i32(matrix.row_ptr())?, to_i32(matrix.col_idx())?);
+        const WHAT: &str = "uploading a CSR matrix";
         Ok(Self {
             row_ptr: s
-                .clone_htod(&to_i32(matrix.row_ptr())?)
-                .context("uploading a CSR matrix")?,
+                .clone_htod(&row_ptr)
+                .alloc_context::<i32>(WHAT, row_ptr.len())?,
             col_idx: s
-                .clone_htod(&to_i32(matrix.col_idx())?)
-                .context("uploading a CSR matrix")?,
-            values: s.clone_htod(&values).context("uploading a CSR matrix")?,
+                .clone_htod(&col_idx)
+                .alloc_context::<i32>(WHAT, col_idx.len())?,
+            values: s
+                .clone_htod(&values)
+                .alloc_context::<T>(WHAT, values.len())?,
         })
     }
 }

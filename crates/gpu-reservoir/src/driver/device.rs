@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::Instant;
 
+use cudarc::cublas::sys::{cublasMath_t, cublasSetMathMode};
 use cudarc::cublas::CudaBlas;
 use cudarc::driver::sys::{
     CUdevice_attribute, CUfunction_attribute, CUgraphInstantiate_flags, CUstreamCaptureMode,
@@ -15,6 +16,7 @@ use cudarc::nvrtc::Ptx;
 use reservoir_core::ReservoirError;
 use reservoir_kernels::{Module, HEADERS};
 
+use super::blas::blas_error;
 use super::cache::{cache_dir, fingerprint, KernelCache, Lookup};
 use super::compile::{compile, options};
 use super::probe::{probe_devices, DeviceInfo};
@@ -53,6 +55,10 @@ struct DeviceInner {
     driver_version: (i32, i32),
     kernel_sets: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
     blas: OnceLock<CudaBlas>,
+    /// A second cuBLAS handle whose math mode is TF32, set once when it is made: a math mode
+    /// is the handle's, so switching one handle would change the GEMMs of every thread using
+    /// it.
+    blas_tf32: OnceLock<CudaBlas>,
     startup: Mutex<Startup>,
 }
 
@@ -129,6 +135,7 @@ impl GpuDevice {
                 driver_version: support.driver_version.unwrap_or((0, 0)),
                 kernel_sets: Mutex::new(HashMap::new()),
                 blas: OnceLock::new(),
+                blas_tf32: OnceLock::new(),
                 startup: Mutex::new(Startup::default()),
             }),
         };
@@ -171,12 +178,32 @@ impl GpuDevice {
         &self.inner.ctx
     }
 
-    /// The device's cuBLAS handle (on its stream), created on first use.
+    /// The device's cuBLAS handle (on its stream, default math mode), created on first use.
+    /// It is shared by every thread using the device: changing its configuration (math mode,
+    /// workspace) changes theirs.
     ///
     /// # Errors
     /// [`GpuError::Unavailable`] when libcublas cannot be loaded, or cuBLAS's own error.
     pub fn blas(&self) -> Result<&CudaBlas> {
-        if let Some(blas) = self.inner.blas.get() {
+        self.blas_handle(&self.inner.blas, None)
+    }
+
+    /// The device's TF32 cuBLAS handle (on its stream, math mode
+    /// `CUBLAS_TF32_TENSOR_OP_MATH` from its creation on), created on first use.
+    pub(crate) fn blas_tf32(&self) -> Result<&CudaBlas> {
+        self.blas_handle(
+            &self.inner.blas_tf32,
+            Some(cublasMath_t::CUBLAS_TF32_TENSOR_OP_MATH),
+        )
+    }
+
+    /// The handle in `cell`, made (with math mode `math`, if any) on first use.
+    fn blas_handle<'a>(
+        &self,
+        cell: &'a OnceLock<CudaBlas>,
+        math: Option<cublasMath_t>,
+    ) -> Result<&'a CudaBlas> {
+        if let Some(blas) = cell.get() {
             return Ok(blas);
         }
         // SAFETY: only tries to dlopen libcublas; no cuBLAS function is called.
@@ -186,12 +213,16 @@ impl GpuDevice {
             });
         }
         let started = Instant::now();
-        let blas = CudaBlas::new(self.inner.stream.clone()).map_err(|source| GpuError::Blas {
-            context: "creating the cuBLAS handle",
-            source,
-        })?;
+        let blas = CudaBlas::new(self.inner.stream.clone())
+            .map_err(|e| blas_error("creating the cuBLAS handle", e))?;
+        if let Some(mode) = math {
+            // SAFETY: the handle was just made and no other thread has it yet.
+            unsafe { cublasSetMathMode(*blas.handle(), mode) }
+                .result()
+                .map_err(|e| blas_error("setting the GEMM math mode", e))?;
+        }
         self.record("cuBLAS handle", started);
-        Ok(self.inner.blas.get_or_init(|| blas))
+        Ok(cell.get_or_init(|| blas))
     }
 
     /// The functions of kernel set `K`, compiling and loading its module on first use.
@@ -283,15 +314,27 @@ impl GpuDevice {
         what: &'static str,
     ) -> Result<CudaSlice<f32>> {
         let host: Vec<f32> = values.into_iter().map(|&v| v as f32).collect();
-        self.stream().clone_htod(&host).context(what)
+        self.stream()
+            .clone_htod(&host)
+            .alloc_context::<f32>(what, host.len())
     }
 
     /// Captures the launches `enqueue` puts on the device's stream into a CUDA graph
     /// (instantiated and uploaded) instead of running them: replaying the graph runs the same
     /// work without the host's cost per launch. `enqueue` must only launch (no copies from
     /// the host, no synchronisation).
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))]
     pub(crate) fn capture(&self, enqueue: impl FnOnce() -> Result<()>) -> Result<CudaGraph> {
-        let stream = self.stream();
+        Self::capture_on(self.stream(), enqueue)
+    }
+
+    /// [`GpuDevice::capture`] on `stream`, whose launches `enqueue` makes. A capture takes
+    /// every launch into its stream, from any thread: where other threads may use the
+    /// device, capture on a stream of one's own (replaying the graph runs there too).
+    pub(crate) fn capture_on(
+        stream: &Arc<CudaStream>,
+        enqueue: impl FnOnce() -> Result<()>,
+    ) -> Result<CudaGraph> {
         stream
             .begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
             .context("starting a graph capture")?;

@@ -62,10 +62,18 @@ impl Staging {
         slot: usize,
         states: &CudaView<'_, f32>,
     ) -> Result<()> {
-        let (buffer, event) = self.slot(slot, states.len())?;
+        let len = states.len();
+        let (buffer, event) = self.slot(slot, len)?;
         let stream = device.stream();
+        // Exactly the states' values: cudarc copies as many values as the destination holds,
+        // and a buffer kept from a longer run (or grown by a run that then failed for want of
+        // device memory) is longer than the states. The page-locked memory is the same, so
+        // the copy is as asynchronous as one into the whole buffer.
+        let host = buffer
+            .as_mut_slice()
+            .context("reaching a page-locked buffer")?;
         stream
-            .memcpy_dtoh(states, buffer)
+            .memcpy_dtoh(states, &mut host[..len])
             .context("copying the states back")?;
         event
             .record(stream)

@@ -1,10 +1,12 @@
 //! Launches of `lanes.cu`: one step of a sweep's lanes after the shared product.
 
-use cudarc::driver::{CudaFunction, CudaSlice, CudaView, CudaViewMut, PushKernelArg};
+use std::sync::Arc;
+
+use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, CudaView, CudaViewMut, PushKernelArg};
 use reservoir_kernels::lanes;
 
 use crate::driver::launch::{dim, fits, per_item};
-use crate::driver::{GpuDevice, KernelSet, LoadedModule};
+use crate::driver::{KernelSet, LoadedModule};
 use crate::error::{DriverContext, Result};
 
 /// The kernel of `lanes.cu`.
@@ -40,9 +42,10 @@ pub(crate) struct LaneStepInputs<'a, 'v> {
 }
 
 /// `x_b ← (1 − a_b)·x_b + a_b·f(ρ_b·(W₁X)_b + b + s_b·W_in₁u + noise)` for the `lanes` lanes
-/// of `n` units: `x` and `next` are N × B (column-major), `next` not overlapping `x`.
+/// of `n` units: `x` and `next` are N × B (column-major), `next` not overlapping `x`; launched
+/// on `stream` (the device's, or a sweep's capture stream).
 pub(crate) fn lane_step(
-    device: &GpuDevice,
+    stream: &Arc<CudaStream>,
     kernels: &LaneKernels,
     inputs: &LaneStepInputs<'_, '_>,
     lanes: &LaneParameters<'_>,
@@ -66,7 +69,7 @@ pub(crate) fn lane_step(
     }
     let (n_i, b_i) = (dim(n, WHAT)?, dim(b, WHAT)?);
     let null: u64 = 0;
-    let mut launch = device.stream().launch_builder(&kernels.step);
+    let mut launch = stream.launch_builder(&kernels.step);
     launch
         .arg(inputs.product)
         .arg(inputs.input_t)

@@ -189,7 +189,7 @@ impl PersistentPlan {
                 Some(DenseW::Half(
                     stream
                         .clone_htod(&bits)
-                        .context("uploading the dense 16-bit W")?,
+                        .alloc_context::<u16>("uploading the dense 16-bit W", bits.len())?,
                 ))
             }
             PersistentWeights::CsrOnChip | PersistentWeights::CsrStreamed => None,
