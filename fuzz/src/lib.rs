@@ -272,7 +272,7 @@ pub mod model {
     }
 
     /// `bytes` with the payload length and CRC-32 of the header set to match the payload.
-    fn with_matching_header(bytes: &[u8]) -> Option<Vec<u8>> {
+    pub fn with_matching_header(bytes: &[u8]) -> Option<Vec<u8>> {
         let payload = bytes.get(HEADER_LEN..)?;
         let mut fixed = bytes.to_vec();
         fixed[12..20].copy_from_slice(&(payload.len() as u64).to_le_bytes());

@@ -149,3 +149,36 @@ fn numpy_files_that_ask_for_too_much_are_errors() {
         );
     }
 }
+
+/// The model files whose strings declared lengths of gigabytes (which the decoder allocated
+/// before reading, aborting) are refused as undecodable, with their checksums fixed so that
+/// the decoder is reached.
+#[test]
+fn model_files_declaring_huge_strings_are_errors() {
+    use reservoir_runtime::model::{Model, SpikeModel};
+    let dir = tempfile::tempdir().expect("dir");
+    fn series(p: &Path) -> reservoir_runtime::Result<()> {
+        Model::load(p).map(drop)
+    }
+    fn spike(p: &Path) -> reservoir_runtime::Result<()> {
+        SpikeModel::load(p).map(drop)
+    }
+    type Load = fn(&Path) -> reservoir_runtime::Result<()>;
+    let cases: [(&str, Load); 2] = [
+        ("series-column-name-length-1tib.bin", series),
+        ("spike-v1-options-length-2gib.bin", spike),
+    ];
+    for (name, load) in cases {
+        let bytes = std::fs::read(fuzz_dir().join("regressions/model").join(name)).expect("read");
+        let fixed = checks::model::with_matching_header(&bytes).expect("a header");
+        let path = dir.path().join(name);
+        std::fs::write(&path, fixed).expect("write");
+        match load(&path) {
+            Ok(()) => panic!("{name} loaded"),
+            Err(e) => assert!(
+                e.to_string().contains("cannot decode the model"),
+                "{name}: {e}"
+            ),
+        }
+    }
+}

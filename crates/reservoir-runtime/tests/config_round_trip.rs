@@ -106,13 +106,14 @@ fn task(washout: usize) -> impl Strategy<Value = Option<TaskConfig>> {
         Just(None),
         (train.clone(), 2usize..5000, seed())
             .prop_map(|(train, test, seed)| Some(TaskConfig::Narma10 { train, test, seed })),
-        (train.clone(), 2usize..5000, 0usize..500).prop_map(|(train, test, forecast)| Some(
-            TaskConfig::MackeyGlass {
+        // The forecast is scored on the test rows, so it is no longer than them.
+        (train.clone(), 2usize..5000)
+            .prop_flat_map(|(train, test)| (Just(train), Just(test), 0..=test))
+            .prop_map(|(train, test, forecast)| Some(TaskConfig::MackeyGlass {
                 train,
                 test,
                 forecast
-            }
-        )),
+            })),
         (1usize..200, train, 2usize..5000).prop_map(|(max_delay, train, test)| Some(
             TaskConfig::MemoryCapacity {
                 max_delay,

@@ -39,7 +39,9 @@ pub(super) struct ModelV1 {
     weights: ReservoirWeights,
     readout: LinearReadout,
     state: Array1<f64>,
+    #[serde(deserialize_with = "super::text::list")]
     input_columns: Vec<String>,
+    #[serde(deserialize_with = "super::text::list")]
     target_columns: Vec<String>,
 }
 

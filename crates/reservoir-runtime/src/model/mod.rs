@@ -35,6 +35,7 @@ use crate::files::write_atomically;
 mod legacy;
 mod sequence;
 mod spike;
+pub(crate) mod text;
 
 pub use sequence::{SequenceClassifier, SEQUENCE_MAGIC};
 pub use spike::{SpikeModel, SPIKE_MAGIC};
@@ -58,8 +59,10 @@ pub struct Model {
     /// The reservoir state at the end of the last run (training, or test when given).
     pub state: Array1<f64>,
     /// Names of the input columns, in order.
+    #[serde(deserialize_with = "text::list")]
     pub input_columns: Vec<String>,
     /// Names of the target columns, in order.
+    #[serde(deserialize_with = "text::list")]
     pub target_columns: Vec<String>,
 }
 

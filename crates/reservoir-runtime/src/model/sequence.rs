@@ -34,6 +34,7 @@ pub struct SequenceClassifier {
     /// The class names, in the readout's output order.
     pub classes: Classes,
     /// Names of the input columns, in order.
+    #[serde(deserialize_with = "super::text::list")]
     pub input_columns: Vec<String>,
 }
 

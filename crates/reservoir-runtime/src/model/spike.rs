@@ -42,7 +42,7 @@ pub struct SpikeModel {
 /// The task options are stored as their TOML text: the encoder inside them is an internally
 /// tagged enum, which bincode (not self-describing) cannot decode directly.
 pub(super) mod options_as_toml {
-    use serde::{de::Error as _, ser::Error as _, Deserialize, Deserializer, Serializer};
+    use serde::{de::Error as _, ser::Error as _, Deserializer, Serializer};
 
     use crate::tasks::spike_classification::SpikeClassificationOptions;
 
@@ -57,7 +57,7 @@ pub(super) mod options_as_toml {
     pub fn deserialize<'de, D: Deserializer<'de>>(
         d: D,
     ) -> Result<SpikeClassificationOptions, D::Error> {
-        let text = String::deserialize(d)?;
+        let text = crate::model::text::one(d)?;
         toml::from_str(&text).map_err(D::Error::custom)
     }
 }

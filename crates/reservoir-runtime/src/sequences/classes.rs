@@ -12,6 +12,7 @@ const MAX_LISTED: usize = 20;
 /// order; the index of a class is its position.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Classes {
+    #[serde(deserialize_with = "crate::model::text::list")]
     names: Vec<String>,
 }
 

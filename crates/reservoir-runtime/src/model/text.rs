@@ -1,0 +1,45 @@
+//! The strings of a model file (column names, class names, a spike model's task options),
+//! decoded through `deserialize_str`.
+//!
+//! bincode's `deserialize_str` checks a string's declared length against the payload before it
+//! copies the string out. Its `deserialize_string`, which `String` asks for, allocates the
+//! declared length first, so a corrupt length of a few bytes asked for terabytes and aborted
+//! the process.
+
+use std::fmt;
+
+use serde::de::{Deserialize, Deserializer, Error, Visitor};
+
+/// A string decoded through `deserialize_str`.
+struct Text(String);
+
+impl<'de> Deserialize<'de> for Text {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct TextVisitor;
+
+        impl Visitor<'_> for TextVisitor {
+            type Value = Text;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+
+            fn visit_str<E: Error>(self, text: &str) -> Result<Text, E> {
+                Ok(Text(text.to_owned()))
+            }
+        }
+
+        deserializer.deserialize_str(TextVisitor)
+    }
+}
+
+/// One string (`#[serde(deserialize_with = "text::one")]`).
+pub(crate) fn one<'de, D: Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
+    Text::deserialize(deserializer).map(|text| text.0)
+}
+
+/// A list of strings (`#[serde(deserialize_with = "text::list")]`).
+pub(crate) fn list<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<String>, D::Error> {
+    let texts = Vec::<Text>::deserialize(deserializer)?;
+    Ok(texts.into_iter().map(|text| text.0).collect())
+}
