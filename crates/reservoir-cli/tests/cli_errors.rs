@@ -301,19 +301,8 @@ fn targets_too_large_to_score_are_refused_with_their_line() {
 fn lines_are_counted_right_in_crlf_files() {
     let fx = Fixture::new();
     let train = fx.write("crlf.csv", "u,y\r\n0.1,0.2\r\n\r\nx,0.3\r\n");
-    let config = fx.p("config.toml");
     fails_with(
-        &[
-            "fit",
-            "--config",
-            &config,
-            "--train",
-            &train,
-            "--inputs",
-            "u",
-            "--targets",
-            "y",
-        ],
+        &fx.fit_on(&train, "u"),
         &["crlf.csv: line 4, column `u`: `x` is not a number"],
     );
 }
@@ -321,29 +310,19 @@ fn lines_are_counted_right_in_crlf_files() {
 #[test]
 fn configs_whose_job_cannot_fit_in_memory_name_the_size() {
     let fx = Fixture::new();
-    let huge = fx.write(
+    let huge = narma_config(
+        &fx,
         "huge.toml",
-        "[task]\nkind = \"narma10\"\ntrain = 2000\ntest = 1000\nseed = 1\n\n\
-         [reservoir]\nsize = 16777216\nconnection_prob = 1.0\n\n[readout]\nwashout = 100\n",
+        "train = 2000",
+        "size = 16777216\nconnection_prob = 1.0",
     );
     let message = fails_with(
         &["run", &huge, "--no-save"],
         &["not enough memory for this job (weights"],
     );
     assert!(message.contains("available"), "{message}");
-    let train = fx.p("train.csv");
     fails_with(
-        &[
-            "fit",
-            "--config",
-            &huge,
-            "--train",
-            &train,
-            "--inputs",
-            "u",
-            "--targets",
-            "y",
-        ],
+        &fx.fit_args(&huge, &[]),
         &["not enough memory for this job (weights", "ridge sums"],
     );
 }
@@ -351,10 +330,11 @@ fn configs_whose_job_cannot_fit_in_memory_name_the_size() {
 #[test]
 fn task_sizes_that_would_overflow_are_config_errors() {
     let fx = Fixture::new();
-    let config = fx.write(
+    let config = narma_config(
+        &fx,
         "rows.toml",
-        "[task]\nkind = \"narma10\"\ntrain = 18446744073709551615\ntest = 1000\nseed = 1\n\n\
-         [reservoir]\nsize = 50\n",
+        "train = 18446744073709551615",
+        "size = 50",
     );
     fails_with(
         &["run", &config, "--no-save"],
@@ -369,10 +349,11 @@ fn task_sizes_that_would_overflow_are_config_errors() {
         &["run", &config, "--no-save"],
         &["`task.forecast`: must be <= task.test (100)"],
     );
-    let config = fx.write(
+    let config = narma_config(
+        &fx,
         "radius.toml",
-        "[task]\nkind = \"narma10\"\ntrain = 500\ntest = 100\nseed = 1\n\n\
-         [reservoir]\nsize = 50\nspectral_radius = 1e300\n",
+        "train = 500",
+        "size = 50\nspectral_radius = 1e300",
     );
     fails_with(
         &["run", &config, "--no-save"],
@@ -394,4 +375,15 @@ fn task_sizes_that_would_overflow_are_config_errors() {
         out.stderr
     );
     assert!(!out.stderr.contains("-- -5"), "{}", out.stderr);
+}
+
+/// Writes a NARMA-10 job config (1000 test rows, seed 1) with the given `train` line and
+/// `[reservoir]` lines.
+fn narma_config(fx: &Fixture, name: &str, train: &str, reservoir: &str) -> String {
+    fx.write(
+        name,
+        &format!(
+            "[task]\nkind = \"narma10\"\n{train}\ntest = 1000\nseed = 1\n\n[reservoir]\n{reservoir}\n"
+        ),
+    )
 }
