@@ -1,0 +1,299 @@
+//! Trained models: fitted from Python, saved and loaded as the same files the command line
+//! writes and reads.
+//!
+//! Every sequence runs from the zero state, in fitting and in prediction, so a prediction
+//! depends only on its inputs (the command line's `predict --reset`).
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use ndarray::Array2;
+use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray2};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use reservoir_core::features::FeatureParams;
+use reservoir_runtime::model::{Model, SequenceClassifier, SEQUENCE_MAGIC, SPIKE_MAGIC};
+use reservoir_runtime::sequences::{self, predict_series, Labelled, Series};
+use reservoir_runtime::{Dispatch, RuntimeError};
+
+use crate::arrays::{ids, to_list, views};
+use crate::config::{experiment_config, to_python};
+use crate::errors::IntoPy;
+use crate::runner::{device, Runner};
+
+/// A ridge readout over the states of many series (`reservoir fit --targets`).
+#[pyclass(module = "reservoir._engine", frozen)]
+pub struct SeriesModel {
+    model: Model,
+    runner: Runner,
+}
+
+/// A classifier of whole sequences (`reservoir fit --label-column`).
+#[pyclass(module = "reservoir._engine", frozen)]
+pub struct ClassifierModel {
+    model: SequenceClassifier,
+    runner: Runner,
+}
+
+/// Fits a readout over `inputs` (series, each Tᵢ × K) to `targets` (Tᵢ × M) as `params`
+/// say; returns the model and where it ran.
+#[pyfunction]
+pub fn fit_series(
+    py: Python<'_>,
+    params: &Bound<'_, PyDict>,
+    inputs: Vec<PyReadonlyArray2<'_, f64>>,
+    targets: Vec<PyReadonlyArray2<'_, f64>>,
+    input_columns: Vec<String>,
+    target_columns: Vec<String>,
+) -> PyResult<(SeriesModel, String)> {
+    let config = experiment_config(params)?;
+    let (inputs, targets) = (views(&inputs), views(&targets));
+    let ids = ids(inputs.len());
+    let (model, placed) = py
+        .detach(|| {
+            let mut dispatch = Dispatch::new(config.device());
+            let outcome = sequences::fit_series(
+                &config,
+                &input_columns,
+                &target_columns,
+                Series {
+                    ids: &ids,
+                    inputs: &inputs,
+                    targets: &targets,
+                },
+                None,
+                &mut dispatch,
+                &mut |_, _, _| {},
+            )?;
+            Ok::<_, RuntimeError>((outcome.model, placed(&dispatch)))
+        })
+        .py_err()?;
+    Ok((SeriesModel::new(model), placed))
+}
+
+/// Fits a classifier of `inputs` (sequences, each Tᵢ × K) with one label each as `params`
+/// say; returns the model and where it ran.
+#[pyfunction]
+pub fn fit_classifier(
+    py: Python<'_>,
+    params: &Bound<'_, PyDict>,
+    inputs: Vec<PyReadonlyArray2<'_, f64>>,
+    labels: Vec<String>,
+    input_columns: Vec<String>,
+) -> PyResult<(ClassifierModel, String)> {
+    let config = experiment_config(params)?;
+    let inputs = views(&inputs);
+    let ids = ids(inputs.len());
+    let (model, placed) = py
+        .detach(|| {
+            let mut dispatch = Dispatch::new(config.device());
+            let outcome = sequences::fit_classifier(
+                &config,
+                &input_columns,
+                Labelled {
+                    ids: &ids,
+                    inputs: &inputs,
+                    labels: &labels,
+                },
+                None,
+                &mut dispatch,
+                &mut |_, _, _| {},
+            )?;
+            Ok::<_, RuntimeError>((outcome.model, placed(&dispatch)))
+        })
+        .py_err()?;
+    Ok((ClassifierModel::new(model), placed))
+}
+
+/// Where the last reservoir `dispatch` built runs.
+fn placed(dispatch: &Dispatch) -> String {
+    dispatch
+        .placements()
+        .last()
+        .map_or_else(|| "cpu".to_string(), |(_, p)| p.name())
+}
+
+/// Loads a model file of either kind the command line writes from sequences: a
+/// `SeriesModel` or a `ClassifierModel`.
+#[pyfunction]
+pub fn load(py: Python<'_>, path: PathBuf) -> PyResult<Py<PyAny>> {
+    match magic_bytes(&path) {
+        Some(SEQUENCE_MAGIC) => {
+            let model = py.detach(|| SequenceClassifier::load(&path)).py_err()?;
+            Ok(Py::new(py, ClassifierModel::new(model))?.into_any())
+        }
+        Some(SPIKE_MAGIC) => Err(PyValueError::new_err(format!(
+            "{}: a spike-classifier model (from `reservoir run` on a spike_classification \
+             config) is not loaded from Python; `reservoir predict` runs it",
+            path.display()
+        ))),
+        // A series model, or a file that is none (missing, short, foreign): the loader
+        // says which.
+        _ => {
+            let model = py.detach(|| Model::load(&path)).py_err()?;
+            Ok(Py::new(py, SeriesModel::new(model))?.into_any())
+        }
+    }
+}
+
+/// The first eight bytes of the file at `path`, when it has them.
+fn magic_bytes(path: &Path) -> Option<[u8; 8]> {
+    let mut magic = [0u8; 8];
+    let mut file = std::fs::File::open(path).ok()?;
+    file.read_exact(&mut magic).ok()?;
+    Some(magic)
+}
+
+impl SeriesModel {
+    fn new(model: Model) -> Self {
+        Self {
+            model,
+            runner: Runner::default(),
+        }
+    }
+}
+
+#[pymethods]
+impl SeriesModel {
+    /// The predictions for every row of every series (each from the zero state), on
+    /// `device`; returns them and where they ran.
+    #[pyo3(signature = (inputs, device = "auto"))]
+    fn predict<'py>(
+        &self,
+        py: Python<'py>,
+        inputs: Vec<PyReadonlyArray2<'py, f64>>,
+        device: &str,
+    ) -> PyResult<(Vec<Bound<'py, PyArray2<f64>>>, String)> {
+        let device = self::device(device)?;
+        let inputs = views(&inputs);
+        let (predictions, placed) = py.detach(|| {
+            self.runner.with(
+                &self.model.config,
+                &self.model.weights,
+                device,
+                &inputs,
+                |reservoir| {
+                    predict_series(reservoir, &self.model.readout, &inputs, &mut |_, _| {}).py_err()
+                },
+            )
+        })?;
+        Ok((to_list(py, predictions), placed))
+    }
+
+    /// Writes the model file (`reservoir predict --model` reads it).
+    fn save(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+        py.detach(|| self.model.save(&path)).py_err()
+    }
+
+    /// The reservoir's parameters (a `[reservoir]` table).
+    #[getter]
+    fn reservoir_params<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_python(py, &self.model.config.to_params())
+    }
+
+    /// Names of the input columns.
+    #[getter]
+    fn input_columns(&self) -> Vec<String> {
+        self.model.input_columns.clone()
+    }
+
+    /// Names of the target columns.
+    #[getter]
+    fn target_columns(&self) -> Vec<String> {
+        self.model.target_columns.clone()
+    }
+
+    /// The readout's weights, N × M.
+    #[getter]
+    fn readout_weights<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray2<f64>> {
+        self.model.readout.weights().clone().into_pyarray(py)
+    }
+
+    /// The readout's intercept, M.
+    #[getter]
+    fn intercept<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        self.model.readout.intercept().clone().into_pyarray(py)
+    }
+}
+
+impl ClassifierModel {
+    fn new(model: SequenceClassifier) -> Self {
+        Self {
+            model,
+            runner: Runner::default(),
+        }
+    }
+
+    /// What the readout sees of every sequence (B × features), on `device`; and where
+    /// they ran.
+    fn features(
+        &self,
+        py: Python<'_>,
+        inputs: &[PyReadonlyArray2<'_, f64>],
+        device: &str,
+    ) -> PyResult<(Array2<f64>, String)> {
+        let device = self::device(device)?;
+        let inputs = views(inputs);
+        py.detach(|| {
+            self.runner.with(
+                &self.model.config,
+                &self.model.weights,
+                device,
+                &inputs,
+                |reservoir| {
+                    reservoir
+                        .sequence_features(&inputs, &self.model.features, &mut |_, _| {})
+                        .py_err()
+                },
+            )
+        })
+    }
+}
+
+#[pymethods]
+impl ClassifierModel {
+    /// The readout's output for every sequence and class (B × classes), on `device`.
+    #[pyo3(signature = (inputs, device = "auto"))]
+    fn decision_function<'py>(
+        &self,
+        py: Python<'py>,
+        inputs: Vec<PyReadonlyArray2<'py, f64>>,
+        device: &str,
+    ) -> PyResult<(Bound<'py, PyArray2<f64>>, String)> {
+        let (features, placed) = self.features(py, &inputs, device)?;
+        let outputs = py
+            .detach(|| self.model.readout.predict(features.view()))
+            .py_err()?;
+        Ok((outputs.into_pyarray(py), placed))
+    }
+
+    /// Writes the model file (`reservoir predict --model` reads it).
+    fn save(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+        py.detach(|| self.model.save(&path)).py_err()
+    }
+
+    /// The reservoir's parameters (a `[reservoir]` table).
+    #[getter]
+    fn reservoir_params<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_python(py, &self.model.config.to_params())
+    }
+
+    /// What the readout sees of a sequence (a `[features]` table).
+    #[getter]
+    fn feature_params<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_python(py, &FeatureParams::from(self.model.features.clone()))
+    }
+
+    /// The class names, in the readout's output order.
+    #[getter]
+    fn classes(&self) -> Vec<String> {
+        self.model.classes.names().to_vec()
+    }
+
+    /// Names of the input columns.
+    #[getter]
+    fn input_columns(&self) -> Vec<String> {
+        self.model.input_columns.clone()
+    }
+}
