@@ -11,8 +11,9 @@ from __future__ import annotations
 from . import tasks
 from ._engine import GpuError, Readout, Rls
 from ._estimators import ESNClassifier, ESNRegressor
-from ._reservoirs import EchoStateNetwork
 from ._files import load, save
+from ._reservoirs import EchoStateNetwork
+from ._sweep import sweep
 
 __all__ = [
     "ESNClassifier",
@@ -23,5 +24,6 @@ __all__ = [
     "Rls",
     "load",
     "save",
+    "sweep",
     "tasks",
 ]

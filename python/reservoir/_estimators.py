@@ -94,9 +94,7 @@ class _EchoStateEstimator(BaseEstimator):
 
 
 def _not_fitted(estimator):
-    message = (
-        f"This {type(estimator).__name__} instance is not fitted yet; call 'fit' first."
-    )
+    message = f"This {type(estimator).__name__} instance is not fitted yet; call 'fit' first."
     try:
         from sklearn.exceptions import NotFittedError
     except ImportError:
@@ -183,8 +181,10 @@ class ESNRegressor(RegressorMixin, _EchoStateEstimator):
         inputs = self._inputs(X)
         rows, _ = targets(y, inputs)
         predicted = self.predict(X)
-        predicted = predicted if inputs.layout == "list" else list(
-            [predicted] if inputs.layout == "series" else predicted
+        predicted = (
+            predicted
+            if inputs.layout == "list"
+            else list([predicted] if inputs.layout == "series" else predicted)
         )
         w = self.washout
         truth = np.concatenate([r[w:] for r in rows])

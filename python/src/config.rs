@@ -13,9 +13,10 @@ use crate::errors::IntoPy;
 /// `params` (a dict of tables, `None` values left out) as a checked config.
 pub fn experiment_config(params: &Bound<'_, PyDict>) -> PyResult<ExperimentConfig> {
     let table = table(params, "")?;
-    let params: ExperimentParams = Value::Table(table)
-        .try_into()
-        .map_err(|e: toml::de::Error| PyValueError::new_err(e.message().trim().to_string()))?;
+    let params: ExperimentParams =
+        serde_path_to_error::deserialize(Value::Table(table)).map_err(|e| {
+            PyValueError::new_err(format!("`{}`: {}", e.path(), e.inner().message().trim()))
+        })?;
     params.check().py_err()
 }
 

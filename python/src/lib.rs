@@ -9,6 +9,7 @@ mod esn;
 mod models;
 mod readouts;
 mod runner;
+mod sweep;
 mod tasks;
 
 use pyo3::prelude::*;
@@ -24,6 +25,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(models::fit_series, m)?)?;
     m.add_function(wrap_pyfunction!(models::fit_classifier, m)?)?;
     m.add_function(wrap_pyfunction!(models::load, m)?)?;
+    m.add_function(wrap_pyfunction!(sweep::sweep, m)?)?;
     m.add_function(wrap_pyfunction!(tasks::narma10, m)?)?;
     m.add_function(wrap_pyfunction!(tasks::mackey_glass, m)?)?;
     m.add_function(wrap_pyfunction!(tasks::lorenz, m)?)?;

@@ -1,0 +1,75 @@
+//! Hyper-parameter sweeps over many sequences: every (lane, ridge) of a `[sweep]` grid
+//! scored on validation folds of the training sequences, as `reservoir sweep --train` does.
+
+use numpy::PyReadonlyArray2;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use reservoir_runtime::sequences::sweep::{sweep_classifier, sweep_series, SequenceSweepReport};
+use reservoir_runtime::sequences::{Labelled, Series};
+use reservoir_runtime::Dispatch;
+
+use crate::arrays::{ids, views};
+use crate::config::{experiment_config, to_python};
+use crate::errors::IntoPy;
+
+/// Sweeps the grid of `params`' `sweep` table on `inputs` with one label each (`labels`)
+/// or per-row `targets`; returns the report as a dict (results best first, failures, what
+/// the score is, where the lanes ran).
+#[pyfunction]
+#[pyo3(signature = (params, inputs, labels = None, targets = None))]
+pub fn sweep<'py>(
+    py: Python<'py>,
+    params: &Bound<'py, PyDict>,
+    inputs: Vec<PyReadonlyArray2<'py, f64>>,
+    labels: Option<Vec<String>>,
+    targets: Option<Vec<PyReadonlyArray2<'py, f64>>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let config = experiment_config(params)?;
+    let inputs = views(&inputs);
+    let ids = ids(inputs.len());
+    let columns: Vec<String> = (0..inputs.first().map_or(0, |u| u.ncols()))
+        .map(|i| format!("x{i}"))
+        .collect();
+    let target_arrays = targets.unwrap_or_default();
+    let targets = views(&target_arrays);
+    let report: SequenceSweepReport = match labels {
+        Some(labels) => py.detach(|| {
+            sweep_classifier(
+                &config,
+                &columns,
+                Labelled {
+                    ids: &ids,
+                    inputs: &inputs,
+                    labels: &labels,
+                },
+                None,
+                &mut Dispatch::new(config.device()),
+                &mut |_, _, _| {},
+            )
+            .map(|(report, _)| report)
+        }),
+        None if !targets.is_empty() => {
+            let outputs: Vec<String> = (0..targets[0].ncols()).map(|i| format!("y{i}")).collect();
+            py.detach(|| {
+                sweep_series(
+                    &config,
+                    &columns,
+                    &outputs,
+                    Series {
+                        ids: &ids,
+                        inputs: &inputs,
+                        targets: &targets,
+                    },
+                    None,
+                    &mut Dispatch::new(config.device()),
+                    &mut |_, _, _| {},
+                )
+                .map(|(report, _)| report)
+            })
+        }
+        None => return Err(PyValueError::new_err("sweep: give labels or targets")),
+    }
+    .py_err()?;
+    to_python(py, &report)
+}

@@ -1,0 +1,107 @@
+"""Model files: saved here, read by the command line, and the other way round."""
+
+import subprocess
+
+import numpy as np
+import pytest
+
+import reservoir
+from reservoir import ESNClassifier, ESNRegressor
+
+
+def write_csv(path, columns, rows, extra=None):
+    header = ",".join(columns)
+    np.savetxt(path, rows, delimiter=",", header=header, comments="", fmt="%.17g")
+
+
+def read_column(path):
+    return np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2)
+
+
+def test_save_and_load_give_the_same_predictions(tmp_path, narma, labelled):
+    u, y = narma
+    model = ESNRegressor(size=60, device="cpu").fit(u[:1000], y[:1000])
+    reservoir.save(model, tmp_path / "m.bin")
+    loaded = reservoir.load(tmp_path / "m.bin")
+    assert isinstance(loaded, ESNRegressor)
+    assert loaded.size == 60
+    assert np.array_equal(loaded.predict(u[1000:1200]), model.predict(u[1000:1200]))
+    X, labels = labelled
+    classifier = ESNClassifier(size=60, features=["last", "mean"], device="cpu").fit(X, labels)
+    reservoir.save(classifier, tmp_path / "c.bin")
+    again = reservoir.load(tmp_path / "c.bin")
+    assert isinstance(again, ESNClassifier) and again.features == ["last", "mean"]
+    assert np.array_equal(again.predict(X), classifier.predict(X))
+
+
+def test_load_errors_name_the_file(tmp_path):
+    with pytest.raises(FileNotFoundError, match="missing.bin"):
+        reservoir.load(tmp_path / "missing.bin")
+    (tmp_path / "junk.bin").write_bytes(b"not a model at all, just text")
+    with pytest.raises(ValueError, match="junk.bin"):
+        reservoir.load(tmp_path / "junk.bin")
+    with pytest.raises(ValueError, match="not fitted"):
+        reservoir.save(ESNRegressor(), tmp_path / "x.bin")
+
+
+def test_python_model_predicts_the_same_in_the_command_line(tmp_path, narma, cli):
+    u, y = narma
+    model = ESNRegressor(size=80, leak_rate=1.0, device="cpu").fit(u[:1500], y[:1500])
+    reservoir.save(model, tmp_path / "m.bin")
+    write_csv(tmp_path / "in.csv", ["x0"], u[1500:1700])
+    subprocess.run(
+        [
+            cli,
+            "predict",
+            "--model",
+            str(tmp_path / "m.bin"),
+            "--input",
+            str(tmp_path / "in.csv"),
+            "--output",
+            str(tmp_path / "out.csv"),
+            "--reset",
+            "--device",
+            "cpu",
+        ],
+        check=True,
+        capture_output=True,
+    )
+    np.testing.assert_array_equal(read_column(tmp_path / "out.csv"), model.predict(u[1500:1700]))
+
+
+def test_command_line_model_predicts_the_same_in_python(tmp_path, narma, cli):
+    u, y = narma
+    write_csv(tmp_path / "train.csv", ["u", "y"], np.hstack([u[:1500], y[:1500]]))
+    write_csv(tmp_path / "in.csv", ["u"], u[1500:1700])
+    (tmp_path / "c.toml").write_text("[reservoir]\nsize = 80\nleak_rate = 1.0\n")
+    run = lambda *args: subprocess.run([cli, *args], check=True, capture_output=True)  # noqa: E731
+    run(
+        "fit",
+        "--config",
+        str(tmp_path / "c.toml"),
+        "--train",
+        str(tmp_path / "train.csv"),
+        "--inputs",
+        "u",
+        "--targets",
+        "y",
+        "--model",
+        str(tmp_path / "m.bin"),
+        "--device",
+        "cpu",
+    )
+    run(
+        "predict",
+        "--model",
+        str(tmp_path / "m.bin"),
+        "--input",
+        str(tmp_path / "in.csv"),
+        "--output",
+        str(tmp_path / "out.csv"),
+        "--reset",
+        "--device",
+        "cpu",
+    )
+    loaded = reservoir.load(tmp_path / "m.bin")
+    assert loaded.size == 80 and loaded.leak_rate == 1.0
+    np.testing.assert_array_equal(loaded.predict(u[1500:1700]), read_column(tmp_path / "out.csv"))
