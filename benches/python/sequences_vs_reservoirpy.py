@@ -128,6 +128,18 @@ def synthetic_split(rng, n, steps, freq, amp, phase):
     return x, labels.astype(np.int64)
 
 
+def make_synthetic_arrays(b, steps, channels, n_classes, seed):
+    """The synthetic train and test arrays: (x_train, y_train, x_test, y_test)."""
+    rng = np.random.default_rng(seed)
+    components = 3
+    freq = rng.uniform(0.01, 0.2, size=(n_classes, channels, components))  # cycles per step
+    amp = rng.uniform(0.2, 1.0, size=(n_classes, channels, components))
+    phase = rng.uniform(0.0, 2 * np.pi, size=(n_classes, channels, components))
+    x_train, y_train = synthetic_split(rng, b, steps, freq, amp, phase)
+    x_test, y_test = synthetic_split(rng, b // 4, steps, freq, amp, phase)
+    return x_train, y_train, x_test, y_test
+
+
 def make_synthetic(spec, seed, out_dir):
     """The `--synthetic B,T,K,C` dataset, also written to out_dir/{train,test}.npz."""
     try:
@@ -136,13 +148,7 @@ def make_synthetic(spec, seed, out_dir):
         die(f"--synthetic wants B,T,K,C (four integers), got {spec!r}")
     if min(b // 4, steps, channels) < 1 or n_classes < 2:
         die("--synthetic needs B >= 4, T >= 1, K >= 1 and C >= 2")
-    rng = np.random.default_rng(seed)
-    components = 3
-    freq = rng.uniform(0.01, 0.2, size=(n_classes, channels, components))  # cycles per step
-    amp = rng.uniform(0.2, 1.0, size=(n_classes, channels, components))
-    phase = rng.uniform(0.0, 2 * np.pi, size=(n_classes, channels, components))
-    x_train, y_train = synthetic_split(rng, b, steps, freq, amp, phase)
-    x_test, y_test = synthetic_split(rng, b // 4, steps, freq, amp, phase)
+    x_train, y_train, x_test, y_test = make_synthetic_arrays(b, steps, channels, n_classes, seed)
     out_dir.mkdir(parents=True, exist_ok=True)
     np.savez(out_dir / "train.npz", x=x_train, labels=y_train)
     np.savez(out_dir / "test.npz", x=x_test, labels=y_test)
