@@ -12,6 +12,7 @@ use reservoir_runtime::{Dispatch, Workload};
 use crate::arrays::{to_list, views};
 use crate::config::experiment_config;
 use crate::errors::IntoPy;
+use crate::runner::placed;
 
 /// An echo-state reservoir on the device its parameters name; it keeps its state between
 /// runs.
@@ -64,11 +65,7 @@ impl EchoStateNetwork {
                 let (weights, _) = ReservoirWeights::generate(&config)?;
                 let mut dispatch = Dispatch::new(experiment.device());
                 let reservoir = dispatch.echo_state(&config, weights, Workload::single(steps))?;
-                let placed = dispatch
-                    .placements()
-                    .last()
-                    .map_or_else(|| "cpu".to_string(), |(_, p)| p.name());
-                Ok::<_, reservoir_runtime::RuntimeError>((reservoir, placed))
+                Ok::<_, reservoir_runtime::RuntimeError>((reservoir, placed(&dispatch)))
             })
             .py_err()?;
         Ok(Self {

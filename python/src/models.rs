@@ -20,7 +20,7 @@ use reservoir_runtime::{Dispatch, RuntimeError};
 use crate::arrays::{ids, to_list, views};
 use crate::config::{experiment_config, to_python};
 use crate::errors::IntoPy;
-use crate::runner::{device, Runner};
+use crate::runner::{device, placed, Runner};
 
 /// A ridge readout over the states of many series (`reservoir fit --targets`).
 #[pyclass(module = "reservoir._engine", frozen)]
@@ -104,14 +104,6 @@ pub fn fit_classifier(
         })
         .py_err()?;
     Ok((ClassifierModel::new(model), placed))
-}
-
-/// Where the last reservoir `dispatch` built runs.
-fn placed(dispatch: &Dispatch) -> String {
-    dispatch
-        .placements()
-        .last()
-        .map_or_else(|| "cpu".to_string(), |(_, p)| p.name())
 }
 
 /// Loads a model file of either kind the command line writes from sequences: a

@@ -45,10 +45,7 @@ impl Runner {
             let reservoir = dispatch
                 .echo_state(config, weights.clone(), workload(sequences))
                 .py_err()?;
-            let placed = dispatch
-                .placements()
-                .last()
-                .map_or_else(|| "cpu".to_string(), |(_, p)| p.name());
+            let placed = placed(&dispatch);
             *built = Some(Built {
                 asked: device,
                 placed,
@@ -61,6 +58,14 @@ impl Runner {
         let result = body(built.reservoir.as_mut())?;
         Ok((result, built.placed.clone()))
     }
+}
+
+/// Where the last reservoir `dispatch` built runs: `cpu` or `cuda:N`.
+pub fn placed(dispatch: &Dispatch) -> String {
+    dispatch
+        .placements()
+        .last()
+        .map_or_else(|| "cpu".to_string(), |(_, p)| p.name())
 }
 
 /// `text` as a device (`auto`, `cpu`, `cuda`, `cuda:N`).
