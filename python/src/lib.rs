@@ -6,9 +6,11 @@ mod arrays;
 mod config;
 mod errors;
 mod esn;
+mod lif;
 mod models;
 mod readouts;
 mod runner;
+mod spikes;
 mod sweep;
 mod tasks;
 
@@ -30,5 +32,14 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tasks::mackey_glass, m)?)?;
     m.add_function(wrap_pyfunction!(tasks::lorenz, m)?)?;
     m.add_function(wrap_pyfunction!(tasks::memory_capacity, m)?)?;
+    m.add_class::<lif::LifReservoir>()?;
+    m.add_class::<spikes::PatternDetector>()?;
+    m.add_function(wrap_pyfunction!(spikes::encode_rate, m)?)?;
+    m.add_function(wrap_pyfunction!(spikes::encode_latency, m)?)?;
+    m.add_function(wrap_pyfunction!(spikes::encode_delta, m)?)?;
+    m.add_function(wrap_pyfunction!(spikes::encode_population, m)?)?;
+    m.add_function(wrap_pyfunction!(spikes::encode_poisson, m)?)?;
+    m.add_function(wrap_pyfunction!(spikes::random_template, m)?)?;
+    m.add_function(wrap_pyfunction!(spikes::plant_patterns, m)?)?;
     Ok(())
 }
