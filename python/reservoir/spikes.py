@@ -13,6 +13,7 @@ import numpy as np
 from . import _engine
 from ._data import _float64, sequences
 from ._estimators import _checked_type
+from ._reservoirs import EchoStateNetwork
 
 __all__ = [
     "LifReservoir",
@@ -268,6 +269,11 @@ class PatternDetector:
         return {"time_ms": time_ms, "template": template.astype(np.int64), "score": score}
 
 
+def _passed(name, doc):
+    """A read-only property giving the engine object's `name`."""
+    return property(lambda self: getattr(self._engine, name), doc=doc)
+
+
 def _lif_tables(device, params):
     """The `device` and `[lif]` tables of keyword parameters, types checked."""
     unknown = sorted(set(params) - set(_LIF_KEYS))
@@ -294,8 +300,8 @@ def _lif_tables(device, params):
 class LifReservoir:
     """A current-based leaky integrate-and-fire reservoir with Dale's law: `run` feeds
     inputs (T x K, one row per `dt_ms`: spike trains or currents) from the current state and
-    returns the features (T x N: spike traces, membrane potentials or spike counts, as
-    `features` says).
+    returns its states (T x N), the features it reports: spike traces, membrane potentials
+    or spike counts, as `features` says.
 
     Parameters are the `[lif]` config keys (`size`, `dt_ms`, `tau_m_ms`, `tau_syn_ms`,
     `threshold`, `v_rest`, `v_reset`, `refractory_ms`, `resistance`, `input_mode`,
@@ -329,65 +335,32 @@ class LifReservoir:
         )
         return reservoir
 
-    @property
-    def size(self):
-        """Neurons N."""
-        return self._engine.size
-
-    @property
-    def input_size(self):
-        """Input channels K."""
-        return self._engine.input_size
-
-    @property
-    def device(self):
-        """Where it runs: `cpu` or `cuda:N`."""
-        return self._engine.device
-
-    @property
-    def params(self):
-        """Every `[lif]` value it runs with (times in ms), `size` and `input_size` included."""
-        return self._engine.params
-
-    @property
-    def recurrent_weights(self):
-        """W, dense (N x N; row = target, column = source); up to 2^27 entries."""
-        return self._engine.recurrent_weights
-
-    @property
-    def recurrent_csr(self):
-        """W in CSR form: (row pointers, column indices, values), e.g. for
-        `scipy.sparse.csr_matrix((values, columns, pointers))`."""
-        return self._engine.recurrent_csr
-
-    @property
-    def input_weights(self):
-        """W_in (N x K)."""
-        return self._engine.input_weights
-
-    @property
-    def excitatory(self):
-        """Whether each neuron is excitatory (its outgoing weights >= 0) or inhibitory."""
-        return self._engine.excitatory
-
-    def run(self, inputs):
-        """Features (T x N) after each row of `inputs` (T x K), from the current state."""
-        seqs = sequences(inputs, "inputs")
-        if seqs.layout != "series":
-            raise ValueError(
-                "inputs: expected one 2-D array (steps x channels); run_many runs many"
-            )
-        return self._engine.run(seqs.arrays[0])
+    size = _passed("size", "Neurons N.")
+    input_size = EchoStateNetwork.input_size
+    device = EchoStateNetwork.device
+    params = _passed(
+        "params", "Every `[lif]` value it runs with (times in ms), `size` and `input_size` too."
+    )
+    recurrent_weights = _passed(
+        "recurrent_weights", "W, dense (N x N; row = target, column = source); up to 2^27 entries."
+    )
+    recurrent_csr = _passed(
+        "recurrent_csr",
+        "W in CSR form: (row pointers, column indices, values), e.g. for "
+        "`scipy.sparse.csr_matrix((values, columns, pointers))`.",
+    )
+    input_weights = _passed("input_weights", "W_in (N x K).")
+    excitatory = _passed(
+        "excitatory", "Whether each neuron is excitatory (outgoing weights >= 0) or inhibitory."
+    )
+    run = EchoStateNetwork.run
+    state = EchoStateNetwork.state
 
     def run_many(self, inputs):
         """The features of every sequence (3-D array or list), each run from rest; the
         reservoir is left at rest."""
         seqs = sequences(inputs, "inputs")
         return seqs.like(self._engine.run_many(seqs.arrays))
-
-    def state(self):
-        """The current features (N)."""
-        return self._engine.state()
 
     def reset(self):
         """Back to rest: membranes at v_rest, currents, traces and counts zero."""
