@@ -1,29 +1,36 @@
 """reservoir: echo-state and spiking reservoir computing on the CPU and NVIDIA GPUs.
 
 The estimators `ESNRegressor` and `ESNClassifier` follow scikit-learn's conventions; the
-lower-level objects (`EchoStateNetwork`, `Readout`, `Rls`) and the task generators
-(`reservoir.tasks`) work on NumPy arrays. Models saved here and by the `reservoir` command
-line are the same files (`save`, `load`). Every engine call releases the GIL.
+lower-level objects (`EchoStateNetwork`, `LifReservoir`, `PatternDetector`, `Readout`,
+`Rls`), the spike encoders (`reservoir.spikes`), NIR export and import (`reservoir.nir`) and
+the task generators (`reservoir.tasks`) work on NumPy arrays. Models saved here and by the
+`reservoir` command line are the same files (`save`, `load`). Every engine call releases the
+GIL.
 """
 
 from __future__ import annotations
 
-from . import tasks
+from . import nir, spikes, tasks
 from ._engine import GpuError, Readout, Rls
 from ._estimators import ESNClassifier, ESNRegressor
 from ._files import load, save
 from ._reservoirs import EchoStateNetwork
 from ._sweep import sweep
+from .spikes import LifReservoir, PatternDetector
 
 __all__ = [
     "ESNClassifier",
     "ESNRegressor",
     "EchoStateNetwork",
     "GpuError",
+    "LifReservoir",
+    "PatternDetector",
     "Readout",
     "Rls",
     "load",
+    "nir",
     "save",
+    "spikes",
     "sweep",
     "tasks",
 ]
