@@ -1,18 +1,15 @@
 //! The echo-state reservoir as a Python object: run inputs, read and set its state.
 
-use std::sync::Mutex;
-
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
-use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use reservoir_core::{Reservoir, ReservoirConfig, ReservoirWeights};
+use reservoir_core::{ReservoirConfig, ReservoirWeights};
 use reservoir_runtime::{Dispatch, Workload};
 
 use crate::arrays::{to_list, views};
 use crate::config::experiment_config;
 use crate::errors::IntoPy;
-use crate::runner::placed;
+use crate::runner::{placed, Held};
 
 /// An echo-state reservoir on the device its parameters name; it keeps its state between
 /// runs.
@@ -20,24 +17,7 @@ use crate::runner::placed;
 pub struct EchoStateNetwork {
     config: ReservoirConfig,
     placed: String,
-    reservoir: Mutex<Box<dyn Reservoir>>,
-}
-
-impl EchoStateNetwork {
-    /// Runs `body` on the reservoir, without the GIL.
-    fn with<T: Send>(
-        &self,
-        py: Python<'_>,
-        body: impl FnOnce(&mut dyn Reservoir) -> PyResult<T> + Send,
-    ) -> PyResult<T> {
-        py.detach(|| {
-            let mut reservoir = self
-                .reservoir
-                .lock()
-                .map_err(|_| PyRuntimeError::new_err("the reservoir failed in another call"))?;
-            body(reservoir.as_mut())
-        })
-    }
+    reservoir: Held,
 }
 
 #[pymethods]
@@ -71,7 +51,7 @@ impl EchoStateNetwork {
         Ok(Self {
             config,
             placed,
-            reservoir: Mutex::new(reservoir),
+            reservoir: Held::new(reservoir),
         })
     }
 
@@ -82,7 +62,7 @@ impl EchoStateNetwork {
         inputs: PyReadonlyArray2<'py, f64>,
     ) -> PyResult<Bound<'py, PyArray2<f64>>> {
         let inputs = inputs.as_array();
-        let states = self.with(py, |r| r.run(inputs).py_err())?;
+        let states = self.reservoir.with(py, |r| r.run(inputs).py_err())?;
         Ok(states.into_pyarray(py))
     }
 
@@ -94,33 +74,25 @@ impl EchoStateNetwork {
         inputs: Vec<PyReadonlyArray2<'py, f64>>,
     ) -> PyResult<Vec<Bound<'py, PyArray2<f64>>>> {
         let inputs = views(&inputs);
-        let states = self.with(py, |r| {
-            let mut states = Vec::with_capacity(inputs.len());
-            r.run_many(&inputs, &mut |_, s| {
-                states.push(s.to_owned());
-                Ok(())
-            })
-            .py_err()?;
-            Ok(states)
-        })?;
+        let states = self.reservoir.run_many(py, &inputs)?;
         Ok(to_list(py, states))
     }
 
     /// The current state (N).
     fn state<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray1<f64>>> {
-        let state = self.with(py, |r| r.state().py_err())?;
+        let state = self.reservoir.with(py, |r| r.state().py_err())?;
         Ok(state.into_pyarray(py))
     }
 
     /// Sets the state (N values, finite).
     fn set_state(&self, py: Python<'_>, state: PyReadonlyArray1<'_, f64>) -> PyResult<()> {
         let state = state.as_array();
-        self.with(py, |r| r.set_state(state).py_err())
+        self.reservoir.with(py, |r| r.set_state(state).py_err())
     }
 
     /// Sets the state to zero.
     fn reset(&self, py: Python<'_>) -> PyResult<()> {
-        self.with(py, |r| r.reset().py_err())
+        self.reservoir.with(py, |r| r.reset().py_err())
     }
 
     /// Reservoir units N.

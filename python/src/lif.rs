@@ -1,21 +1,19 @@
 //! The spiking (LIF) reservoir as a Python object: run inputs, and read or give its weights
 //! and parameters, which is what exporting to and importing from NIR needs.
 
-use std::sync::Mutex;
-
 use ndarray::Array2;
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray2};
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use reservoir_core::lif::{LifConfig, LifParams, LifWeights};
-use reservoir_core::{CsrMatrix, Reservoir};
+use reservoir_core::CsrMatrix;
 use reservoir_runtime::{Device, Dispatch, RuntimeError, Workload};
 
 use crate::arrays::{to_list, views};
 use crate::config::{experiment_config, to_python};
 use crate::errors::IntoPy;
-use crate::runner::placed;
+use crate::runner::{placed, Held};
 
 /// Largest recurrent matrix given out dense: 2^27 entries (1 GiB of float64, N ≈ 11 585).
 const MAX_DENSE_ENTRIES: usize = 1 << 27;
@@ -27,7 +25,7 @@ pub struct LifReservoir {
     config: LifConfig,
     weights: LifWeights,
     placed: String,
-    reservoir: Mutex<Box<dyn Reservoir>>,
+    reservoir: Held,
 }
 
 /// The `[lif]` table of `params` with `size` and `input_size` replaced where given, and the
@@ -68,22 +66,7 @@ impl LifReservoir {
             config,
             weights,
             placed,
-            reservoir: Mutex::new(reservoir),
-        })
-    }
-
-    /// Runs `body` on the reservoir, without the GIL.
-    fn with<T: Send>(
-        &self,
-        py: Python<'_>,
-        body: impl FnOnce(&mut dyn Reservoir) -> PyResult<T> + Send,
-    ) -> PyResult<T> {
-        py.detach(|| {
-            let mut reservoir = self
-                .reservoir
-                .lock()
-                .map_err(|_| PyRuntimeError::new_err("the reservoir failed in another call"))?;
-            body(reservoir.as_mut())
+            reservoir: Held::new(reservoir),
         })
     }
 }
@@ -145,7 +128,7 @@ impl LifReservoir {
         inputs: PyReadonlyArray2<'py, f64>,
     ) -> PyResult<Bound<'py, PyArray2<f64>>> {
         let inputs = inputs.as_array();
-        let features = self.with(py, |r| r.run(inputs).py_err())?;
+        let features = self.reservoir.with(py, |r| r.run(inputs).py_err())?;
         Ok(features.into_pyarray(py))
     }
 
@@ -157,27 +140,19 @@ impl LifReservoir {
         inputs: Vec<PyReadonlyArray2<'py, f64>>,
     ) -> PyResult<Vec<Bound<'py, PyArray2<f64>>>> {
         let inputs = views(&inputs);
-        let features = self.with(py, |r| {
-            let mut features = Vec::with_capacity(inputs.len());
-            r.run_many(&inputs, &mut |_, f| {
-                features.push(f.to_owned());
-                Ok(())
-            })
-            .py_err()?;
-            Ok(features)
-        })?;
+        let features = self.reservoir.run_many(py, &inputs)?;
         Ok(to_list(py, features))
     }
 
     /// The current features (N): traces, membrane potentials or spike counts.
     fn state<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray1<f64>>> {
-        let state = self.with(py, |r| r.state().py_err())?;
+        let state = self.reservoir.with(py, |r| r.state().py_err())?;
         Ok(state.into_pyarray(py))
     }
 
     /// Back to rest: v = v_rest, currents, traces, counts and refractory periods zero.
     fn reset(&self, py: Python<'_>) -> PyResult<()> {
-        self.with(py, |r| r.reset().py_err())
+        self.reservoir.with(py, |r| r.reset().py_err())
     }
 
     /// Neurons N.

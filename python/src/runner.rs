@@ -74,3 +74,45 @@ pub fn device(text: &str) -> PyResult<Device> {
         pyo3::exceptions::PyValueError::new_err(format!("device: {message}"))
     })
 }
+
+/// A reservoir object's own reservoir, one call at a time, run without the GIL.
+pub struct Held(Mutex<Box<dyn Reservoir>>);
+
+impl Held {
+    /// Holds `reservoir`.
+    pub fn new(reservoir: Box<dyn Reservoir>) -> Self {
+        Self(Mutex::new(reservoir))
+    }
+
+    /// Runs `body` on the reservoir, without the GIL.
+    pub fn with<T: Send>(
+        &self,
+        py: pyo3::Python<'_>,
+        body: impl FnOnce(&mut dyn Reservoir) -> PyResult<T> + Send,
+    ) -> PyResult<T> {
+        py.detach(|| {
+            let mut reservoir = self
+                .0
+                .lock()
+                .map_err(|_| PyRuntimeError::new_err("the reservoir failed in another call"))?;
+            body(reservoir.as_mut())
+        })
+    }
+
+    /// The outputs of every one of `inputs`, each run from the zero state.
+    pub fn run_many(
+        &self,
+        py: pyo3::Python<'_>,
+        inputs: &[ArrayView2<f64>],
+    ) -> PyResult<Vec<ndarray::Array2<f64>>> {
+        self.with(py, |r| {
+            let mut outputs = Vec::with_capacity(inputs.len());
+            r.run_many(inputs, &mut |_, o| {
+                outputs.push(o.to_owned());
+                Ok(())
+            })
+            .py_err()?;
+            Ok(outputs)
+        })
+    }
+}
