@@ -26,9 +26,8 @@ import statistics
 import time
 
 import numpy as np
-from sequences_vs_reservoirpy import machine_info, make_synthetic_arrays
-
 import reservoir
+from sequences_vs_reservoirpy import machine_info, make_synthetic_arrays
 
 WARMUP = 100
 
