@@ -1,5 +1,6 @@
-//! CPU engine benchmarks: the reservoir run (steps/s), the sparse mat-vec, spectral radius,
-//! ridge accumulation, and the end-to-end fit of the ReservoirPy comparison.
+//! CPU engine benchmarks: the reservoir run (steps/s, on one thread and on all), the sparse
+//! mat-vec with each kernel, spectral radius, ridge accumulation, and the end-to-end fit of the
+//! ReservoirPy comparison.
 //!
 //! `cargo bench -p reservoir-benches --bench esn`; the device is the machine it runs on.
 
@@ -10,6 +11,8 @@ use ndarray::Array2;
 use reservoir_benches::sine_input;
 use reservoir_core::fit::fit_ridge;
 use reservoir_core::readout::RidgeAccumulator;
+use reservoir_core::real::ProductKernel;
+use reservoir_core::sparse::SparseProduct;
 use reservoir_core::spectral::SpectralOptions;
 use reservoir_core::{
     cpu_reservoir, CsrMatrix, Precision, ReadoutConfig, Reservoir, ReservoirConfig,
@@ -53,17 +56,47 @@ fn reservoir_run(c: &mut Criterion) {
     group.finish();
 }
 
+/// The sparse product with each kernel this CPU has (they give the same bits; the reservoir
+/// uses the one timed fastest).
 fn sparse_mat_vec(c: &mut Criterion) {
     let mut group = c.benchmark_group("csr_mat_vec");
-    for size in [1000, 4000] {
+    group
+        .sample_size(20)
+        .measurement_time(Duration::from_secs(2));
+    for size in [100, 1000, 4000] {
         let (weights, _) =
             ReservoirWeights::generate(&config(size, 0.1, Precision::F32)).expect("weights");
         let w32: CsrMatrix<f32> = weights.recurrent().cast();
         let x: Vec<f32> = (0..size).map(|i| (i as f32 * 0.37).sin()).collect();
         let mut y = vec![0.0f32; size];
         group.throughput(Throughput::Elements(w32.nnz() as u64));
-        group.bench_function(BenchmarkId::new("f32 10%", size), |b| {
-            b.iter(|| w32.mul_vec(&x, &mut y).expect("mat-vec"));
+        for kernel in ProductKernel::available::<f32>() {
+            let product = SparseProduct::with_kernel(&w32, kernel).expect("layout");
+            group.bench_function(BenchmarkId::new(format!("f32 10% {kernel}"), size), |b| {
+                b.iter(|| product.mul_vec(&x, &mut y).expect("mat-vec"));
+            });
+        }
+    }
+    group.finish();
+}
+
+/// One sequence on one thread and on all of them (each step's rows split, the same bits).
+fn run_threads(c: &mut Criterion) {
+    let steps = 2000;
+    let inputs = sine_input(steps);
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut group = c.benchmark_group("run_threads");
+    group
+        .throughput(Throughput::Elements(steps as u64))
+        .sample_size(10);
+    let mut reservoir = reservoir(1000, 0.1, Precision::F32);
+    for threads in [1, cores] {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .expect("pool");
+        group.bench_function(BenchmarkId::new("F32 N=1000 10%", threads), |b| {
+            b.iter(|| pool.install(|| reservoir.run(inputs.view()).expect("run")));
         });
     }
     group.finish();
@@ -134,6 +167,7 @@ criterion_group!(
     benches,
     reservoir_run,
     sparse_mat_vec,
+    run_threads,
     spectral_radius,
     ridge_accumulate,
     fit_end_to_end

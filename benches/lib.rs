@@ -5,6 +5,18 @@ use cudarc::driver::sys::CUevent_flags;
 use gpu_reservoir::{GpuDevice, GpuError, Result};
 use ndarray::Array2;
 
+/// The CPU's model name as the kernel reports it (`/proc/cpuinfo`), or "unknown CPU".
+pub fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|info| {
+            info.lines()
+                .find_map(|l| l.strip_prefix("model name"))
+                .map(|v| v.trim_start_matches([' ', '\t', ':']).trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".to_string())
+}
+
 /// A smooth deterministic 1-D input of `len` steps.
 pub fn sine_input(len: usize) -> Array2<f64> {
     Array2::from_shape_fn((len, 1), |(t, _)| (t as f64 * 0.1).sin() * 0.5)

@@ -4,6 +4,7 @@ use crate::config::Activation;
 use crate::real::Real;
 
 /// Applies `activation` to every element of `values` in place.
+#[inline]
 pub fn apply_in_place<T: Real>(activation: Activation, values: &mut [T]) {
     match activation {
         Activation::Tanh => T::tanh_in_place(values),

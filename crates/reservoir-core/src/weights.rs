@@ -44,9 +44,14 @@ impl TryFrom<WeightParts> for ReservoirWeights {
     }
 }
 
+/// Bytes of a product layout per non-zero, padding included: 12 for `f64` in the sliced
+/// layout of a random W (8 + 4, padded by a sixth), rounded up to leave room for uneven rows.
+const PRODUCT_LAYOUT_BYTES: u64 = 16;
+
 /// Bytes the weights of `config` take at their peak: W in CSR (8-byte value and 4-byte column
 /// per non-zero, 4-byte row pointers), dense W_in and b, three times over (the draws, the
-/// scaled weights, and the running reservoir's own copy).
+/// scaled weights, and the running reservoir's own copy), and two product layouts of W (the
+/// spectral estimate's and the running reservoir's).
 pub fn weights_bytes(config: &ReservoirConfig) -> u64 {
     let n = config.size();
     let nnz = bytes_of(n, fan(config.connection_prob(), n));
@@ -55,6 +60,7 @@ pub fn weights_bytes(config: &ReservoirConfig) -> u64 {
         .saturating_add(bytes_of(n + 1, 4))
         .saturating_add(dense.saturating_mul(8))
         .saturating_mul(3)
+        .saturating_add(nnz.saturating_mul(2 * PRODUCT_LAYOUT_BYTES))
 }
 
 /// An out-of-memory error, before anything is drawn, when the weights of `config` cannot fit.

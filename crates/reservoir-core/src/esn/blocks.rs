@@ -2,11 +2,10 @@
 //! block are an N × LANES matrix, so each step reads every weight of a sparse W once for all of
 //! them, in SIMD lanes, instead of gathering the state once per sequence.
 //!
-//! A lane's arithmetic is that of one sequence alone, except that each row of W·x is summed in
-//! the order of the row's non-zeros (the single-sequence kernels sum in SIMD order) and a zero
-//! input is added rather than skipped (which can only change the sign of a zero): states agree
-//! with [`Reservoir::run`] to rounding, and are the same bits whatever the thread count, the
-//! order of the sequences or the others in the block.
+//! A lane's arithmetic is that of one sequence alone (each row of W·x summed in the order all
+//! product kernels follow), except that a zero input is added rather than skipped, which can
+//! only change the sign of a zero: states equal those of [`Reservoir::run`], and are the same
+//! bits whatever the thread count, the order of the sequences or the others in the block.
 
 use ndarray::{s, Array1, Array2, ArrayView2};
 use rayon::prelude::*;

@@ -1,60 +1,199 @@
 //! The echo-state reservoir on the CPU.
 
 mod blocks;
+mod split;
 
 use std::sync::Arc;
 
 use ndarray::linalg::general_mat_vec_mul;
-use ndarray::{Array1, Array2, ArrayView1, ArrayView2, ArrayViewMut1, ArrayViewMut2};
+use ndarray::{s, Array1, Array2, ArrayView1, ArrayView2, ArrayViewMut1, ArrayViewMut2};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::StandardNormal;
 
 use crate::activation::apply_in_place;
 use crate::checks::{check_run, check_state};
-use crate::config::{Precision, ReservoirConfig};
-use crate::error::Result;
+use crate::config::{Activation, Precision, ReservoirConfig};
+use crate::error::{ReservoirError, Result};
 use crate::features::SequenceFeatures;
 use crate::random::{stream_rng, Stream};
-use crate::real::Real;
+use crate::real::{has_avx2_fma, ProductKernel, Real};
 use crate::reservoir::{
     features_of_runs, run_on_all_cores, run_one_by_one, Reservoir, SequenceVisitor,
 };
-use crate::sparse::CsrMatrix;
+use crate::sparse::{CsrMatrix, SparseProduct};
 use crate::weights::ReservoirWeights;
 
 /// Density at and above which W is stored dense: with SIMD gathers the CSR mat-vec beats the
 /// dense one up to about this density at N = 100 … 1000 (docs/performance.md).
 const DENSE_DENSITY: f64 = 0.7;
 
-/// W in the layout its CPU mat-vec is fastest in.
+/// W in the layout its CPU mat-vec is fastest in. A sparse W is kept twice: in the layout of
+/// the single-sequence kernel timed fastest on this machine, and in CSR for the block
+/// products of many sequences, which give the same bits.
 #[derive(Debug, Clone)]
 enum RecurrentLayout<T> {
-    Sparse(CsrMatrix<T>),
+    Sparse {
+        csr: CsrMatrix<T>,
+        product: SparseProduct<T>,
+    },
     Dense(Array2<T>),
 }
 
 impl<T: Real> RecurrentLayout<T> {
-    fn new(w: &CsrMatrix<f64>) -> Self {
+    fn new(w: &CsrMatrix<f64>) -> Result<Self> {
         let density = w.nnz() as f64 / (w.nrows() as f64 * w.ncols() as f64);
-        if density >= DENSE_DENSITY {
+        Ok(if density >= DENSE_DENSITY {
             RecurrentLayout::Dense(w.to_dense().mapv(T::from_f64))
         } else {
-            RecurrentLayout::Sparse(w.cast())
+            let csr = w.cast();
+            let product = SparseProduct::new(&csr)?;
+            RecurrentLayout::Sparse { csr, product }
+        })
+    }
+
+    /// Multiply-adds of one product.
+    fn work(&self) -> usize {
+        match self {
+            RecurrentLayout::Sparse { product, .. } => product.work(),
+            RecurrentLayout::Dense(w) => w.len(),
         }
     }
 
-    /// `y ← W·x`; lengths are checked once by the owner.
-    fn mul_vec(&self, x: &[T], y: &mut [T]) {
+    /// Rows a split of the product between threads must start at a multiple of.
+    fn row_granule(&self) -> usize {
         match self {
-            RecurrentLayout::Sparse(w) => w.mul_vec_trusted(x, y),
+            RecurrentLayout::Sparse { product, .. } => product.row_granule(),
+            RecurrentLayout::Dense(_) => 1,
+        }
+    }
+
+    /// `y ← W[first..first + y.len()]·x` (`first` a multiple of [`Self::row_granule`]): each
+    /// row is summed the same way whichever rows are asked for; lengths are checked once by
+    /// the owner.
+    fn mul_rows(&self, first: usize, x: &[T], y: &mut [T]) {
+        match self {
+            RecurrentLayout::Sparse { product, .. } => product.mul_rows_trusted(first, x, y),
             RecurrentLayout::Dense(w) => general_mat_vec_mul(
                 T::one(),
-                w,
+                &w.slice(s![first..first + y.len(), ..]),
                 &ArrayView1::from(x),
                 T::zero(),
                 &mut ArrayViewMut1::from(y),
             ),
+        }
+    }
+}
+
+/// The weights and constants of one update, shared by the threads that each compute a part
+/// of the rows.
+struct Update<'a, T> {
+    recurrent: &'a RecurrentLayout<T>,
+    input_by_channel: &'a Array2<T>,
+    bias: &'a [T],
+    leak: T,
+    activation: Activation,
+}
+
+impl<T: Real> Update<'_, T> {
+    /// Rows `first..first + next.len()` of one update from the whole state `x` and input `u`
+    /// (K entries, checked): `next ← (1 − a)·x + a·f(W·x + b + W_in·u + noise)`, `pre` being
+    /// scratch of `next`'s length. `noise` (all rows: the draws are in unit order) is the
+    /// level σ and the stream ξ is drawn from.
+    #[inline]
+    fn rows(
+        &self,
+        first: usize,
+        x: &[T],
+        u: ArrayView1<f64>,
+        noise: Option<(f64, &mut ChaCha8Rng)>,
+        pre: &mut [T],
+        next: &mut [T],
+    ) {
+        let rows = first..first + next.len();
+        self.recurrent.mul_rows(first, x, pre);
+        for (p, &b) in pre.iter_mut().zip(&self.bias[rows.clone()]) {
+            *p += b;
+        }
+        for (&u_k, w_k) in u.iter().zip(self.input_by_channel.rows()) {
+            if u_k != 0.0 {
+                let u_k = T::from_f64(u_k);
+                for (p, &w) in pre.iter_mut().zip(w_k.slice(s![rows.clone()])) {
+                    *p += w * u_k;
+                }
+            }
+        }
+        if let Some((level, stream)) = noise {
+            for p in pre.iter_mut() {
+                let xi: f64 = stream.sample(StandardNormal);
+                *p += T::from_f64(level * xi);
+            }
+        }
+        apply_in_place(self.activation, pre);
+        let keep = T::one() - self.leak;
+        for ((n, &x), &p) in next.iter_mut().zip(&x[rows]).zip(pre.iter()) {
+            *n = keep * x + self.leak * p;
+        }
+    }
+}
+
+impl<T: Real> Update<'_, T> {
+    /// Steps `inputs` (T × K, checked) from `state` on this thread, writing each step's state
+    /// to its row of `states` (T × N, checked); `state` ends as the final state, `next` and
+    /// `pre` (N each) are scratch.
+    fn run(
+        &self,
+        state: &mut Vec<T>,
+        next: &mut Vec<T>,
+        pre: &mut [T],
+        inputs: ArrayView2<f64>,
+        states: ArrayViewMut2<f64>,
+        noise: Option<(f64, &mut ChaCha8Rng)>,
+    ) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if has_avx2_fma() {
+                // SAFETY: the CPU has AVX2 and FMA; the function is safe code compiled for
+                // them (Rust never fuses a product and a sum by itself, so the same bits).
+                return unsafe { self.run_avx2(state, next, pre, inputs, states, noise) };
+            }
+        }
+        self.run_portable(state, next, pre, inputs, states, noise)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn run_avx2(
+        &self,
+        state: &mut Vec<T>,
+        next: &mut Vec<T>,
+        pre: &mut [T],
+        inputs: ArrayView2<f64>,
+        states: ArrayViewMut2<f64>,
+        noise: Option<(f64, &mut ChaCha8Rng)>,
+    ) {
+        self.run_portable(state, next, pre, inputs, states, noise)
+    }
+
+    #[inline(always)]
+    fn run_portable(
+        &self,
+        state: &mut Vec<T>,
+        next: &mut Vec<T>,
+        pre: &mut [T],
+        inputs: ArrayView2<f64>,
+        mut states: ArrayViewMut2<f64>,
+        mut noise: Option<(f64, &mut ChaCha8Rng)>,
+    ) {
+        for (u, mut out) in inputs.rows().into_iter().zip(states.rows_mut()) {
+            let noise = noise
+                .as_mut()
+                .map(|(level, stream)| (*level, &mut **stream));
+            self.rows(0, state, u, noise, pre, next);
+            std::mem::swap(state, next);
+            for (o, x) in out.iter_mut().zip(state.iter()) {
+                *o = x.as_f64();
+            }
         }
     }
 }
@@ -77,6 +216,8 @@ pub struct EchoStateNetwork<T: Real = f32> {
     bias: Arc<[T]>,
     leak: T,
     state: Vec<T>,
+    /// Where a one-thread step writes the next state before the two swap.
+    next_state: Vec<T>,
     pre_activation: Vec<T>,
     noise: ChaCha8Rng,
 }
@@ -96,11 +237,12 @@ impl<T: Real> EchoStateNetwork<T> {
         weights.check_fits(config)?;
         let n = config.size();
         Ok(Self {
-            recurrent: Arc::new(RecurrentLayout::new(weights.recurrent())),
+            recurrent: Arc::new(RecurrentLayout::new(weights.recurrent())?),
             input_by_channel: Arc::new(weights.input().t().mapv(T::from_f64)),
             bias: weights.bias().iter().map(|&b| T::from_f64(b)).collect(),
             leak: T::from_f64(config.leak_rate()),
             state: vec![T::zero(); n],
+            next_state: vec![T::zero(); n],
             pre_activation: vec![T::zero(); n],
             noise: stream_rng(config.seed(), Stream::Noise),
             config: config.clone(),
@@ -118,33 +260,59 @@ impl<T: Real> EchoStateNetwork<T> {
         &self.weights
     }
 
-    /// One update with input `u` (K entries, already checked).
-    fn step(&mut self, u: ArrayView1<f64>) {
-        let pre = &mut self.pre_activation;
-        self.recurrent.mul_vec(&self.state, pre);
-        for (p, &b) in pre.iter_mut().zip(self.bias.iter()) {
-            *p += b;
+    /// The kernel of W's single-sequence products (`None` for a dense W): the fastest of
+    /// [`ProductKernel::available`] on this machine, timed when the first reservoir of its
+    /// kind is built in the process.
+    pub fn product_kernel(&self) -> Option<ProductKernel> {
+        match &*self.recurrent {
+            RecurrentLayout::Sparse { product, .. } => Some(product.kernel()),
+            RecurrentLayout::Dense(_) => None,
         }
-        for (&u_k, w_k) in u.iter().zip(self.input_by_channel.rows()) {
-            if u_k != 0.0 {
-                let u_k = T::from_f64(u_k);
-                for (p, &w) in pre.iter_mut().zip(w_k.iter()) {
-                    *p += w * u_k;
-                }
-            }
+    }
+
+    /// Computes W's sparse products with `kernel` from now on (for benchmarks and tests: every
+    /// kernel gives the same bits).
+    ///
+    /// # Errors
+    /// An invalid-input error when W is stored dense or this CPU cannot run `kernel`.
+    pub fn set_product_kernel(&mut self, kernel: ProductKernel) -> Result<()> {
+        let RecurrentLayout::Sparse { csr, .. } = &*self.recurrent else {
+            return Err(ReservoirError::invalid(
+                "product kernel",
+                "W is stored dense: no sparse kernel runs",
+            ));
+        };
+        let product = SparseProduct::with_kernel(csr, kernel)?;
+        self.recurrent = Arc::new(RecurrentLayout::Sparse {
+            csr: csr.clone(),
+            product,
+        });
+        Ok(())
+    }
+
+    /// The rows each thread steps when one sequence runs on several: `bounds[i]..bounds[i+1]`
+    /// for thread i, each starting at a multiple of the layout's row granule and about even in
+    /// work. One thread (`[0, N]`) where the split does not pay: a small W, a short run, one
+    /// core, or noise (drawn in unit order).
+    fn thread_rows(&self, steps: usize) -> Vec<usize> {
+        let n = self.size();
+        let work = self.recurrent.work();
+        let granule = self.recurrent.row_granule();
+        let threads = rayon::current_num_threads()
+            .min(work / split::WORK_PER_THREAD)
+            .min(n / granule)
+            .max(1);
+        if threads == 1 || self.config.noise_level() > 0.0 || steps * work < split::RUN_WORK {
+            return vec![0, n];
         }
-        let noise_level = self.config.noise_level();
-        if noise_level > 0.0 {
-            for p in pre.iter_mut() {
-                let xi: f64 = self.noise.sample(StandardNormal);
-                *p += T::from_f64(noise_level * xi);
-            }
-        }
-        apply_in_place(self.config.activation(), pre);
-        let keep = T::one() - self.leak;
-        for (x, &p) in self.state.iter_mut().zip(pre.iter()) {
-            *x = keep * *x + self.leak * p;
-        }
+        // Granules split evenly: the layouts pad each granule's rows to a common length, so
+        // granules are about even in work across a random W.
+        let granules = n.div_ceil(granule);
+        let mut bounds: Vec<usize> = (0..threads)
+            .map(|i| (granules * i / threads * granule).min(n))
+            .collect();
+        bounds.push(n);
+        bounds
     }
 }
 
@@ -174,14 +342,38 @@ impl<T: Real> Reservoir for EchoStateNetwork<T> {
         Ok(())
     }
 
-    fn run_into(&mut self, inputs: ArrayView2<f64>, mut states: ArrayViewMut2<f64>) -> Result<()> {
+    /// Runs on one thread, or with each step's rows split over several where that pays (see
+    /// `split.rs`); every row is computed by the same code either way, so the states are the
+    /// same bits.
+    fn run_into(&mut self, inputs: ArrayView2<f64>, states: ArrayViewMut2<f64>) -> Result<()> {
         check_run(self.size(), self.input_size(), &inputs, &states)?;
-        for (u, mut out) in inputs.rows().into_iter().zip(states.rows_mut()) {
-            self.step(u);
-            for (o, x) in out.iter_mut().zip(&self.state) {
-                *o = x.as_f64();
-            }
+        let bounds = self.thread_rows(inputs.nrows());
+        let noise_level = self.config.noise_level();
+        let Self {
+            config,
+            recurrent,
+            input_by_channel,
+            bias,
+            leak,
+            state,
+            next_state,
+            pre_activation,
+            noise,
+            ..
+        } = self;
+        let update = Update {
+            recurrent,
+            input_by_channel,
+            bias,
+            leak: *leak,
+            activation: config.activation(),
+        };
+        if bounds.len() > 2 {
+            split::run_on_threads(&update, &bounds, state, inputs, states);
+            return Ok(());
         }
+        let noise = (noise_level > 0.0).then_some((noise_level, noise));
+        update.run(state, next_state, pre_activation, inputs, states, noise);
         Ok(())
     }
 
@@ -201,8 +393,8 @@ impl<T: Real> Reservoir for EchoStateNetwork<T> {
         }
         let recurrent = Arc::clone(&self.recurrent);
         match &*recurrent {
-            RecurrentLayout::Sparse(w) => {
-                blocks::run_in_blocks(self, w, sequences, visit)?;
+            RecurrentLayout::Sparse { csr, .. } => {
+                blocks::run_in_blocks(self, csr, sequences, visit)?;
                 self.reset()
             }
             RecurrentLayout::Dense(_) => run_on_all_cores(self, sequences, visit),
@@ -219,10 +411,10 @@ impl<T: Real> Reservoir for EchoStateNetwork<T> {
     ) -> Result<Array2<f64>> {
         let recurrent = Arc::clone(&self.recurrent);
         match &*recurrent {
-            RecurrentLayout::Sparse(w)
+            RecurrentLayout::Sparse { csr, .. }
                 if self.config.noise_level() == 0.0 && sequences.len() >= 2 =>
             {
-                let rows = blocks::features_in_blocks(self, w, sequences, features, progress)?;
+                let rows = blocks::features_in_blocks(self, csr, sequences, features, progress)?;
                 self.reset()?;
                 Ok(rows)
             }

@@ -1,11 +1,16 @@
 //! The floating-point types the engine computes in (`f32` and `f64`).
 
+mod calibration;
 mod spmm;
 mod spmv;
 mod tanh;
 
+pub(crate) use calibration::{fastest_kernel, TimedProduct};
 pub(crate) use spmm::{mul_block, LANES};
-pub use spmv::CsrRef;
+#[cfg(test)]
+pub(crate) use spmv::mul_blocked_portable;
+pub(crate) use spmv::{has_avx2_fma, mul_csr};
+pub use spmv::{BlockedRef, CsrRef, ProductKernel, SlicedRef, BLOCK_COLS, GROUP_ROWS, SLICE};
 
 use std::fmt::{Debug, Display};
 
@@ -35,10 +40,21 @@ pub trait Real:
     fn as_f64(self) -> f64;
     /// `tanh` over a slice, in place; the hot path of the tanh reservoir.
     fn tanh_in_place(values: &mut [Self]);
-    /// `y ← A·x` with the fastest kernel this CPU has (the lengths checked by the caller,
-    /// `CsrMatrix`).
+    /// `y ← A·x` for the slices of a sliced matrix with `kernel` (the lengths checked by the
+    /// caller, `SlicedMatrix`).
     #[doc(hidden)]
-    fn csr_mul_vec(matrix: CsrRef<'_, Self>, x: &[Self], y: &mut [Self]);
+    fn sliced_mul_vec(
+        kernel: ProductKernel,
+        matrix: SlicedRef<'_, Self>,
+        x: &[Self],
+        y: &mut [Self],
+    );
+    /// Whether [`ProductKernel::Avx512Permute`] exists for this type.
+    #[doc(hidden)]
+    const BLOCKED: bool;
+    /// `y ← A·x` for the groups of a blocked matrix (the lengths checked by the caller).
+    #[doc(hidden)]
+    fn blocked_mul_vec(matrix: BlockedRef<'_, Self>, x: &[Self], y: &mut [Self]);
 }
 
 impl Real for f32 {
@@ -50,11 +66,21 @@ impl Real for f32 {
     fn as_f64(self) -> f64 {
         f64::from(self)
     }
+    #[inline]
     fn tanh_in_place(values: &mut [Self]) {
         tanh::tanh_f32_in_place(values);
     }
-    fn csr_mul_vec(matrix: CsrRef<'_, Self>, x: &[Self], y: &mut [Self]) {
-        spmv::mul_vec_f32(matrix, x, y);
+    fn sliced_mul_vec(
+        kernel: ProductKernel,
+        matrix: SlicedRef<'_, Self>,
+        x: &[Self],
+        y: &mut [Self],
+    ) {
+        spmv::mul_sliced_f32(kernel, matrix, x, y);
+    }
+    const BLOCKED: bool = true;
+    fn blocked_mul_vec(matrix: BlockedRef<'_, Self>, x: &[Self], y: &mut [Self]) {
+        spmv::mul_blocked_f32(matrix, x, y);
     }
 }
 
@@ -67,12 +93,22 @@ impl Real for f64 {
     fn as_f64(self) -> f64 {
         self
     }
+    #[inline]
     fn tanh_in_place(values: &mut [Self]) {
         for v in values {
             *v = v.tanh();
         }
     }
-    fn csr_mul_vec(matrix: CsrRef<'_, Self>, x: &[Self], y: &mut [Self]) {
-        spmv::mul_vec_f64(matrix, x, y);
+    fn sliced_mul_vec(
+        kernel: ProductKernel,
+        matrix: SlicedRef<'_, Self>,
+        x: &[Self],
+        y: &mut [Self],
+    ) {
+        spmv::mul_sliced_f64(kernel, matrix, x, y);
+    }
+    const BLOCKED: bool = false;
+    fn blocked_mul_vec(matrix: BlockedRef<'_, Self>, x: &[Self], y: &mut [Self]) {
+        spmv::mul_blocked_portable(matrix, x, y);
     }
 }

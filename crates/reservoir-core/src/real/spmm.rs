@@ -8,17 +8,18 @@ use super::{CsrRef, Real};
 pub const LANES: usize = 8;
 
 /// `Y ← A·X` for X of `ncols × LANES` and Y of `nrows × LANES`, both row-major (lane b of row
-/// r at `r·LANES + b`). Each lane's row sum runs over the row's non-zeros in order, one product
-/// and one addition each (never fused), so a lane's result depends on its own column only, and
-/// every CPU gives the same bits; the AVX2 build of the same loop only makes the lanes wider.
+/// r at `r·LANES + b`). Each lane's row sum is the chain of fused multiply-adds over the row's
+/// non-zeros in order (`spmv.rs`), so a lane's result depends on its own column only and is the
+/// bits a single-sequence product gives; the AVX2 build of the same loop only makes the lanes
+/// wider and fuses in hardware.
 ///
 /// # Panics
 /// When `x` or `y` is shorter than the matrix needs (a bug in the caller, never data).
 pub(crate) fn mul_block<T: Real>(m: CsrRef<'_, T>, x: &[T], y: &mut [T]) {
     #[cfg(target_arch = "x86_64")]
     {
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU has AVX2; the function is safe code compiled for it.
+        if super::has_avx2_fma() {
+            // SAFETY: the CPU has AVX2 and FMA; the function is safe code compiled for them.
             return unsafe { mul_block_avx2(m, x, y) };
         }
     }
@@ -26,7 +27,7 @@ pub(crate) fn mul_block<T: Real>(m: CsrRef<'_, T>, x: &[T], y: &mut [T]) {
 }
 
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
+#[target_feature(enable = "avx2,fma")]
 unsafe fn mul_block_avx2<T: Real>(m: CsrRef<'_, T>, x: &[T], y: &mut [T]) {
     mul_block_portable(m, x, y)
 }
@@ -39,7 +40,7 @@ fn mul_block_portable<T: Real>(m: CsrRef<'_, T>, x: &[T], y: &mut [T]) {
         for (&c, &v) in m.col_idx[start..end].iter().zip(&m.values[start..end]) {
             let column = c as usize * LANES;
             for (a, &xv) in acc.iter_mut().zip(&x[column..column + LANES]) {
-                *a += v * xv;
+                *a = v.mul_add(xv, *a);
             }
         }
         out.copy_from_slice(&acc);
@@ -65,7 +66,7 @@ mod tests {
         mul_block(m, &x, &mut y);
         for b in 0..LANES {
             let col = |c: usize| x[c * LANES + b];
-            assert_eq!(y[b], 1.0 * col(0) + 2.0 * col(2), "lane {b}");
+            assert_eq!(y[b], 2.0f32.mul_add(col(2), 1.0 * col(0)), "lane {b}");
             assert_eq!(y[LANES + b], 3.0 * col(1), "lane {b}");
         }
     }

@@ -7,6 +7,7 @@
 /// sparse mat-vec of a small reservoir. This form is branch-free, so the loop vectorises, and it
 /// uses only `+ − × ÷`, so it gives the same bits on every platform. Its error is within a few
 /// ulp of the exact value (checked against `f64::tanh` in the tests).
+#[inline]
 pub(super) fn tanh_f32_in_place(values: &mut [f32]) {
     const CLAMP: f32 = 7.905_311;
     const A1: f32 = 4.893_524_6e-3;

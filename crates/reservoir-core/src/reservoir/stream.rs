@@ -16,7 +16,9 @@ pub(crate) const STREAM_CHUNK_ROWS: usize = 512;
 ///
 /// States are produced in chunks of [`STREAM_CHUNK_ROWS`]; a second thread adds chunk i to
 /// the accumulator while this one computes chunk i + 1, so the cost is close to the larger of
-/// the run and the XᵀX update, and memory stays O(chunk · N) whatever T is.
+/// the run and the XᵀX update, and memory stays O(chunk · N) whatever T is. The run gets the
+/// cores but the one the accumulating thread keeps busy (a run that splits its steps over
+/// threads would otherwise wait at every step for a thread that lost its core).
 pub(super) fn accumulate_on_cpu<R: Reservoir + ?Sized>(
     reservoir: &mut R,
     inputs: ArrayView2<f64>,
@@ -26,6 +28,10 @@ pub(super) fn accumulate_on_cpu<R: Reservoir + ?Sized>(
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<()> {
     let total = inputs.nrows();
+    let run_pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(rayon::current_num_threads().saturating_sub(1).max(1))
+        .build()
+        .map_err(|e| ReservoirError::numerical("training", format!("no thread pool: {e}")))?;
     let (sender, receiver) = mpsc::sync_channel::<(usize, Array2<f64>)>(1);
     std::thread::scope(|scope| {
         let consumer = scope.spawn(move || -> Result<()> {
@@ -42,7 +48,7 @@ pub(super) fn accumulate_on_cpu<R: Reservoir + ?Sized>(
         let mut produced = Ok(());
         for start in (0..total).step_by(STREAM_CHUNK_ROWS) {
             let end = (start + STREAM_CHUNK_ROWS).min(total);
-            match reservoir.run(inputs.slice(s![start..end, ..])) {
+            match run_pool.install(|| reservoir.run(inputs.slice(s![start..end, ..]))) {
                 Ok(states) => {
                     progress(end, total);
                     if sender.send((start, states)).is_err() {

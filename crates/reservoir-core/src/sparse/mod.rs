@@ -1,16 +1,15 @@
 //! Compressed sparse row (CSR) matrices for the recurrent weights.
 
 use ndarray::Array2;
-use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{ReservoirError, Result};
 use crate::real::{CsrRef, Real};
 use crate::spectral::{spectral_radius, LinearOperator, SpectralEstimate, SpectralOptions};
 
-/// Non-zeros from which a spectral-radius product spreads its rows over rayon's threads: a
-/// product of 2^17 non-zeros takes ~0.1 ms on one core, well above the pool's hand-off.
-const PARALLEL_PRODUCT_NONZEROS: usize = 1 << 17;
+mod product;
+
+pub use product::SparseProduct;
 
 /// A CSR matrix whose structure is checked on construction (and on deserialisation), so the
 /// mat-vec can index without bounds checks.
@@ -185,11 +184,20 @@ impl<T: Real> CsrMatrix<T> {
         dense
     }
 
-    fn row_range(&self, row: usize) -> std::ops::Range<usize> {
+    pub(crate) fn row_range(&self, row: usize) -> std::ops::Range<usize> {
         self.row_ptr[row] as usize..self.row_ptr[row + 1] as usize
     }
 
-    /// `y ← A·x`.
+    fn csr_ref(&self) -> CsrRef<'_, T> {
+        CsrRef {
+            row_ptr: &self.row_ptr,
+            col_idx: &self.col_idx,
+            values: &self.values,
+        }
+    }
+
+    /// `y ← A·x`, each row summed in the order every product kernel follows (the same bits
+    /// as [`SparseProduct::mul_vec`]).
     ///
     /// # Errors
     /// A shape error when `x.len() != ncols` or `y.len() != nrows`.
@@ -201,27 +209,21 @@ impl<T: Real> CsrMatrix<T> {
                 format!("x of {} and y of {}", x.len(), y.len()),
             ));
         }
-        self.mul_vec_trusted(x, y);
+        self.mul_rows_trusted(0, x, y);
         Ok(())
     }
 
-    /// `y ← A·x` for callers that have checked the lengths once (the reservoir's hot loop).
+    /// `y ← A[first..first + y.len()]·x`: each row summed as in the whole product.
     ///
     /// # Panics
-    /// When `x` or `y` is shorter than the matrix needs (a bug in the caller, never data).
-    pub(crate) fn mul_vec_trusted(&self, x: &[T], y: &mut [T]) {
-        // The SIMD kernels read x and write y by index: the lengths are checked here, once
-        // per product, whatever the caller promised.
+    /// When `x` is shorter than the matrix needs or the rows run past the matrix (a bug in
+    /// the caller, never data).
+    fn mul_rows_trusted(&self, first: usize, x: &[T], y: &mut [T]) {
         assert!(
-            x.len() >= self.ncols && y.len() >= self.nrows,
+            x.len() >= self.ncols && first + y.len() <= self.nrows,
             "CSR mat-vec lengths"
         );
-        let matrix = CsrRef {
-            row_ptr: &self.row_ptr,
-            col_idx: &self.col_idx,
-            values: &self.values,
-        };
-        T::csr_mul_vec(matrix, x, y);
+        crate::real::mul_csr(self.csr_ref().rows(first, y.len()), x, y);
     }
 
     /// `Y ← A·X` for a block of [`crate::real::LANES`] sequences (X: ncols × LANES, Y: nrows ×
@@ -235,44 +237,7 @@ impl<T: Real> CsrMatrix<T> {
             x.len() >= self.ncols * LANES && y.len() >= self.nrows * LANES,
             "CSR block product lengths"
         );
-        let matrix = CsrRef {
-            row_ptr: &self.row_ptr,
-            col_idx: &self.col_idx,
-            values: &self.values,
-        };
-        crate::real::mul_block(matrix, x, y);
-    }
-
-    /// [`CsrMatrix::mul_vec_trusted`] with blocks of rows on rayon's threads once the matrix
-    /// has [`PARALLEL_PRODUCT_NONZEROS`]. Every row is summed by the same kernel as in one
-    /// product over all rows, so the result is the same bit for bit whatever the threads.
-    ///
-    /// # Panics
-    /// As [`CsrMatrix::mul_vec_trusted`].
-    pub(crate) fn mul_vec_parallel_trusted(&self, x: &[T], y: &mut [T]) {
-        let threads = rayon::current_num_threads();
-        if threads < 2 || self.nnz() < PARALLEL_PRODUCT_NONZEROS {
-            return self.mul_vec_trusted(x, y);
-        }
-        assert!(
-            x.len() >= self.ncols && y.len() >= self.nrows,
-            "CSR mat-vec lengths"
-        );
-        // A few blocks per thread even out rows of unequal length.
-        let rows_per_block = self.nrows.div_ceil(4 * threads).max(1);
-        y[..self.nrows]
-            .par_chunks_mut(rows_per_block)
-            .enumerate()
-            .for_each(|(block, y_block)| {
-                let first = block * rows_per_block;
-                // The row pointers stay offsets into the whole of col_idx and values.
-                let rows = CsrRef {
-                    row_ptr: &self.row_ptr[first..=first + y_block.len()],
-                    col_idx: &self.col_idx,
-                    values: &self.values,
-                };
-                T::csr_mul_vec(rows, x, y_block);
-            });
+        crate::real::mul_block(self.csr_ref(), x, y);
     }
 }
 
@@ -309,16 +274,16 @@ impl CsrMatrix<f64> {
                 format!("{} x {}", self.nrows, self.ncols),
             ));
         }
-        spectral_radius(&SquareCsr(self), options)
+        spectral_radius(&SquareProduct(SparseProduct::new(self)?), options)
     }
 }
 
-/// A CSR matrix known to be square, so it can serve as a [`LinearOperator`].
-struct SquareCsr<'a>(&'a CsrMatrix<f64>);
+/// The product of a square matrix, so it can serve as a [`LinearOperator`].
+struct SquareProduct(SparseProduct<f64>);
 
-impl LinearOperator for SquareCsr<'_> {
+impl LinearOperator for SquareProduct {
     fn dim(&self) -> usize {
-        self.0.nrows
+        self.0.nrows()
     }
     fn apply(&self, x: &[f64], y: &mut [f64]) {
         self.0.mul_vec_parallel_trusted(x, y);
@@ -328,8 +293,6 @@ impl LinearOperator for SquareCsr<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rand::{Rng, SeedableRng};
-    use rand_chacha::ChaCha8Rng;
 
     #[test]
     fn parts_from_a_file_are_checked_before_they_are_indexed() {
@@ -342,47 +305,5 @@ mod tests {
         assert!(parts(usize::MAX, vec![0, 3]).is_err());
         assert!(parts(2, vec![0, 2, 1]).is_err());
         assert!(parts(1, vec![0, 3]).is_ok());
-    }
-
-    /// A random n × n CSR matrix with rows of uneven length (0 to 2·mean non-zeros).
-    fn random_csr(n: usize, mean_per_row: usize, rng: &mut ChaCha8Rng) -> CsrMatrix<f64> {
-        let (mut row_ptr, mut col_idx, mut values) = (vec![0u32], Vec::new(), Vec::new());
-        for _ in 0..n {
-            let len = rng.random_range(0..=2 * mean_per_row).min(n);
-            let mut cols: Vec<u32> = rand::seq::index::sample(rng, n, len)
-                .into_iter()
-                .map(|c| c as u32)
-                .collect();
-            cols.sort_unstable();
-            values.extend((0..len).map(|_| rng.random_range(-1.0..1.0)));
-            col_idx.extend(cols);
-            row_ptr.push(col_idx.len() as u32);
-        }
-        CsrMatrix::from_parts(n, n, row_ptr, col_idx, values).expect("a valid CSR matrix")
-    }
-
-    #[test]
-    fn the_parallel_product_is_the_sequential_one_bit_for_bit() {
-        let mut rng = ChaCha8Rng::seed_from_u64(7);
-        let a = random_csr(3001, 60, &mut rng);
-        assert!(a.nnz() >= PARALLEL_PRODUCT_NONZEROS);
-        let x: Vec<f64> = (0..3001).map(|_| rng.random_range(-1.0..1.0)).collect();
-        let mut sequential = vec![0.0; 3001];
-        a.mul_vec_trusted(&x, &mut sequential);
-        for threads in [2, 3, 8] {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .build()
-                .expect("a thread pool");
-            let mut parallel = vec![f64::NAN; 3001];
-            pool.install(|| a.mul_vec_parallel_trusted(&x, &mut parallel));
-            assert!(
-                parallel
-                    .iter()
-                    .zip(&sequential)
-                    .all(|(p, s)| p.to_bits() == s.to_bits()),
-                "{threads} threads"
-            );
-        }
     }
 }

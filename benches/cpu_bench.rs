@@ -1,0 +1,118 @@
+//! The CPU engine's speeds in one run, as JSON lines: `Reservoir::run` steps per second for
+//! every product kernel this CPU has and for one thread and all of them, and the end-to-end fit
+//! of the ReservoirPy comparison (N = 1000, 10 %, T = 10,000). Each line names the CPU.
+//!
+//! `cargo run --release -p reservoir-benches --bin cpu_bench [-- --repeat 5]`
+
+use std::time::Instant;
+
+use reservoir_benches::{cpu_model, sine_input};
+use reservoir_core::fit::fit_ridge;
+use reservoir_core::real::ProductKernel;
+use reservoir_core::sparse::SparseProduct;
+use reservoir_core::{
+    CsrMatrix, EchoStateNetwork, Precision, ReadoutConfig, Reservoir, ReservoirParams,
+    ReservoirWeights,
+};
+
+fn main() {
+    let repeat = std::env::args()
+        .skip_while(|a| a != "--repeat")
+        .nth(1)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5usize);
+    let cpu = cpu_model();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    for (size, steps) in [(100, 20_000), (1000, 10_000), (4000, 2_000)] {
+        let config = ReservoirParams::new()
+            .size(size)
+            .connection_prob(0.1)
+            .precision(Precision::F32)
+            .check()
+            .expect("config");
+        let (weights, _) = ReservoirWeights::generate(&config).expect("weights");
+        let mut reservoir =
+            EchoStateNetwork::<f32>::from_weights(&config, weights).expect("reservoir");
+        let chosen = reservoir
+            .product_kernel()
+            .map_or("dense", ProductKernel::name);
+        let inputs = sine_input(steps);
+        let w: CsrMatrix<f32> = reservoir.weights().recurrent().cast();
+        let x: Vec<f32> = (0..size).map(|i| (i as f32 * 0.37).sin()).collect();
+        let mut y = vec![0.0f32; size];
+        for kernel in ProductKernel::available::<f32>() {
+            let product = SparseProduct::with_kernel(&w, kernel).expect("layout");
+            let products = (2_000_000_000 / product.work().max(1)).clamp(10, 100_000);
+            let mut times: Vec<f64> = (0..repeat)
+                .map(|_| {
+                    let start = Instant::now();
+                    for _ in 0..products {
+                        product.mul_vec(&x, &mut y).expect("product");
+                    }
+                    start.elapsed().as_secs_f64() / products as f64
+                })
+                .collect();
+            times.sort_by(f64::total_cmp);
+            println!(
+                "{{\"measure\":\"product\",\"size\":{size},\"density\":0.1,\"precision\":\"f32\",\
+                 \"kernel\":\"{kernel}\",\"median_us\":{:.2},\"cpu\":\"{cpu}\"}}",
+                times[times.len() / 2] * 1e6
+            );
+        }
+        for kernel in ProductKernel::available::<f32>() {
+            reservoir.set_product_kernel(kernel).expect("kernel");
+            for threads in [1, cores] {
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .expect("thread pool");
+                let mut times: Vec<f64> = (0..repeat)
+                    .map(|_| {
+                        reservoir.reset().expect("reset");
+                        let start = Instant::now();
+                        pool.install(|| reservoir.run(inputs.view()).expect("run"));
+                        start.elapsed().as_secs_f64()
+                    })
+                    .collect();
+                times.sort_by(f64::total_cmp);
+                println!(
+                    "{{\"measure\":\"run\",\"size\":{size},\"density\":0.1,\"precision\":\"f32\",\
+                     \"kernel\":\"{kernel}\",\"chosen\":\"{chosen}\",\"threads\":{threads},\
+                     \"median_steps_per_s\":{:.0},\"best_steps_per_s\":{:.0},\"cpu\":\"{cpu}\"}}",
+                    steps as f64 / times[times.len() / 2],
+                    steps as f64 / times[0]
+                );
+            }
+        }
+    }
+    let inputs = sine_input(10_000);
+    let targets = sine_input(10_001).slice_move(ndarray::s![1.., ..]);
+    let mut times: Vec<f64> = (0..repeat)
+        .map(|_| {
+            let start = Instant::now();
+            let config = ReservoirParams::new()
+                .size(1000)
+                .connection_prob(0.1)
+                .check()
+                .expect("config");
+            let (weights, _) = ReservoirWeights::generate(&config).expect("weights");
+            let mut reservoir =
+                EchoStateNetwork::<f32>::from_weights(&config, weights).expect("reservoir");
+            fit_ridge(
+                &mut reservoir,
+                inputs.view(),
+                targets.view(),
+                &ReadoutConfig::default(),
+            )
+            .expect("fit");
+            start.elapsed().as_secs_f64()
+        })
+        .collect();
+    times.sort_by(f64::total_cmp);
+    println!(
+        "{{\"measure\":\"fit\",\"size\":1000,\"steps\":10000,\"median_s\":{:.4},\"min_s\":{:.4},\
+         \"threads\":{cores},\"cpu\":\"{cpu}\"}}",
+        times[times.len() / 2],
+        times[0]
+    );
+}
