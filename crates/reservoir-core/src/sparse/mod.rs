@@ -237,7 +237,9 @@ impl<T: Real> CsrMatrix<T> {
             x.len() >= self.ncols * LANES && y.len() >= self.nrows * LANES,
             "CSR block product lengths"
         );
-        crate::real::mul_block(self.csr_ref(), x, y);
+        // SAFETY: every column index is below ncols (checked on construction) and x holds
+        // ncols · LANES values.
+        unsafe { crate::real::mul_block(self.csr_ref(), x, y) };
     }
 }
 
