@@ -42,6 +42,9 @@ pub struct DeviceRidgeSums {
     cross: CudaSlice<f64>,
     /// The widened states of the latest `add`, kept to be reused by the next.
     widened: Option<CudaSlice<f64>>,
+    /// The targets' shift s (the first row added), as `RidgeAccumulator` takes it: the sums
+    /// are of y − s.
+    target_shift: Vec<f64>,
     target_sums: Vec<f64>,
     target_squares: Vec<f64>,
     rows: usize,
@@ -76,6 +79,7 @@ impl DeviceRidgeSums {
             features,
             outputs,
             blocks,
+            target_shift: vec![0.0; outputs],
             target_sums: vec![0.0; outputs],
             target_squares: vec![0.0; outputs],
             rows: 0,
@@ -128,10 +132,13 @@ impl DeviceRidgeSums {
             &mut widened.slice_mut(..),
             count,
         )?;
-        // [Y, 1], column-major rows × (M + 1).
+        if self.rows == 0 {
+            self.target_shift = targets.row(0).to_vec();
+        }
+        // [Y − s, 1], column-major rows × (M + 1).
         let mut augmented = Vec::with_capacity(rows * (m + 1));
-        for column in targets.columns() {
-            augmented.extend(column.iter().copied());
+        for (column, &shift) in targets.columns().into_iter().zip(&self.target_shift) {
+            augmented.extend(column.iter().map(|&y| y - shift));
         }
         augmented.extend(std::iter::repeat_n(1.0, rows));
         let augmented = stream
@@ -159,12 +166,14 @@ impl DeviceRidgeSums {
         )?;
         self.widened = Some(widened);
         for row in targets.rows() {
-            for ((s, q), v) in self
+            for (((s, q), v), shift) in self
                 .target_sums
                 .iter_mut()
                 .zip(&mut self.target_squares)
                 .zip(row)
+                .zip(&self.target_shift)
             {
+                let v = v - shift;
                 *s += v;
                 *q += v * v;
             }
@@ -195,6 +204,7 @@ impl DeviceRidgeSums {
                 gram,
                 cross_block.view(),
                 &feature_sums,
+                &self.target_shift,
                 &self.target_sums,
                 &self.target_squares,
                 self.rows,

@@ -6,6 +6,20 @@ use std::path::PathBuf;
 use reservoir_core::{ConfigError, ReservoirError};
 use reservoir_runtime::RuntimeError;
 
+/// Most characters of a file's text (a cell, a column name, a sequence id, a label) quoted in a
+/// message; longer text is cut with `…`.
+pub const MAX_QUOTED_CHARS: usize = 40;
+
+/// `text` as quoted in a message: at most [`MAX_QUOTED_CHARS`] characters, cut with `…` (a
+/// file's cell or name can be megabytes long; the message must stay one short line).
+pub fn quoted(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.chars().count() <= MAX_QUOTED_CHARS {
+        return text.into();
+    }
+    let kept: String = text.chars().take(MAX_QUOTED_CHARS - 1).collect();
+    format!("{kept}…").into()
+}
+
 /// Result type of the command line.
 pub type Result<T, E = CliError> = std::result::Result<T, E>;
 
@@ -49,7 +63,7 @@ pub enum CliError {
     },
 
     /// A named column is not in the header.
-    #[error("{}: no {role} column named `{column}` (columns present: {present})", path.display())]
+    #[error("{}: no {role} column named `{}` (columns present: {present})", path.display(), quoted(column))]
     MissingColumn {
         /// The CSV file.
         path: PathBuf,
@@ -62,7 +76,7 @@ pub enum CliError {
     },
 
     /// A named column appears more than once in the header.
-    #[error("{}: column `{column}` appears more than once in the header", path.display())]
+    #[error("{}: column `{}` appears more than once in the header", path.display(), quoted(column))]
     DuplicateHeader {
         /// The CSV file.
         path: PathBuf,
@@ -71,7 +85,7 @@ pub enum CliError {
     },
 
     /// A cell of a used column is not a finite number.
-    #[error("{}: line {line}, column `{column}`: {problem}", path.display())]
+    #[error("{}: line {line}, column `{}`: {problem}", path.display(), quoted(column))]
     BadCell {
         /// The CSV file.
         path: PathBuf,
@@ -85,7 +99,7 @@ pub enum CliError {
 
     /// Rows of one sequence of a long-form CSV file disagree: two labels, or two rows at the
     /// same time.
-    #[error("{}: line {line}: sequence `{sequence}`: {message}", path.display())]
+    #[error("{}: line {line}: sequence `{}`: {message}", path.display(), quoted(sequence))]
     BadSequence {
         /// The CSV file.
         path: PathBuf,
@@ -119,8 +133,20 @@ pub enum CliError {
         message: String,
     },
 
+    /// The rows of a data file do not fit in the memory available (a file too large for this
+    /// machine, or one without end).
+    #[error("{}: line {line}: {source}", path.display())]
+    DataTooLarge {
+        /// The data file.
+        path: PathBuf,
+        /// The line reached when memory ran short.
+        line: u64,
+        /// The out-of-memory error: what is held and what is available.
+        source: ReservoirError,
+    },
+
     /// A target column has one value over the rows it is scored on.
-    #[error("{}: target column `{column}` is constant over {rows}; {consequence}", path.display())]
+    #[error("{}: target column `{}` is constant over {rows}; {consequence}", path.display(), quoted(column))]
     ConstantTarget {
         /// The CSV file.
         path: PathBuf,
@@ -130,6 +156,27 @@ pub enum CliError {
         rows: String,
         /// Why that is fatal.
         consequence: &'static str,
+    },
+
+    /// A target column's values are all too small for their squares to be summed in f64.
+    #[error(
+        "{}: target column `{}` is below {limit:e} in magnitude over {rows} (at most \
+         {scale:e}): its squares underflow f64, so the readout cannot be fitted or scored; \
+         rescale the column",
+        path.display(),
+        quoted(column)
+    )]
+    TinyTarget {
+        /// The CSV file.
+        path: PathBuf,
+        /// The column's name.
+        column: String,
+        /// Which rows, in words.
+        rows: String,
+        /// The column's largest magnitude over those rows.
+        scale: f64,
+        /// The smallest largest magnitude accepted.
+        limit: f64,
     },
 
     /// Not enough rows for what was asked.

@@ -18,7 +18,7 @@ use reservoir_runtime::{Dispatch, Workload};
 use crate::data::{parse_column_list, read_inputs_targets};
 use crate::device::{self, DeviceArg};
 use crate::error::{CliError, CoreContext, Result};
-use crate::output::check_outputs;
+use crate::output::{check_outputs, commit};
 use crate::plot;
 use crate::predict::predict_rows;
 use crate::progress;
@@ -228,7 +228,9 @@ fn fit_one_series(args: &FitArgs, inputs: Vec<String>, targets: Vec<String>) -> 
         None => None,
     };
 
-    // Every output is written only now, once the fit and its scores have succeeded.
+    // Every output is staged only now, once the fit and its scores have succeeded, and put in
+    // place together once all are staged.
+    let mut outputs = Vec::new();
     if let (Some(plot), Some((_, predictions)), Some((path, (_, test_targets)))) =
         (&args.plot, &scores, &test)
     {
@@ -237,13 +239,14 @@ fn fit_one_series(args: &FitArgs, inputs: Vec<String>, targets: Vec<String>) -> 
                 .map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into())
         };
         let title = format!("fit on {}, tested on {}", file(&args.train), file(path));
-        plot::series(
+        let staged = plot::series(
             plot,
             &title,
             &targets,
             predictions.view(),
             test_targets.view(),
         )?;
+        outputs.push(("plot file", staged));
     }
     let scores = scores.map(|(scores, _)| scores);
     if let Some(path) = &args.model {
@@ -258,10 +261,12 @@ fn fit_one_series(args: &FitArgs, inputs: Vec<String>, targets: Vec<String>) -> 
             input_columns: inputs.clone(),
             target_columns: targets.clone(),
         };
-        model
-            .save(path)
+        let staged = model
+            .stage(path)
             .map_err(|e| CliError::writing("model file", e))?;
+        outputs.push(("model file", staged));
     }
+    commit(outputs)?;
 
     let report = FitReport {
         train: args.train.display().to_string(),
@@ -287,7 +292,13 @@ fn fit_one_series(args: &FitArgs, inputs: Vec<String>, targets: Vec<String>) -> 
     print_fit(&report, args.json)
 }
 
-/// Fails, naming the column, when a target column holds one value over the given rows.
+/// Smallest largest magnitude a target column may have: below it the squares the readout and
+/// its scores sum underflow f64 (1e-150² = 1e-300, near the smallest normal f64), and a column
+/// that varies would be reported as constant, or scored wrongly.
+const MIN_TARGET_SCALE: f64 = 1e-150;
+
+/// Fails, naming the column, when a target column holds one value over the given rows, or
+/// values too small for their squares to be summed ([`MIN_TARGET_SCALE`]).
 fn check_varies(
     path: &Path,
     names: &[String],
@@ -303,6 +314,16 @@ fn check_varies(
                 column: name.clone(),
                 rows: rows.to_string(),
                 consequence,
+            });
+        }
+        let scale = column.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        if scale < MIN_TARGET_SCALE {
+            return Err(CliError::TinyTarget {
+                path: path.to_path_buf(),
+                column: name.clone(),
+                rows: rows.to_string(),
+                scale,
+                limit: MIN_TARGET_SCALE,
             });
         }
     }

@@ -4,14 +4,13 @@ use std::path::PathBuf;
 
 use ndarray::{concatenate, s, Array2, ArrayView2, Axis};
 use reservoir_core::memory::{bytes_of, ensure_available};
-use reservoir_runtime::files::write_atomically;
 use reservoir_runtime::tasks::lorenz::{lorenz, LorenzInit, LorenzOptions};
 use reservoir_runtime::tasks::mackey_glass::{mackey_glass, one_step_task, MackeyGlassOptions};
 use reservoir_runtime::tasks::narma::narma10;
 use reservoir_runtime::tasks::{next_step_task, TaskData};
 
 use crate::error::{CliError, CoreContext, Result};
-use crate::output::{check_outputs, csv_bytes, csv_bytes_with_progress};
+use crate::output::{check_outputs, commit, csv_bytes, csv_bytes_with_progress, stage_output};
 use crate::progress;
 
 /// Longest series `generate` writes; longer is almost certainly a typo (and would exhaust memory).
@@ -137,14 +136,15 @@ pub fn run(args: &GenerateArgs) -> Result<()> {
         });
     }
     let split = args.split.unwrap_or(args.length);
+    // Both files staged, then put in place together: a failure leaves both as they were.
     let bytes = csv_rows(long, &header, table.slice(s![..split, ..]))?;
-    write_atomically(&args.output, &bytes).map_err(|e| CliError::writing("output file", e))?;
+    let mut outputs = vec![stage_output("output file", &args.output, &bytes)?];
+    drop(bytes);
     if let Some(test_output) = &args.test_output {
         let bytes = csv_rows(long, &header, table.slice(s![split.., ..]))?;
-        write_atomically(test_output, &bytes)
-            .map_err(|e| CliError::writing("test output file", e))?;
+        outputs.push(stage_output("test output file", test_output, &bytes)?);
     }
-    Ok(())
+    commit(outputs)
 }
 
 /// The CSV text of `rows`, with a progress bar over the rows for a long series.

@@ -94,23 +94,34 @@ fn main() -> ExitCode {
     }
 }
 
-/// Longest error line printed, in characters: a message quoting a huge cell or header line
-/// is cut, saying how much was left out.
-const MAX_ERROR_CHARS: usize = 2000;
+/// Longest error message printed, in characters. Text quoted from files is already cut where
+/// it is quoted; a message still longer (a long path, a parser quoting a huge value) loses its
+/// middle, so the start (file, line, field) and the end (the verdict) both stay.
+const MAX_ERROR_CHARS: usize = 300;
+/// Characters kept from the end of a message cut to [`MAX_ERROR_CHARS`].
+const KEPT_TAIL_CHARS: usize = 100;
 
 /// Prints `error: <message>` as a single line on standard error, with control characters
-/// escaped (a file's text must not drive the terminal) and at most [`MAX_ERROR_CHARS`]
+/// escaped (a file's text must not drive the terminal) and at most about [`MAX_ERROR_CHARS`]
 /// characters of the message.
 fn print_error(message: &str) {
+    let _ = writeln!(std::io::stderr().lock(), "error: {}", one_line(message));
+}
+
+/// `message` made printable ([`report::printable`]) and cut to [`MAX_ERROR_CHARS`] characters,
+/// the left-out middle replaced by `…(N characters left out)…`.
+fn one_line(message: &str) -> String {
     let line = report::printable(message);
-    let total = line.chars().count();
-    let line = if total > MAX_ERROR_CHARS {
-        let kept: String = line.chars().take(MAX_ERROR_CHARS).collect();
-        format!("{kept}… ({} more characters)", total - MAX_ERROR_CHARS)
-    } else {
-        line
-    };
-    let _ = writeln!(std::io::stderr().lock(), "error: {line}");
+    let chars: Vec<char> = line.chars().collect();
+    if chars.len() <= MAX_ERROR_CHARS {
+        return line;
+    }
+    let note_room = 36;
+    let head = MAX_ERROR_CHARS - KEPT_TAIL_CHARS - note_room;
+    let left_out = chars.len() - head - KEPT_TAIL_CHARS;
+    let head: String = chars[..head].iter().collect();
+    let tail: String = chars[chars.len() - KEPT_TAIL_CHARS..].iter().collect();
+    format!("{head}…({left_out} characters left out)…{tail}")
 }
 
 /// Panic hook: one `error: internal error: ...` line instead of Rust's panic message.
@@ -128,4 +139,23 @@ fn report_panic(info: &PanicHookInfo<'_>) {
     print_error(&format!(
         "internal error: {what}{place}; please report this as a bug"
     ));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_messages_keep_their_start_and_end() {
+        let message = format!(
+            "data.csv: line 2, column `{}`: is not a number",
+            "x".repeat(5000)
+        );
+        let line = one_line(&message);
+        assert!(line.chars().count() <= MAX_ERROR_CHARS, "{line}");
+        assert!(line.starts_with("data.csv: line 2, column `xxx"), "{line}");
+        assert!(line.ends_with("`: is not a number"), "{line}");
+        assert!(line.contains("characters left out"), "{line}");
+        assert_eq!(one_line("short\u{1b}[2J"), "short\\u{1b}[2J");
+    }
 }

@@ -1,10 +1,13 @@
-//! Output: CSV documents, written atomically to a file or to standard output.
+//! Output: CSV documents, written atomically to a file or to standard output; the checks every
+//! output passes before a command starts its work; and the commit of a command's outputs
+//! together, once it has succeeded.
 
 use std::io::Write;
 use std::path::Path;
 
 use ndarray::ArrayView2;
-use reservoir_runtime::files::write_atomically;
+use reservoir_runtime::files::{check_writable, follow_links, stage, Staged};
+use reservoir_runtime::RuntimeError;
 
 use crate::error::{CliError, Result};
 
@@ -78,11 +81,32 @@ fn csv_rows(
 /// Writes `bytes` atomically to `path`, or to standard output when there is no path.
 pub fn write_output(path: Option<&Path>, bytes: &[u8]) -> Result<()> {
     match path {
-        Some(path) => {
-            write_atomically(path, bytes).map_err(|e| CliError::writing("output file", e))
-        }
+        Some(path) => commit(vec![stage_output("output file", path, bytes)?]),
         None => write_stdout(bytes),
     }
+}
+
+/// `bytes` staged for `path` (the `what` file, e.g. `output file`): in a temporary file beside
+/// it until [`commit`].
+pub fn stage_output(
+    what: &'static str,
+    path: &Path,
+    bytes: &[u8],
+) -> Result<(&'static str, Staged)> {
+    let staged = stage(path, bytes).map_err(|e| CliError::writing(what, e))?;
+    Ok((what, staged))
+}
+
+/// Puts every staged output of a command in place, once the command has succeeded: those
+/// written into a device or pipe first (they are the ones that can fail part way), then the
+/// renames of finished files. Until then no output has changed; an output not committed
+/// (an error returned before this) is removed with its temporary file.
+pub fn commit(mut outputs: Vec<(&'static str, Staged)>) -> Result<()> {
+    outputs.sort_by_key(|(_, staged)| !staged.writes_through());
+    for (what, staged) in outputs {
+        staged.commit().map_err(|e| CliError::writing(what, e))?;
+    }
+    Ok(())
 }
 
 /// Writes to standard output; a closed pipe (`| head`) is not an error.
@@ -95,23 +119,36 @@ pub fn write_stdout(bytes: &[u8]) -> Result<()> {
 }
 
 /// Fails early, before any work, unless every output (`(flag, path)`) can be written without
-/// losing anything: it names a file, its folder exists, it is not a directory, and it is
-/// neither an input of the command (`(what, path)`, e.g. `train file`) nor another output.
+/// losing anything: it names a file (not a folder, nor a path ending in `/`), its folder exists
+/// and takes new files, it is not a directory or a read-only file, and it is neither an input
+/// of the command (`(what, path)`, e.g. `train file`) nor another output, under any spelling
+/// (`./a.csv`, a link to it, a hard link).
 pub fn check_outputs(outputs: &[(&'static str, &Path)], inputs: &[(&str, &Path)]) -> Result<()> {
     for (i, &(flag, path)) in outputs.iter().enumerate() {
         let refuse = |message: String| CliError::Argument { flag, message };
-        if path.file_name().is_none() {
-            return Err(refuse(format!("`{}` does not name a file", path.display())));
+        if path.file_name().is_none() || ends_with_separator(path) {
+            return Err(refuse(format!(
+                "`{}` does not name a file (it names a folder)",
+                path.display()
+            )));
         }
-        if let Some(dir) = path.parent() {
+        // Where the bytes would go: a link's target (a dangling link names the file to create).
+        let target =
+            follow_links(path).map_err(|e| refuse(format!("`{}`: {e}", path.display())))?;
+        if let Some(dir) = target.parent() {
             if !dir.as_os_str().is_empty() && !dir.is_dir() {
-                return Err(refuse(format!(
-                    "the folder `{}` does not exist",
-                    dir.display()
-                )));
+                return Err(refuse(if target == path {
+                    format!("the folder `{}` does not exist", dir.display())
+                } else {
+                    format!(
+                        "`{}` links to `{}`, in a folder that does not exist",
+                        path.display(),
+                        target.display()
+                    )
+                }));
             }
         }
-        if path.is_dir() {
+        if target.is_dir() {
             return Err(refuse(format!(
                 "`{}` is a directory; name a file in it",
                 path.display()
@@ -126,12 +163,24 @@ pub fn check_outputs(outputs: &[(&'static str, &Path)], inputs: &[(&str, &Path)]
                 )));
             }
         }
+        check_writable(path).map_err(|e| match e {
+            RuntimeError::Io { path, source } => {
+                refuse(format!("cannot write `{}`: {source}", path.display()))
+            }
+            other => refuse(other.to_string()),
+        })?;
     }
     Ok(())
 }
 
-/// Whether two paths name the same file (through links and `..`), for a file that may not
-/// exist yet: its folder's canonical path and its name.
+/// Whether `path` ends in a path separator (`out/`): it names a folder, whatever is there.
+fn ends_with_separator(path: &Path) -> bool {
+    let text = path.as_os_str().to_string_lossy();
+    text.ends_with(std::path::MAIN_SEPARATOR) || text.ends_with('/')
+}
+
+/// Whether two paths name the same file (through links and `..`, or as two hard links to
+/// one file), for a file that may not exist yet: its folder's canonical path and its name.
 fn same_file(a: &Path, b: &Path) -> bool {
     fn resolved(path: &Path) -> Option<std::path::PathBuf> {
         if let Ok(full) = std::fs::canonicalize(path) {
@@ -142,6 +191,19 @@ fn same_file(a: &Path, b: &Path) -> bool {
             _ => Path::new("."),
         };
         Some(std::fs::canonicalize(dir).ok()?.join(path.file_name()?))
+    }
+    // Writing into a device or pipe (`/dev/null`, a terminal) never clobbers a file.
+    if std::fs::metadata(a).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
+        return false;
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        if let (Ok(a), Ok(b)) = (std::fs::metadata(a), std::fs::metadata(b)) {
+            if a.dev() == b.dev() && a.ino() == b.ino() {
+                return true;
+            }
+        }
     }
     match (resolved(a), resolved(b)) {
         (Some(a), Some(b)) => a == b,

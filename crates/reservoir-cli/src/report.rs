@@ -177,12 +177,18 @@ fn table(r: &FitReport) -> String {
     aligned(&rows)
 }
 
-/// `text` with every control character (escape codes, line breaks, ...) written as an escape
-/// (`\u{1b}`), so text from a file cannot drive the terminal or break a line.
+/// `text` with every control character (escape codes, line breaks, ...) and every invisible
+/// formatting character (bidirectional overrides and isolates, zero-width characters, the byte
+/// order mark) written as an escape (`\u{1b}`, `\u{202e}`), so text from a file cannot drive
+/// the terminal, break a line, or reorder what is shown.
 pub fn printable(text: &str) -> String {
     text.chars()
         .map(|c| {
-            if c.is_control() {
+            let invisible = matches!(
+                c,
+                '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{206f}' | '\u{feff}'
+            );
+            if c.is_control() || invisible {
                 c.escape_default().to_string()
             } else {
                 c.to_string()
@@ -268,6 +274,10 @@ mod tests {
     fn control_characters_are_escaped() {
         assert_eq!(printable("a\u{1b}[31mb\nc"), "a\\u{1b}[31mb\\nc");
         assert_eq!(printable("µ é ∞"), "µ é ∞");
+        assert_eq!(
+            printable("a\u{202e}b\u{200b}c\u{9b}"),
+            "a\\u{202e}b\\u{200b}c\\u{9b}"
+        );
     }
 
     #[test]

@@ -7,11 +7,12 @@ use reservoir_core::detection::PatternDetector;
 use reservoir_runtime::experiment::{
     run_full, ExperimentConfig, RunHooks, RunOutcome, TaskConfig, TrainedModel,
 };
+use reservoir_runtime::files::Staged;
 use reservoir_runtime::Dispatch;
 
 use crate::device::{self, DeviceArg};
 use crate::error::{CliError, CoreContext, Result};
-use crate::output::check_outputs;
+use crate::output::{check_outputs, commit};
 use crate::plot;
 use crate::progress::Stages;
 use crate::report::print_run;
@@ -143,15 +144,17 @@ pub fn run(args: &RunArgs) -> Result<()> {
         Some(path) => CliError::config(path, e),
         None => CliError::core(format!("running {origin}"), e),
     })?;
-    let mut saved = Vec::new();
+    // Staged once the run has succeeded, put in place together once all are staged.
+    let (mut saved, mut outputs) = (Vec::new(), Vec::new());
     if let (Some(path), false) = (&model_path, memory_capacity) {
-        save_model(path, outcome.model.as_ref())?;
+        outputs.push(("model file", stage_model(path, outcome.model.as_ref())?));
         saved.push(("model", path.display().to_string()));
     }
     if let Some(path) = &args.plot {
-        draw(path, &config, &outcome)?;
+        outputs.push(("plot file", draw(path, &config, &outcome)?));
         saved.push(("plot", path.display().to_string()));
     }
+    commit(outputs)?;
     print_run(
         &outcome.report,
         &backend_name,
@@ -182,11 +185,11 @@ fn model_path(args: &RunArgs) -> Option<PathBuf> {
     Some(PathBuf::from(format!("{stem}-model.bin")))
 }
 
-/// Saves the run's model to `path`.
-fn save_model(path: &Path, model: Option<&TrainedModel>) -> Result<()> {
+/// The run's model, staged for `path`.
+fn stage_model(path: &Path, model: Option<&TrainedModel>) -> Result<Staged> {
     match model {
-        Some(TrainedModel::Series(model)) => model.save(path),
-        Some(TrainedModel::SpikeClassifier(model)) => model.save(path),
+        Some(TrainedModel::Series(model)) => model.stage(path),
+        Some(TrainedModel::SpikeClassifier(model)) => model.stage(path),
         None => {
             return Err(CliError::Argument {
                 flag: "--model",
@@ -197,8 +200,9 @@ fn save_model(path: &Path, model: Option<&TrainedModel>) -> Result<()> {
     .map_err(|e| CliError::writing("model file", e))
 }
 
-/// Draws the run's plot: prediction vs target for a series task, a raster for the spike task.
-fn draw(path: &Path, config: &ExperimentConfig, outcome: &RunOutcome) -> Result<()> {
+/// Draws the run's plot (staged for `path`): prediction vs target for a series task, a raster
+/// for the spike task.
+fn draw(path: &Path, config: &ExperimentConfig, outcome: &RunOutcome) -> Result<Staged> {
     let nothing = || CliError::Argument {
         flag: "--plot",
         message: format!("task {} left nothing to plot", outcome.report.task),

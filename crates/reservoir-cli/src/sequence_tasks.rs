@@ -18,7 +18,7 @@ use serde::Serialize;
 use crate::data::{read_sequences, SequenceColumns, SequenceFile};
 use crate::device;
 use crate::error::{CliError, Result};
-use crate::output::write_stdout;
+use crate::output::{commit, write_stdout};
 use crate::plot;
 use crate::progress::Stages;
 use crate::report::{aligned, json_line, number};
@@ -399,7 +399,8 @@ fn chosen_config(
     }
 }
 
-/// Saves the classifier and draws its confusion matrix, then builds its report.
+/// Draws the classifier's confusion matrix and saves it (both put in place together), then
+/// builds its report.
 fn classifier_report(
     job: &Job<'_>,
     files: &Files,
@@ -407,20 +408,27 @@ fn classifier_report(
     dispatch: &Dispatch,
 ) -> Result<ClassifierReport> {
     let classes = outcome.model.classes.names().to_vec();
+    // Staged, then put in place together.
+    let mut outputs = Vec::new();
     if let (Some(path), Some(test), Some(test_path)) = (job.plot, &outcome.test, job.test) {
         let title = format!(
             "trained on {}, tested on {}",
             file_name(job.train),
             file_name(test_path)
         );
-        plot::confusion(path, &title, &classes, &test.confusion_matrix)?;
+        outputs.push((
+            "plot file",
+            plot::confusion(path, &title, &classes, &test.confusion_matrix)?,
+        ));
     }
     if let Some(path) = job.model {
-        outcome
+        let staged = outcome
             .model
-            .save(path)
+            .stage(path)
             .map_err(|e| CliError::writing("model file", e))?;
+        outputs.push(("model file", staged));
     }
+    commit(outputs)?;
     let test: Option<&ClassScores> = outcome.test.as_ref();
     Ok(ClassifierReport {
         task: "sequence_classification",
@@ -450,7 +458,8 @@ fn classifier_report(
     })
 }
 
-/// Saves the series model and draws the first test series, then builds the report.
+/// Draws the first test series and saves the series model (both put in place together), then
+/// builds the report.
 fn series_report(
     job: &Job<'_>,
     files: &Files,
@@ -458,6 +467,8 @@ fn series_report(
     dispatch: &Dispatch,
 ) -> Result<SeriesReport> {
     let targets = files.train.target_names.clone();
+    // Staged, then put in place together.
+    let mut outputs = Vec::new();
     if let (Some(path), Some(predictions), Some(test), Some(test_path)) =
         (job.plot, &outcome.test_predictions, &files.test, job.test)
     {
@@ -471,15 +482,20 @@ fn series_report(
                 test.ids.first().map_or("", String::as_str),
                 file_name(test_path)
             );
-            plot::series(path, &title, &targets, first.view(), truth.view())?;
+            outputs.push((
+                "plot file",
+                plot::series(path, &title, &targets, first.view(), truth.view())?,
+            ));
         }
     }
     if let Some(path) = job.model {
-        outcome
+        let staged = outcome
             .model
-            .save(path)
+            .stage(path)
             .map_err(|e| CliError::writing("model file", e))?;
+        outputs.push(("model file", staged));
     }
+    commit(outputs)?;
     let test = outcome.test.as_ref();
     Ok(SeriesReport {
         task: "series_regression",

@@ -214,9 +214,13 @@ fn generate_rejects_a_zero_length() {
 fn file_text_in_messages_cannot_drive_the_terminal_or_flood_it() {
     let fx = Fixture::new();
     let config = fx.p("config.toml");
-    // A header whose column names carry an escape sequence and a very long name.
+    // A header whose column names carry an escape sequence, a bidirectional override and a
+    // very long name: each name is quoted cut short, every control character escaped.
     let long = "x".repeat(5000);
-    let train = fx.write("evil.csv", &format!("\u{1b}[31mred,{long}\n1,2\n"));
+    let train = fx.write(
+        "evil.csv",
+        &format!("\u{1b}[31mred,{long},b\u{202e}c\n1,2,3\n"),
+    );
     let line = fails_with(
         &[
             "fit",
@@ -229,14 +233,40 @@ fn file_text_in_messages_cannot_drive_the_terminal_or_flood_it() {
             "--targets",
             "y",
         ],
-        &["\\u{1b}[31mred", "more characters"],
+        &["\\u{1b}[31mred", "xxx…`", "b\\u{202e}c"],
     );
     assert!(
-        !line.contains('\u{1b}'),
-        "a raw escape reached the terminal"
+        !line.contains('\u{1b}') && !line.contains('\u{202e}'),
+        "a raw control character reached the terminal"
     );
     assert!(
-        line.chars().count() < 2100,
+        line.chars().count() <= 307,
+        "{} characters",
+        line.chars().count()
+    );
+    // A cell of a megabyte: quoted cut short; the line still says what is wrong with it.
+    let cell = "7".repeat(1 << 20);
+    let train = fx.write("cell.csv", &format!("u,y\n0.1,0.2\n{cell}x,0.3\n"));
+    let line = fails_with(
+        &fx.fit_on(&train, "u"),
+        &["cell.csv: line 3, column `u`: `7777", "…` is not a number"],
+    );
+    assert!(
+        line.chars().count() <= 307,
+        "{} characters",
+        line.chars().count()
+    );
+    // A message longer than 300 characters for another reason (a long path) keeps its start
+    // and its end.
+    let deep = fx.path(&"d".repeat(250));
+    fs::create_dir(&deep).expect("mkdir");
+    let missing = deep.join("missing.csv").display().to_string();
+    let line = fails_with(
+        &fx.fit_on(&missing, "u"),
+        &["characters left out", "(os error 2)"],
+    );
+    assert!(
+        line.chars().count() <= 307,
         "{} characters",
         line.chars().count()
     );
@@ -375,6 +405,88 @@ fn task_sizes_that_would_overflow_are_config_errors() {
         out.stderr
     );
     assert!(!out.stderr.contains("-- -5"), "{}", out.stderr);
+}
+
+#[test]
+fn numbers_beyond_f64_are_called_too_large_not_infinite() {
+    let fx = Fixture::new();
+    let train = fx.write_rows("overflow.csv", "u,y", &["0.1,0.2", "1e309,0.3", "0.2,0.1"]);
+    fails_with(
+        &fx.fit_on(&train, "u"),
+        &["overflow.csv: line 3, column `u`: `1e309` is beyond ±3.4028e38"],
+    );
+    let train = fx.write_rows("inf.csv", "u,y", &["0.1,0.2", "-Infinity,0.3"]);
+    fails_with(
+        &fx.fit_on(&train, "u"),
+        &["inf.csv: line 3, column `u`: `-Infinity` is not a finite number"],
+    );
+}
+
+#[test]
+fn targets_too_small_to_square_are_named_not_called_constant() {
+    let fx = Fixture::new();
+    let text = fs::read_to_string(fx.path("train.csv")).expect("train.csv");
+    let rows: Vec<String> = text
+        .lines()
+        .skip(1)
+        .map(|line| {
+            let (u, y) = line.split_once(',').expect("two columns");
+            format!("{u},{}", y.parse::<f64>().expect("a number") * 1e-300)
+        })
+        .collect();
+    let rows: Vec<&str> = rows.iter().map(String::as_str).collect();
+    let train = fx.write_rows("tiny.csv", "u,y", &rows);
+    fails_with(
+        &fx.fit_on(&train, "u"),
+        &[
+            "tiny.csv: target column `y` is below 1e-150 in magnitude over the training rows \
+             after the washout",
+            "rescale the column",
+        ],
+    );
+}
+
+#[test]
+fn errors_inside_the_task_table_name_their_line_and_field() {
+    let fx = Fixture::new();
+    let cases = [
+        (
+            "[reservoir]\nsize = 10\n\n[task]\nkind = \"narma10\"\ntrain = 100\ntest = 100\n",
+            "line 4, column 1: missing field `task.seed`",
+        ),
+        (
+            "[task]\nkind = \"narma10\"\ntrain = \"100\"\ntest = 100\nseed = 1\n",
+            "line 3, column 9: invalid type: string \"100\", expected usize",
+        ),
+        (
+            "[task]\nkind = \"narma10\"\ntrain = 100\ntest = 100\nseed = 1\nfoo = 2\n",
+            "line 6, column 1: unknown field `task.foo`",
+        ),
+        (
+            "[task]\ntrain = 100\n",
+            "line 1, column 1: missing field `task.kind`",
+        ),
+        (
+            "[task]\nkind = \"narma11\"\n",
+            "line 2, column 8: unknown variant `narma11`",
+        ),
+        ("task = 5\n", "line 1, column 8: `task` must be a table"),
+    ];
+    for (i, (text, needle)) in cases.into_iter().enumerate() {
+        let config = fx.write(&format!("task{i}.toml"), text);
+        fails_with(
+            &["run", &config, "--no-save"],
+            &[&format!("task{i}.toml: {needle}")],
+        );
+    }
+    let spike = fs::read_to_string(config("spike_classification.toml"))
+        .expect("the shipped config")
+        .replace("sample_ms = 80.0", "sample_ms = nan");
+    let spike = fx.write("spike.toml", &spike);
+    fails_with(
+        &["run", &spike, "--no-save"],
+        &["`task.sample_ms`: must be finite and >= onset_ms + pattern_ms (= 60 ms) (got NaN)"],
+    );
 }
 
 /// Writes a NARMA-10 job config (1000 test rows, seed 1) with the given `train` line and

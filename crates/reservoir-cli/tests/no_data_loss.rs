@@ -1,6 +1,8 @@
-//! Outputs never cost the user a file: an output that is also an input, another output or a
-//! directory is refused before any work; a link keeps being a link (its target is written); a
-//! device is written through, not replaced; a failing command writes nothing.
+//! Outputs never cost the user a file: an output that is also an input (under any spelling,
+//! hard links included), another output, a directory, or a path that cannot be written is
+//! refused before any work; a link keeps being a link (its target is written); a device is
+//! written through, not replaced; a failing command writes nothing, and a command's outputs
+//! are put in place together, only once all of them could be written.
 
 mod common;
 
@@ -78,6 +80,110 @@ fn a_directory_as_output_is_refused_before_the_other_output_is_written() {
         &["--test-output", "is a directory"],
     );
     assert_eq!(fs::read_to_string(&kept).expect("a.csv"), "keep me\n");
+}
+
+#[test]
+fn outputs_are_put_in_place_together_or_not_at_all() {
+    // `/dev/full` takes the second output and fails to write it (no space): the first, a
+    // regular file, must still hold what it held.
+    let fx = Fixture::new();
+    let kept = fx.write("a.csv", "keep me\n");
+    fails_with(
+        &[
+            "generate",
+            "narma10",
+            "--length",
+            "300",
+            "--split",
+            "200",
+            "--output",
+            &kept,
+            "--test-output",
+            "/dev/full",
+        ],
+        &[
+            "cannot write test output file `/dev/full`",
+            "No space left on device",
+        ],
+    );
+    assert_eq!(fs::read_to_string(&kept).expect("a.csv"), "keep me\n");
+    let config = fx.p("config.toml");
+    let test = fx.p("test.csv");
+    let plot = fx.write("keep.png", "old plot");
+    fails_with(
+        &fx.fit_args(
+            &config,
+            &[
+                "--test",
+                &test,
+                "--plot",
+                &plot,
+                "--model",
+                "/dev/full",
+                "--device",
+                "cpu",
+            ],
+        ),
+        &["cannot write model file `/dev/full`"],
+    );
+    assert_eq!(fs::read_to_string(&plot).expect("keep.png"), "old plot");
+    let model = fx.write("keep.bin", "old model");
+    let narma = fx.write(
+        "narma.toml",
+        "[task]\nkind = \"narma10\"\ntrain = 300\ntest = 100\nseed = 1\n\n[reservoir]\nsize = 20\n",
+    );
+    fails_with(
+        &[
+            "run",
+            &narma,
+            "--model",
+            &model,
+            "--plot",
+            "/dev/full",
+            "--device",
+            "cpu",
+        ],
+        &["cannot write plot file `/dev/full`"],
+    );
+    assert_eq!(fs::read_to_string(&model).expect("keep.bin"), "old model");
+    let left: Vec<_> = fs::read_dir(fx.dir.path())
+        .expect("dir")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".tmp"))
+        .collect();
+    assert!(left.is_empty(), "temporary files left behind: {left:?}");
+}
+
+#[test]
+fn paths_that_cannot_be_an_output_are_refused_before_any_work() {
+    let fx = Fixture::new();
+    let config = fx.p("config.toml");
+    // A path ending in `/` names a folder, existing or not.
+    let folder = format!("{}/", fx.p("nowhere"));
+    fails_with(
+        &fx.fit_args(&config, &["--model", &folder]),
+        &["--model", "does not name a file (it names a folder)"],
+    );
+    // A link into a folder that does not exist.
+    let link = fx.path("dangling.bin");
+    std::os::unix::fs::symlink("no/such/dir/model.bin", &link).expect("symlink");
+    fails_with(
+        &fx.fit_args(&config, &["--model", &link.display().to_string()]),
+        &[
+            "--model",
+            "no/such/dir/model.bin`, in a folder that does not exist",
+        ],
+    );
+    // A second name (hard link) of the training file.
+    let train_before = fs::read(fx.path("train.csv")).expect("train.csv");
+    let hard = fx.path("hard.csv");
+    fs::hard_link(fx.path("train.csv"), &hard).expect("hard link");
+    fails_with(
+        &fx.fit_args(&config, &["--model", &hard.display().to_string()]),
+        &["--model", "also the train file", "refusing"],
+    );
+    assert_eq!(fs::read(&hard).expect("hard.csv"), train_before);
 }
 
 #[test]

@@ -153,3 +153,28 @@ fn bad_sweeps_are_one_error_line() {
     let path = write(&dir, "small.toml", &small(1.0, 1.0, 1e-5, SWEEP));
     fails_with(&["sweep", &path, "--top", "0"], &["--top", "must be >= 1"]);
 }
+
+/// Thousands of lanes on the CPU: each lane's run waits on a thread pool from inside the lane
+/// pool, and a waiting worker runs other lanes on top of it; in one call of 2,000 lanes that
+/// nesting overflowed a worker's stack and aborted the process (SIGABRT, no error line).
+#[test]
+fn a_sweep_of_thousands_of_lanes_runs_to_the_end() {
+    let values = |count: usize, start: f64, step: f64| {
+        (0..count)
+            .map(|i| format!("{:.2}", start + step * i as f64))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let sweep = format!(
+        "[sweep]\nspectral_radius = [{}]\nleak_rate = [{}]\ninput_scaling = [{}]\n\
+         ridge = [1e-6]\ntop = 1\n",
+        values(20, 0.5, 0.02),
+        values(10, 0.1, 0.09),
+        values(10, 0.1, 0.1)
+    );
+    let dir = tempfile::tempdir().expect("dir");
+    let path = write(&dir, "lanes.toml", &small(0.5, 0.5, 1e-6, &sweep));
+    let report = json(&["sweep", &path, "--device", "cpu"]);
+    assert_eq!(number(&report, "lanes"), 2000.0);
+    assert_eq!(report["failures"].as_array().map(Vec::len), Some(0));
+}

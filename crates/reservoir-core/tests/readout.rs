@@ -158,6 +158,7 @@ fn held_out_nrmse_from_sums_equals_scoring_the_predictions_and_sums_round_trip()
         gram.view(),
         held_out.cross().view(),
         held_out.feature_sums(),
+        held_out.target_shift(),
         held_out.target_sums(),
         held_out.target_squares(),
         held_out.rows(),
@@ -266,4 +267,47 @@ fn rls_with_forgetting_tracks_a_changing_target() {
         "tracks the new weights"
     );
     assert!(Rls::new(4, 1, 0.0, 1.0).is_err() && Rls::new(4, 1, 1.0, 0.0).is_err());
+}
+
+/// Targets far from zero (a unit-variance series plus a large offset) score as the same series
+/// without it: the sums are taken from a shift, so nothing cancels; a split accumulated in two
+/// parts and merged scores the same as one accumulator.
+#[test]
+fn targets_with_a_large_offset_score_as_without_it() {
+    let mut rng = ChaCha8Rng::seed_from_u64(5);
+    let x = Array2::from_shape_fn((800, 12), |_| rng.random_range(-1.0..1.0));
+    let noise = Array2::from_shape_fn((800, 1), |_| rng.random_range(-0.1..0.1));
+    let y = x.slice(s![.., 0..1]).mapv(|v| v * 0.7) + noise;
+    let fit_of = |offset: f64, parts: usize| {
+        let shifted = y.mapv(|v| v + offset);
+        let mut acc = RidgeAccumulator::new(12, 1, 1).unwrap();
+        let rows = 800 / parts;
+        for p in 0..parts {
+            let mut part = RidgeAccumulator::new(12, 1, 1).unwrap();
+            part.add(
+                x.slice(s![p * rows..(p + 1) * rows, ..]),
+                shifted.slice(s![p * rows..(p + 1) * rows, ..]),
+            )
+            .unwrap();
+            acc.merge(&part).unwrap();
+        }
+        acc.solve(1e-6).unwrap()
+    };
+    let plain = fit_of(0.0, 1).train_nrmse;
+    // An offset of 1e10 leaves the targets ~2e-6 of rounding (f64's spacing there).
+    for (offset, tolerance) in [(1e6, 1e-6), (1e8, 1e-6), (1e10, 1e-3)] {
+        for parts in [1, 4] {
+            let fit = fit_of(offset, parts);
+            assert!(
+                (fit.train_nrmse - plain).abs() < tolerance * plain,
+                "offset {offset}, {parts} parts: {} vs {plain}",
+                fit.train_nrmse
+            );
+            let intercept = fit.readout.intercept()[0];
+            assert!(
+                (intercept - offset).abs() < 1e-3 * offset.max(1.0),
+                "{intercept}"
+            );
+        }
+    }
 }

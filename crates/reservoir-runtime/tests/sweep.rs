@@ -281,12 +281,15 @@ impl LaneRunner for ZeroStates {
         data: &LaneData<'_>,
     ) -> Result<Vec<LaneSums>> {
         let n = base.size();
+        // The target sums are taken from the first row (`RidgeAccumulator`'s shift).
         let sums = |rows: ndarray::ArrayView2<f64>| {
-            let y = rows.column(0);
+            let shift = rows[(0, 0)];
+            let y = rows.column(0).mapv(|v| v - shift);
             RidgeAccumulator::from_sums(
                 Array2::zeros((n, n)).view(),
                 Array2::zeros((n, 1)).view(),
                 &vec![0.0; n],
+                &[shift],
                 &[y.sum()],
                 &[y.dot(&y)],
                 rows.nrows(),

@@ -10,8 +10,8 @@ use std::path::Path;
 use ndarray::Array2;
 
 use super::sequences::{SequenceColumns, SequenceFile};
-use super::{csv_error, find_column, limit, open_csv, parse_cell, CsvFile};
-use crate::error::{CliError, Result};
+use super::{check_held, csv_error, find_column, limit, open_csv, parse_cell, CsvFile};
+use crate::error::{quoted, CliError, Result};
 
 /// The rows of one sequence, in file order until they are sorted by time.
 struct Rows {
@@ -77,6 +77,13 @@ pub(super) fn read_long_csv(
     let mut index_of: HashMap<String, usize> = HashMap::new();
     let mut ids: Vec<String> = Vec::new();
     let mut sequences: Vec<Rows> = Vec::new();
+    // Bytes held for the rows read so far: their numbers and line, and each id (twice) with
+    // its sequence's vectors; bounded by the memory available ([`check_held`]).
+    let row_bytes = 8
+        * (1 + input_columns.len()
+            + target_columns.as_ref().map_or(0, Vec::len)
+            + usize::from(time_column.is_some())) as u64;
+    let (mut held, mut row_count) = (0u64, 0usize);
     let mut record = csv::StringRecord::new();
     while reader
         .read_record(&mut record)
@@ -90,6 +97,8 @@ pub(super) fn read_long_csv(
         let s = match index_of.get(id) {
             Some(&s) => s,
             None => {
+                held =
+                    held.saturating_add((2 * id.len() + std::mem::size_of::<Rows>() + 64) as u64);
                 index_of.insert(id.to_string(), sequences.len());
                 ids.push(id.to_string());
                 sequences.push(Rows {
@@ -113,8 +122,10 @@ pub(super) fn read_long_csv(
                         line,
                         sequence: ids[s].clone(),
                         message: format!(
-                            "label `{label}` differs from label `{first}` on line {first_line} \
-                             (a sequence has one label)"
+                            "label `{}` differs from label `{}` on line {first_line} \
+                             (a sequence has one label)",
+                            quoted(label),
+                            quoted(first)
                         ),
                     });
                 }
@@ -132,6 +143,9 @@ pub(super) fn read_long_csv(
             rows.targets.push(number(&record, c, line, "target")?);
         }
         rows.lines.push(line);
+        row_count += 1;
+        held = held.saturating_add(row_bytes);
+        check_held(path, row_count, line, held)?;
     }
     if sequences.is_empty() {
         return Err(CliError::NoRows {

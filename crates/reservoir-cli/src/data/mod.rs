@@ -18,11 +18,12 @@ use std::path::Path;
 use lines::{BoundedLines, LineCounter};
 use ndarray::Array2;
 use reservoir_core::checks::{MAX_INPUT, MAX_TARGET};
+use reservoir_core::memory::{ensure_available, Bytes};
 
-use crate::error::{CliError, Result};
+use crate::error::{quoted, CliError, Result};
 
 /// Most header names listed in a missing-column message before it says how many more there are.
-const MAX_LISTED_COLUMNS: usize = 20;
+const MAX_LISTED_COLUMNS: usize = 8;
 
 /// Splits a comma-separated column list (`u, v`) into trimmed names; `flag` names the option in
 /// errors. Empty names and repeated names are errors.
@@ -43,6 +44,25 @@ pub fn parse_column_list(flag: &'static str, text: &str) -> Result<Vec<String>> 
         }
     }
     Ok(names)
+}
+
+/// Rows read between two checks of the memory they hold ([`check_held`]).
+const CHECK_EVERY_ROWS: usize = 1 << 16;
+
+/// Every [`CHECK_EVERY_ROWS`] rows, an error naming `path` and `line` unless the memory that the
+/// next growth of the `held` bytes read so far needs (as much again) is available: a file too
+/// large for this machine, or one without end (a pipe), is refused with its line instead of
+/// exhausting the machine's memory.
+pub(crate) fn check_held(path: &Path, rows: usize, line: u64, held: u64) -> Result<()> {
+    if !rows.is_multiple_of(CHECK_EVERY_ROWS) {
+        return Ok(());
+    }
+    let what = format!("the {rows} rows read so far ({} held) to grow", Bytes(held));
+    ensure_available(&what, held).map_err(|source| CliError::DataTooLarge {
+        path: path.to_path_buf(),
+        line,
+        source,
+    })
 }
 
 /// A group of columns to read together: their role in messages (`input`, `target`) and names.
@@ -81,6 +101,7 @@ pub fn read_columns(
         .collect::<Result<Vec<_>>>()?;
 
     let mut values: Vec<Vec<f64>> = vec![Vec::new(); groups.len()];
+    let row_bytes = 8 * indices.iter().map(Vec::len).sum::<usize>() as u64;
     let mut record = csv::StringRecord::new();
     let mut rows = 0usize;
     while reader
@@ -102,6 +123,7 @@ pub fn read_columns(
             }
         }
         rows += 1;
+        check_held(path, rows, line, row_bytes.saturating_mul(rows as u64))?;
     }
     if rows == 0 {
         return Err(CliError::NoRows {
@@ -207,11 +229,18 @@ fn limit(role: &str) -> f64 {
     }
 }
 
-/// A finite `f64` within ±`limit`, or what is wrong with the text.
+/// A finite `f64` within ±`limit`, or what is wrong with the text (quoted, cut if long).
 fn parse_cell(text: &str, limit: f64) -> std::result::Result<f64, String> {
-    match text.parse::<f64>() {
+    let parsed = text.parse::<f64>();
+    let text = quoted(text);
+    match parsed {
         Ok(v) if v.is_finite() && v.abs() <= limit => Ok(v),
         Ok(v) if v.is_finite() => Err(format!(
+            "`{text}` is beyond ±{limit:.4e}, {}",
+            beyond(limit)
+        )),
+        // A number too large for f64 (`1e309`) is finite, just beyond every limit.
+        Ok(v) if v.is_infinite() && !text.to_ascii_lowercase().contains("inf") => Err(format!(
             "`{text}` is beyond ±{limit:.4e}, {}",
             beyond(limit)
         )),
@@ -262,7 +291,7 @@ fn list_columns(headers: &csv::StringRecord) -> String {
     let mut listed: Vec<String> = headers
         .iter()
         .take(MAX_LISTED_COLUMNS)
-        .map(|h| format!("`{h}`"))
+        .map(|h| format!("`{}`", quoted(h)))
         .collect();
     if headers.len() > MAX_LISTED_COLUMNS {
         listed.push(format!("and {} more", headers.len() - MAX_LISTED_COLUMNS));
@@ -317,10 +346,33 @@ mod tests {
     }
 
     #[test]
+    fn rows_that_cannot_grow_in_memory_are_refused_with_their_line() {
+        let path = Path::new("endless.csv");
+        if reservoir_core::memory::available().is_some() {
+            let message = check_held(path, CHECK_EVERY_ROWS, 65538, u64::MAX / 2)
+                .map_err(|e| e.to_string())
+                .expect_err("more than any machine has");
+            assert!(
+                message.starts_with(
+                    "endless.csv: line 65538: not enough memory for the 65536 rows read so far"
+                ),
+                "{message}"
+            );
+        }
+        // Only every CHECK_EVERY_ROWS rows, and a small file always fits.
+        assert!(check_held(path, CHECK_EVERY_ROWS + 1, 9, u64::MAX).is_ok());
+        assert!(check_held(path, CHECK_EVERY_ROWS, 9, 1 << 20).is_ok());
+    }
+
+    #[test]
     fn cells_must_be_finite_numbers() {
         assert_eq!(parse_cell("1.5e-3", MAX_INPUT), Ok(1.5e-3));
         assert!(parse_cell("NaN", MAX_INPUT).is_err_and(|m| m.contains("not a finite number")));
         assert!(parse_cell("-inf", MAX_INPUT).is_err());
+        assert!(parse_cell("+Infinity", MAX_INPUT).is_err_and(|m| m.contains("not a finite")));
+        assert!(parse_cell("1e309", MAX_INPUT).is_err_and(|m| m.contains("`1e309` is beyond ±")));
+        assert!(parse_cell("-1e400", MAX_TARGET).is_err_and(|m| m.contains("is beyond ±1.0")));
+        assert!(parse_cell("nan", MAX_INPUT).is_err_and(|m| m.contains("not a finite")));
         assert!(parse_cell("abc", MAX_INPUT).is_err_and(|m| m.contains("`abc` is not a number")));
         assert!(parse_cell("", MAX_INPUT).is_err_and(|m| m.contains("empty")));
         assert!(parse_cell("-1e39", MAX_INPUT).is_err_and(|m| m.contains("range of f32")));

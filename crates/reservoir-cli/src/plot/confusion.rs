@@ -8,7 +8,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use plotters::style::FontTransform;
 
-use super::{msg, render, PlotResult, FONT, HEIGHT, WIDTH};
+use super::{msg, render, PlotResult, Staged, FONT, HEIGHT, WIDTH};
 use crate::error::{CliError, Result};
 
 /// Most classes whose cells get their count written in them.
@@ -44,14 +44,14 @@ const BAR_WIDTH: i32 = 16;
 /// Gap between the matrix and the colour bar, pixels.
 const BAR_GAP: i32 = 36;
 
-/// Writes a PNG of the confusion matrix `matrix` (`matrix[t][p]`: samples of true class `t`
+/// Draws a PNG of the confusion matrix `matrix` (`matrix[t][p]`: samples of true class `t`
 /// predicted as `p`, classes named `classes`) under the title `title` and the overall accuracy.
 pub fn confusion(
     path: &Path,
     title: &str,
     classes: &[String],
     matrix: &[Vec<usize>],
-) -> Result<()> {
+) -> Result<Staged> {
     let n = classes.len();
     let invalid = |message: String| CliError::Plot {
         path: path.to_path_buf(),
@@ -503,7 +503,9 @@ mod tests {
     fn draw_and_check(file: &str, title: &str, classes: &[String], matrix: &[Vec<usize>]) {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let path = dir.path().join(file);
-        confusion(&path, title, classes, matrix).expect("a plot");
+        let staged = confusion(&path, title, classes, matrix).expect("a plot");
+        assert!(!path.exists(), "nothing is written before the commit");
+        staged.commit().expect("written");
         assert_eq!(png_size(&path), (WIDTH, HEIGHT));
     }
 

@@ -1,7 +1,7 @@
 //! `--plot OUT.png`: pictures of a run, drawn in pure Rust (plotters' bitmap backend into a
 //! buffer, text in the embedded DejaVu Sans, PNG encoded by `png`), always
-//! [`WIDTH`] × [`HEIGHT`] pixels, written atomically (temporary file beside the target, then
-//! rename).
+//! [`WIDTH`] × [`HEIGHT`] pixels, staged (a temporary file beside the target) and put in place
+//! with the command's other outputs once it has succeeded.
 //!
 //! - [`series()`](fn@series): prediction against target over the first [`MAX_SERIES_ROWS`] test rows
 //!   (`fit` with a test file; `run` on narma10 and mackey_glass), one panel per target.
@@ -23,7 +23,7 @@ use std::sync::OnceLock;
 
 use plotters::prelude::*;
 use plotters::style::{register_font, FontStyle};
-use reservoir_runtime::files::write_atomically;
+use reservoir_runtime::files::{stage, Staged};
 
 use crate::error::{CliError, Result};
 
@@ -47,12 +47,13 @@ fn ensure_font() -> std::result::Result<(), String> {
         .clone()
 }
 
-/// Draws with `draw` on a white [`WIDTH`] × [`HEIGHT`] RGB canvas, encodes it as PNG and writes
-/// it atomically to `path`.
+/// Draws with `draw` on a white [`WIDTH`] × [`HEIGHT`] RGB canvas, encodes it as PNG and stages
+/// it for `path` (written to a temporary file beside it; the command commits it with its other
+/// outputs once everything has succeeded).
 fn render(
     path: &Path,
     draw: impl FnOnce(&DrawingArea<BitMapBackend<'_>, plotters::coord::Shift>) -> PlotResult,
-) -> Result<()> {
+) -> Result<Staged> {
     let plot_error = |message: String| CliError::Plot {
         path: path.to_path_buf(),
         message,
@@ -68,7 +69,7 @@ fn render(
         root.present().map_err(|e| plot_error(e.to_string()))?;
     }
     let png = encode_png(&pixels).map_err(|e| plot_error(format!("PNG encoding: {e}")))?;
-    write_atomically(path, &png).map_err(|e| CliError::writing("plot file", e))
+    stage(path, &png).map_err(|e| CliError::writing("plot file", e))
 }
 
 /// The result of a drawing closure: a message on failure.

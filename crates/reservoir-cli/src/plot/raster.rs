@@ -8,7 +8,7 @@ use reservoir_core::detection::Detection;
 use reservoir_core::spikes::SpikePattern;
 use reservoir_runtime::tasks::spike_classification::{LabelledPattern, SpikeClassificationOptions};
 
-use super::{msg, render, tick_label, PlotResult, FONT, WIDTH};
+use super::{msg, render, tick_label, PlotResult, Staged, FONT, WIDTH};
 use crate::error::Result;
 
 /// Colour of background spikes.
@@ -22,7 +22,7 @@ const WRONG: RGBColor = RGBColor(148, 103, 189);
 /// Colour of the window the template was planted in.
 const WINDOW: RGBColor = RGBColor(255, 236, 170);
 
-/// Writes a PNG raster of test sample `index` (`sample`, planted from `template`) with the
+/// Draws a PNG raster of test sample `index` (`sample`, planted from `template`) with the
 /// `detections` found in it.
 pub fn raster(
     path: &Path,
@@ -31,7 +31,7 @@ pub fn raster(
     template: &SpikePattern,
     options: &SpikeClassificationOptions,
     detections: &[Detection],
-) -> Result<()> {
+) -> Result<Staged> {
     let pattern = &sample.pattern;
     let planted = planted_spikes(pattern, template, options);
     let channels = pattern.n_neurons() as f64;

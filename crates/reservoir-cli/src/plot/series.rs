@@ -5,7 +5,7 @@ use std::path::Path;
 use ndarray::{s, ArrayView2};
 use plotters::prelude::*;
 
-use super::{msg, padded, render, tick_label, FONT, MAX_SERIES_ROWS};
+use super::{msg, padded, render, tick_label, Staged, FONT, MAX_SERIES_ROWS};
 use crate::error::{CliError, Result};
 
 /// Most target columns drawn (one panel each); further columns are left out of the picture.
@@ -15,7 +15,7 @@ const TARGET: RGBColor = RGBColor(31, 119, 180);
 /// Colour of the prediction.
 const PREDICTION: RGBColor = RGBColor(214, 39, 40);
 
-/// Writes a PNG of `predictions` against `targets` (rows × columns named `names`) over the
+/// Draws a PNG of `predictions` against `targets` (rows × columns named `names`) over the
 /// first [`MAX_SERIES_ROWS`] rows, under the title `title`.
 pub fn series(
     path: &Path,
@@ -23,7 +23,7 @@ pub fn series(
     names: &[String],
     predictions: ArrayView2<'_, f64>,
     targets: ArrayView2<'_, f64>,
-) -> Result<()> {
+) -> Result<Staged> {
     if predictions.dim() != targets.dim() || names.len() != targets.ncols() || names.is_empty() {
         return Err(CliError::Plot {
             path: path.to_path_buf(),

@@ -19,7 +19,7 @@ use crate::features::SequenceFeatures;
 use crate::random::{stream_rng, Stream};
 use crate::real::{has_avx2_fma, ProductKernel, Real};
 use crate::reservoir::{
-    features_of_runs, run_on_all_cores, run_one_by_one, Reservoir, SequenceVisitor,
+    features_of_runs, run_on_all_cores, run_one_by_one, run_threads, Reservoir, SequenceVisitor,
 };
 use crate::sparse::{CsrMatrix, SparseProduct};
 use crate::weights::ReservoirWeights;
@@ -293,12 +293,12 @@ impl<T: Real> EchoStateNetwork<T> {
     /// The rows each thread steps when one sequence runs on several: `bounds[i]..bounds[i+1]`
     /// for thread i, each starting at a multiple of the layout's row granule and about even in
     /// work. One thread (`[0, N]`) where the split does not pay: a small W, a short run, one
-    /// core, or noise (drawn in unit order).
+    /// core free (`reservoir::run_threads`), or noise (drawn in unit order).
     fn thread_rows(&self, steps: usize) -> Vec<usize> {
         let n = self.size();
         let work = self.recurrent.work();
         let granule = self.recurrent.row_granule();
-        let threads = rayon::current_num_threads()
+        let threads = run_threads()
             .min(work / split::WORK_PER_THREAD)
             .min(n / granule)
             .max(1);

@@ -4,7 +4,7 @@ use faer::linalg::matmul::matmul;
 use faer::linalg::matmul::triangular::{self, BlockStructure};
 use faer::linalg::solvers::Solve;
 use faer::{Accum, Mat, MatRef, Par, Side};
-use ndarray::{Array1, Array2, ArrayView2};
+use ndarray::{Array1, Array2, ArrayView1, ArrayView2};
 
 use super::linear::LinearReadout;
 use crate::checks::{check_finite_states, check_targets};
@@ -16,11 +16,17 @@ use crate::memory::{available, bytes_of, ensure_available, try_vec};
 /// Memory is O(F² + F·M) whatever the number of rows, so states can be streamed in chunks,
 /// across sequences and batches, and never held whole. Accumulators over disjoint data can be
 /// merged. XᵀX is kept in its lower triangle only (half the work of a full product).
+///
+/// The target sums (XᵀY, ΣY, ΣY²) are of y − s, s a shift per output (the first row added):
+/// the scores subtract sums of squares, which for targets far from zero (an offset of 1e6 on
+/// a unit-variance series) would cancel to noise; shifted, they are sums of values near the
+/// targets' spread. The shift changes only the intercept, which is not penalised.
 #[derive(Debug, Clone)]
 pub struct RidgeAccumulator {
     gram: Mat<f64>,
     cross: Mat<f64>,
     feature_sums: Vec<f64>,
+    target_shift: Vec<f64>,
     target_sums: Vec<f64>,
     target_squares: Vec<f64>,
     rows: usize,
@@ -102,6 +108,7 @@ impl RidgeAccumulator {
             gram: try_zeros(f, f)?,
             cross: try_zeros(f, m)?,
             feature_sums: try_vec("the ridge sums", f, 0.0)?,
+            target_shift: try_vec("the ridge sums", m, 0.0)?,
             target_sums: try_vec("the ridge sums", m, 0.0)?,
             target_squares: try_vec("the ridge sums", m, 0.0)?,
             rows: 0,
@@ -114,8 +121,8 @@ impl RidgeAccumulator {
     }
 
     /// An accumulator holding sums computed elsewhere (the GPU backend accumulates XᵀX on the
-    /// device): `gram` is XᵀX (F × F, only its lower triangle is read), `cross` XᵀY (F × M),
-    /// then ΣX (F), ΣY (M), ΣY² (M) over `rows` rows.
+    /// device): `gram` is XᵀX (F × F, only its lower triangle is read), `cross` Xᵀ(Y − s)
+    /// (F × M), then ΣX (F), the shift s (M), Σ(y − s) (M), Σ(y − s)² (M) over `rows` rows.
     ///
     /// # Errors
     /// A shape error when the parts disagree, an invalid-input error when a value is not finite.
@@ -123,6 +130,7 @@ impl RidgeAccumulator {
         gram: ArrayView2<f64>,
         cross: ArrayView2<f64>,
         feature_sums: &[f64],
+        target_shift: &[f64],
         target_sums: &[f64],
         target_squares: &[f64],
         rows: usize,
@@ -130,17 +138,19 @@ impl RidgeAccumulator {
         let (f, m) = cross.dim();
         let shapes_agree = gram.dim() == (f, f)
             && feature_sums.len() == f
+            && target_shift.len() == m
             && target_sums.len() == m
             && target_squares.len() == m;
         if !shapes_agree {
             return Err(ReservoirError::shape(
                 "ridge sums",
-                format!("XᵀX {f} x {f}, ΣX {f}, ΣY and ΣY² {m} (from XᵀY {f} x {m})"),
+                format!("XᵀX {f} x {f}, ΣX {f}, s, ΣY and ΣY² {m} (from XᵀY {f} x {m})"),
                 format!(
-                    "XᵀX {} x {}, ΣX {}, ΣY {}, ΣY² {}",
+                    "XᵀX {} x {}, ΣX {}, s {}, ΣY {}, ΣY² {}",
                     gram.nrows(),
                     gram.ncols(),
                     feature_sums.len(),
+                    target_shift.len(),
                     target_sums.len(),
                     target_squares.len()
                 ),
@@ -154,6 +164,7 @@ impl RidgeAccumulator {
             .flat_map(|(i, row)| row.into_iter().take(i + 1))
             .chain(cross.iter())
             .chain(feature_sums)
+            .chain(target_shift)
             .chain(target_sums)
             .chain(target_squares)
             .all(|v| v.is_finite());
@@ -167,6 +178,7 @@ impl RidgeAccumulator {
         copy_lower_triangle(gram, &mut acc.gram);
         acc.cross = Mat::from_fn(f, m, |i, k| cross[(i, k)]);
         acc.feature_sums = feature_sums.to_vec();
+        acc.target_shift = target_shift.to_vec();
         acc.target_sums = target_sums.to_vec();
         acc.target_squares = target_squares.to_vec();
         acc.rows = rows;
@@ -206,12 +218,17 @@ impl RidgeAccumulator {
         &self.feature_sums
     }
 
-    /// ΣY (M).
+    /// The shift s the target sums are taken from (M): the first row added.
+    pub fn target_shift(&self) -> &[f64] {
+        &self.target_shift
+    }
+
+    /// Σ(y − s) (M).
     pub fn target_sums(&self) -> &[f64] {
         &self.target_sums
     }
 
-    /// ΣY² (M).
+    /// Σ(y − s)² (M).
     pub fn target_squares(&self) -> &[f64] {
         &self.target_squares
     }
@@ -238,8 +255,14 @@ impl RidgeAccumulator {
         }
         check_finite_states("ridge accumulation", &states)?;
         check_targets("ridge accumulation", "targets", &targets)?;
+        if self.rows == 0 && targets.nrows() > 0 {
+            self.target_shift = targets.row(0).to_vec();
+        }
         let states = states.as_standard_layout();
-        let targets = targets.as_standard_layout();
+        let mut targets = targets.to_owned();
+        for mut row in targets.rows_mut() {
+            row -= &ArrayView1::from(&self.target_shift);
+        }
         let x = faer_view(states.view()).ok_or_else(|| layout_error("states"))?;
         let y = faer_view(targets.view()).ok_or_else(|| layout_error("targets"))?;
         triangular::matmul(
@@ -290,16 +313,25 @@ impl RidgeAccumulator {
                 format!("{} x {}", other.n_features(), other.n_outputs()),
             ));
         }
+        if self.rows == 0 {
+            self.target_shift.clone_from(&other.target_shift);
+        }
         self.gram += &other.gram;
         self.cross += &other.cross;
-        let pairs = [
-            (&mut self.feature_sums, &other.feature_sums),
-            (&mut self.target_sums, &other.target_sums),
-            (&mut self.target_squares, &other.target_squares),
-        ];
-        for (mine, theirs) in pairs {
-            for (a, b) in mine.iter_mut().zip(theirs) {
-                *a += b;
+        for (a, b) in self.feature_sums.iter_mut().zip(&other.feature_sums) {
+            *a += b;
+        }
+        // The other's target sums, moved to this shift: y − s = (y − s') + d, d = s' − s.
+        let n = other.rows as f64;
+        for k in 0..self.n_outputs() {
+            let d = other.target_shift[k] - self.target_shift[k];
+            let (sum, squares) = (other.target_sums[k], other.target_squares[k]);
+            self.target_sums[k] += sum + n * d;
+            self.target_squares[k] += squares + 2.0 * d * sum + n * d * d;
+            if d != 0.0 {
+                for (i, &x) in other.feature_sums.iter().enumerate() {
+                    self.cross[(i, k)] += d * x;
+                }
             }
         }
         self.rows += other.rows;
@@ -353,7 +385,7 @@ impl RidgeAccumulator {
         llt.solve_in_place(solution.as_mut());
 
         let weights = Array2::from_shape_fn((f, m), |(i, k)| solution[(i, k)]);
-        let intercept = Array1::from_shape_fn(m, |k| solution[(f, k)]);
+        let intercept = Array1::from_shape_fn(m, |k| solution[(f, k)] + self.target_shift[k]);
         let readout = LinearReadout::new(weights, intercept)?;
         let train_nrmse = self.score(&readout)?.mean_nrmse();
         Ok(RidgeFit {
@@ -432,7 +464,8 @@ impl RidgeAccumulator {
             squared_correlation: Vec::with_capacity(m),
         };
         for k in 0..m {
-            let c = readout.intercept()[k];
+            // The readout's intercept for the shifted targets the sums are of.
+            let c = readout.intercept()[k] - self.target_shift[k];
             let (mut w_gram_w, mut w_sums, mut w_cross) = (0.0, 0.0, 0.0);
             for i in 0..f {
                 w_gram_w += w[(i, k)] * gram_w[(i, k)];

@@ -8,8 +8,10 @@
 
 mod parallel;
 mod stream;
+mod threads;
 
 pub(crate) use parallel::run_on_all_cores;
+pub(crate) use threads::run_threads;
 
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2, ArrayViewMut2};
 

@@ -4,6 +4,7 @@ use std::sync::mpsc;
 
 use ndarray::{s, Array2, ArrayView2};
 
+use super::threads::with_cores_kept;
 use super::Reservoir;
 use crate::error::{ReservoirError, Result};
 use crate::readout::RidgeAccumulator;
@@ -14,11 +15,12 @@ pub(crate) const STREAM_CHUNK_ROWS: usize = 512;
 /// Runs `reservoir` over `inputs` from its current state and adds every (state, target) row
 /// after the first `washout` rows to `acc` (the arguments checked by the caller).
 ///
-/// States are produced in chunks of [`STREAM_CHUNK_ROWS`]; a second thread adds chunk i to
-/// the accumulator while this one computes chunk i + 1, so the cost is close to the larger of
-/// the run and the XᵀX update, and memory stays O(chunk · N) whatever T is. The run gets the
-/// cores but the one the accumulating thread keeps busy (a run that splits its steps over
-/// threads would otherwise wait at every step for a thread that lost its core).
+/// States are produced in chunks of [`STREAM_CHUNK_ROWS`], so memory stays O(chunk · N)
+/// whatever T is. A second thread adds chunk i to the accumulator while this one computes
+/// chunk i + 1, so the cost is close to the larger of the run and the XᵀX update; the run
+/// gets the cores but the one the accumulating thread keeps busy. On a rayon worker (a lane
+/// or sequence among others on the pool's threads) the chunks are run and added in turn on
+/// this thread: the other cores have work.
 pub(super) fn accumulate_on_cpu<R: Reservoir + ?Sized>(
     reservoir: &mut R,
     inputs: ArrayView2<f64>,
@@ -28,27 +30,35 @@ pub(super) fn accumulate_on_cpu<R: Reservoir + ?Sized>(
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<()> {
     let total = inputs.nrows();
-    let run_pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(rayon::current_num_threads().saturating_sub(1).max(1))
-        .build()
-        .map_err(|e| ReservoirError::numerical("training", format!("no thread pool: {e}")))?;
+    let add = |acc: &mut RidgeAccumulator, start: usize, states: Array2<f64>| {
+        let skip = washout.saturating_sub(start).min(states.nrows());
+        let end = start + states.nrows();
+        acc.add(
+            states.slice(s![skip.., ..]),
+            targets.slice(s![start + skip..end, ..]),
+        )
+    };
+    if rayon::current_thread_index().is_some() {
+        for start in (0..total).step_by(STREAM_CHUNK_ROWS) {
+            let end = (start + STREAM_CHUNK_ROWS).min(total);
+            let states = reservoir.run(inputs.slice(s![start..end, ..]))?;
+            progress(end, total);
+            add(acc, start, states)?;
+        }
+        return Ok(());
+    }
     let (sender, receiver) = mpsc::sync_channel::<(usize, Array2<f64>)>(1);
     std::thread::scope(|scope| {
         let consumer = scope.spawn(move || -> Result<()> {
             for (start, states) in receiver {
-                let skip = washout.saturating_sub(start).min(states.nrows());
-                let end = start + states.nrows();
-                acc.add(
-                    states.slice(s![skip.., ..]),
-                    targets.slice(s![start + skip..end, ..]),
-                )?;
+                add(acc, start, states)?;
             }
             Ok(())
         });
         let mut produced = Ok(());
         for start in (0..total).step_by(STREAM_CHUNK_ROWS) {
             let end = (start + STREAM_CHUNK_ROWS).min(total);
-            match run_pool.install(|| reservoir.run(inputs.slice(s![start..end, ..]))) {
+            match with_cores_kept(1, || reservoir.run(inputs.slice(s![start..end, ..]))) {
                 Ok(states) => {
                     progress(end, total);
                     if sender.send((start, states)).is_err() {

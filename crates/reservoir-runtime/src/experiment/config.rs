@@ -101,6 +101,128 @@ fn located_error(
     }
 }
 
+/// The task kinds, as `kind` names them.
+const TASK_KINDS: &str = "`narma10`, `mackey_glass`, `spike_classification` or `memory_capacity`";
+
+/// The `[task]` table as read on its own ([`take_task`]): the variants of [`TaskConfig`], tagged
+/// by a key instead of by the `kind` field, so that serde reads the table's values in place and
+/// an error keeps the line and column of the value at fault (an internally tagged enum is
+/// buffered first, and its errors point at the table's first line).
+#[derive(Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+enum TaskTable {
+    Narma10 {
+        train: usize,
+        test: usize,
+        seed: u64,
+    },
+    MackeyGlass {
+        train: usize,
+        test: usize,
+        forecast: usize,
+    },
+    SpikeClassification(crate::tasks::spike_classification::SpikeClassificationOptions),
+    MemoryCapacity {
+        max_delay: usize,
+        train: usize,
+        test: usize,
+    },
+}
+
+impl From<TaskTable> for TaskConfig {
+    fn from(table: TaskTable) -> Self {
+        match table {
+            TaskTable::Narma10 { train, test, seed } => TaskConfig::Narma10 { train, test, seed },
+            TaskTable::MackeyGlass {
+                train,
+                test,
+                forecast,
+            } => TaskConfig::MackeyGlass {
+                train,
+                test,
+                forecast,
+            },
+            TaskTable::SpikeClassification(options) => TaskConfig::SpikeClassification(options),
+            TaskTable::MemoryCapacity {
+                max_delay,
+                train,
+                test,
+            } => TaskConfig::MemoryCapacity {
+                max_delay,
+                train,
+                test,
+            },
+        }
+    }
+}
+
+/// Takes the `[task]` table out of `root` and reads it on its own ([`TaskTable`]), so every
+/// error in it names the line and column of the key or value at fault and the field with its
+/// table (`task.seed`). `None` when there is no `[task]` table.
+fn take_task(root: &mut DeTable<'_>, text: &str, origin: &str) -> Result<Option<TaskConfig>> {
+    match root.get("task") {
+        None => return Ok(None),
+        Some(task) if !matches!(task.get_ref(), DeValue::Table(_)) => {
+            return Err(located_error(
+                text,
+                origin,
+                Some(task.span()),
+                "`task` must be a table (`[task]` with a `kind` and its fields)",
+            ))
+        }
+        Some(_) => {}
+    }
+    let Some(task) = root.remove("task") else {
+        return Ok(None);
+    };
+    let span = task.span();
+    let DeValue::Table(mut table) = task.into_inner() else {
+        return Ok(None);
+    };
+    let Some(kind) = table.remove("kind") else {
+        return Err(located_error(
+            text,
+            origin,
+            Some(span),
+            &format!("missing field `task.kind`: {TASK_KINDS}"),
+        ));
+    };
+    let kind_span = kind.span();
+    let DeValue::String(name) = kind.into_inner() else {
+        return Err(located_error(
+            text,
+            origin,
+            Some(kind_span),
+            &format!("`task.kind` must be a string: {TASK_KINDS}"),
+        ));
+    };
+    let mut tagged = DeTable::new();
+    tagged.insert(
+        toml::Spanned::new(kind_span, name),
+        toml::Spanned::new(span.clone(), DeValue::Table(table)),
+    );
+    let tagged = toml::Spanned::new(span, tagged);
+    TaskTable::deserialize(toml::de::Deserializer::from(tagged))
+        .map(|table| Some(table.into()))
+        .map_err(|e| {
+            // The task's fields, named with their table as every other message names them.
+            let message = match e
+                .message()
+                .strip_prefix("unexpected keys in table: ")
+                .and_then(|rest| rest.split_once(", available keys: "))
+            {
+                Some((keys, available)) => {
+                    format!("unknown field `task.{keys}`, expected one of: {available}")
+                }
+                None => e
+                    .message()
+                    .replacen("missing field `", "missing field `task.", 1)
+                    .replacen("unknown field `", "unknown field `task.", 1),
+            };
+            located_error(text, origin, e.span(), &message)
+        })
+}
+
 /// Takes the old `backend` key out of the `[reservoir]` table of `root`: the device it names.
 fn take_legacy_backend(root: &mut DeTable<'_>, text: &str, origin: &str) -> Result<Option<Device>> {
     let Some(DeValue::Table(reservoir)) = root.get_mut("reservoir").map(|v| v.get_mut()) else {
@@ -134,8 +256,12 @@ impl ExperimentParams {
     pub fn from_toml(text: &str, origin: &str) -> Result<Self> {
         let mut root = DeTable::parse(text).map_err(|e| parse_error(text, origin, &e))?;
         let legacy = take_legacy_backend(root.get_mut(), text, origin)?;
+        let task = take_task(root.get_mut(), text, origin)?;
         let mut params = Self::deserialize(toml::de::Deserializer::from(root))
             .map_err(|e| parse_error(text, origin, &e))?;
+        if task.is_some() {
+            params.task = task;
+        }
         if let Some(backend) = legacy {
             match params.device {
                 Some(device) if device != backend => {

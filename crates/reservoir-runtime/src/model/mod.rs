@@ -12,8 +12,8 @@
 //!
 //! Loading checks each of these before decoding, so a foreign, truncated or corrupted file is a
 //! clear error, and decoding never trusts a length it has not read; the decoded config is
-//! checked as any config is. Saving goes through [`crate::files::write_atomically`], so a
-//! failed save leaves the previous file as it was.
+//! checked as any config is. Saving goes through [`crate::files::stage`], so a failed save
+//! leaves the previous file as it was.
 //!
 //! A model holds what it computes, never where it ran: version 1 files also recorded the
 //! backend of the run, which loading ignores.
@@ -30,7 +30,7 @@ use reservoir_core::readout::LinearReadout;
 use reservoir_core::{ReservoirConfig, ReservoirError, ReservoirWeights};
 
 use crate::error::{Result, RuntimeError};
-use crate::files::write_atomically;
+use crate::files::{stage, Staged};
 
 mod legacy;
 mod sequence;
@@ -87,8 +87,14 @@ impl Model {
 
     /// Writes the model to `path` atomically (temporary file, then rename).
     pub fn save(&self, path: &Path) -> Result<()> {
+        self.stage(path)?.commit()
+    }
+
+    /// The model encoded and staged for `path` ([`crate::files::stage`]): written to a
+    /// temporary file, put in place only by [`Staged::commit`].
+    pub fn stage(&self, path: &Path) -> Result<Staged> {
         self.validate()?;
-        save_checked(path, &MAGIC, self)
+        stage_checked(path, &MAGIC, self)
     }
 
     /// Reads a model written by [`Model::save`].
@@ -119,9 +125,9 @@ fn other_kind(magic: &[u8]) -> Option<&'static str> {
     }
 }
 
-/// Encodes `value` behind the header (`magic`, version, length, CRC-32) and writes it
-/// atomically.
-fn save_checked<T: Serialize>(path: &Path, magic: &[u8; 8], value: &T) -> Result<()> {
+/// Encodes `value` behind the header (`magic`, version, length, CRC-32) and stages it for
+/// `path`.
+fn stage_checked<T: Serialize>(path: &Path, magic: &[u8; 8], value: &T) -> Result<Staged> {
     let payload =
         bincode::serde::encode_to_vec(value, bincode::config::standard()).map_err(|e| {
             RuntimeError::ModelFormat {
@@ -135,10 +141,10 @@ fn save_checked<T: Serialize>(path: &Path, magic: &[u8; 8], value: &T) -> Result
     bytes.extend_from_slice(&(payload.len() as u64).to_le_bytes());
     bytes.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
     bytes.extend_from_slice(&payload);
-    write_atomically(path, &bytes)
+    stage(path, &bytes)
 }
 
-/// Reads a file written by [`save_checked`] with `magic`, checking the header before decoding;
+/// Reads a file written by [`stage_checked`] with `magic`, checking the header before decoding;
 /// a version 1 payload is decoded as `V1` and converted.
 fn load_checked<T: DeserializeOwned, V1: DeserializeOwned + Into<T>>(
     path: &Path,

@@ -10,8 +10,9 @@ use reservoir_core::features::SequenceFeatures;
 use reservoir_core::readout::LinearReadout;
 use reservoir_core::{Reservoir, ReservoirConfig, ReservoirError, ReservoirWeights};
 
-use super::{load_checked, save_checked};
+use super::{load_checked, stage_checked};
 use crate::error::{Result, RuntimeError};
+use crate::files::Staged;
 use crate::sequences::{predict_classes, Classes};
 
 /// First eight bytes of every sequence-classifier file ([`SequenceClassifier`]).
@@ -58,8 +59,14 @@ impl SequenceClassifier {
 
     /// Writes the model to `path` atomically (temporary file, then rename).
     pub fn save(&self, path: &Path) -> Result<()> {
+        self.stage(path)?.commit()
+    }
+
+    /// The model encoded and staged for `path` ([`crate::files::stage`]): written to a
+    /// temporary file, put in place only by [`Staged::commit`].
+    pub fn stage(&self, path: &Path) -> Result<Staged> {
         self.validate()?;
-        save_checked(path, &SEQUENCE_MAGIC, self)
+        stage_checked(path, &SEQUENCE_MAGIC, self)
     }
 
     /// Reads a model written by [`SequenceClassifier::save`].

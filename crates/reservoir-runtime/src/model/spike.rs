@@ -10,8 +10,9 @@ use reservoir_core::readout::LinearReadout;
 use reservoir_core::spikes::SpikePattern;
 use reservoir_core::{Reservoir, ReservoirConfig, ReservoirError, ReservoirWeights};
 
-use super::{legacy, load_checked, save_checked};
+use super::{legacy, load_checked, stage_checked};
 use crate::error::{Result, RuntimeError};
+use crate::files::Staged;
 use crate::sequences::predict_classes;
 use crate::tasks::spike_classification::{sample_features, SpikeClassificationOptions};
 
@@ -84,8 +85,14 @@ impl SpikeModel {
 
     /// Writes the model to `path` atomically (temporary file, then rename).
     pub fn save(&self, path: &Path) -> Result<()> {
+        self.stage(path)?.commit()
+    }
+
+    /// The model encoded and staged for `path` ([`crate::files::stage`]): written to a
+    /// temporary file, put in place only by [`Staged::commit`].
+    pub fn stage(&self, path: &Path) -> Result<Staged> {
         self.validate()?;
-        save_checked(path, &SPIKE_MAGIC, self)
+        stage_checked(path, &SPIKE_MAGIC, self)
     }
 
     /// Reads a model written by [`SpikeModel::save`].

@@ -163,8 +163,15 @@ pub fn run_sweep(config: &ExperimentConfig, dispatch: &mut Dispatch) -> Result<S
             .map_or_else(|| "cpu".to_string(), |(_, placement)| placement.name());
         Ok((runner, placed))
     };
-    sweep_in_batches(config, &mut runner, SWEEP_SUMS_BUDGET_BYTES)
+    sweep_in_batches(config, &mut runner, SWEEP_HELD_BYTES)
 }
+
+/// What a sweep's grid, results and batch of lanes' sums may hold, out of
+/// [`SWEEP_SUMS_BUDGET_BYTES`]: the rest is room for what the process holds besides (its code,
+/// the task's rows, the reservoir and states of each lane running) and for what the allocator
+/// keeps of the batches before, so the whole process stays within the budget
+/// (docs/performance.md has the peaks measured).
+const SWEEP_HELD_BYTES: usize = SWEEP_SUMS_BUDGET_BYTES / 3 * 2;
 
 /// Makes the lane runner of a sweep around a base config, with the name of where it runs.
 /// Builds the lane runner for a base config, the number of lanes and the job's steps.

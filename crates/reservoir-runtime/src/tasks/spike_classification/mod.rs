@@ -187,7 +187,10 @@ impl SpikeClassificationOptions {
         if !fits {
             return Err(ConfigError::new(
                 "task.sample_ms",
-                "must be >= onset_ms + pattern_ms",
+                format!(
+                    "must be finite and >= onset_ms + pattern_ms (= {} ms)",
+                    self.onset_ms + self.pattern_ms
+                ),
                 self.sample_ms,
             ));
         }
