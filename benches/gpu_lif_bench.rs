@@ -19,16 +19,18 @@
 //! GPU: `target/release/gpu_lif_bench`. Without a GPU it says so and measures the CPU rows only
 //! (`cargo run --release -p reservoir-benches --bin gpu_lif_bench`).
 
+mod lif_setup;
+
 use std::time::Instant;
 
 use gpu_reservoir::internals::LifSteps;
 use gpu_reservoir::{
     probe, GpuDevice, GpuError, GpuLifNetwork, LifStepPath, Result, LIF_EVENT_MIN_SYNAPSES,
 };
-use ndarray::{Array2, ArrayView2};
+use lif_setup::{held_input, lif_config, time_cpu, LifStepTiming};
+use ndarray::ArrayView2;
 use reservoir_benches::median_micros_per_step;
-use reservoir_core::lif::{spectral_products, LifConfig, LifNetwork, LifParams, LifWeights};
-use reservoir_core::random::counter::uniform_f32;
+use reservoir_core::lif::{spectral_products, LifConfig, LifNetwork, LifWeights};
 use reservoir_core::{Reservoir, ReservoirError};
 
 /// (N, steps per timed run, timed runs). Every path runs as many timed runs, so that the last
@@ -44,20 +46,6 @@ const RULE_CASES: [(usize, f64); 5] = [
     (10_000, 0.01),
     (20_000, 0.01),
 ];
-
-/// Timing of the steps alone.
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct LifStepTiming {
-    /// Median µs per step over the timed runs (after one warm-up run).
-    micros_per_step: f64,
-    /// Steps per run.
-    steps: usize,
-    /// Spikes in the last timed run.
-    spikes: u64,
-    /// Synaptic events delivered in the last timed run (each spike's out-degree, counted in
-    /// the step after it, as the CPU network counts them).
-    synaptic_events: u64,
-}
 
 struct Row {
     n: usize,
@@ -86,15 +74,6 @@ fn time_gpu(
     })
 }
 
-/// The config of a benchmark network: the defaults with `size` and `connection_prob`.
-fn lif_config(size: usize, connection_prob: f64) -> Result<LifConfig> {
-    Ok(LifParams::new()
-        .size(size)
-        .connection_prob(connection_prob)
-        .check()
-        .map_err(ReservoirError::from)?)
-}
-
 struct Startup {
     n: usize,
     synapses: usize,
@@ -103,44 +82,6 @@ struct Startup {
     cpu_build_s: f64,
     /// Upload time and device bytes, when there is a GPU.
     gpu: Option<(f64, usize)>,
-}
-
-/// The held input of the module docs: `steps` rows, level k uniform on [0.3, 1) from the
-/// counter-based generator (seed 1, stream 0, counter k), held for `hold` steps.
-fn held_input(steps: usize, hold: usize) -> Array2<f64> {
-    Array2::from_shape_fn((steps, 1), |(t, _)| {
-        0.3 + 0.7 * f64::from(uniform_f32(1, 0, (t / hold) as u64))
-    })
-}
-
-/// Times `runs` runs of `inputs` through `LifNetwork::step` after one warm-up run: the median
-/// µs per step, and the spikes and synaptic events of the last run.
-fn time_cpu(cpu: &mut LifNetwork, inputs: &Array2<f64>, runs: usize) -> Result<LifStepTiming> {
-    let steps = inputs.nrows();
-    let mut samples = Vec::with_capacity(runs);
-    let mut last = (0, 0);
-    for run in 0..=runs {
-        let before = (cpu.spike_count(), cpu.synaptic_events());
-        let started = Instant::now();
-        for u in inputs.rows() {
-            cpu.step(u)?;
-        }
-        let micros = started.elapsed().as_secs_f64() * 1e6 / steps as f64;
-        if run > 0 {
-            samples.push(micros);
-        }
-        last = (
-            cpu.spike_count() - before.0,
-            cpu.synaptic_events() - before.1,
-        );
-    }
-    samples.sort_by(f64::total_cmp);
-    Ok(LifStepTiming {
-        micros_per_step: samples[samples.len() / 2],
-        steps,
-        spikes: last.0,
-        synaptic_events: last.1,
-    })
 }
 
 /// The shared GPU 0 with the seconds its context and the first NVRTC compile of `lif.cu`

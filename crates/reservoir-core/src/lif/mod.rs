@@ -57,10 +57,12 @@
 mod config;
 mod network;
 mod run;
+mod step;
 mod weights;
 
 pub use config::{LifConfig, LifFeatures, LifInputMode, LifParams, MAX_COUNT_WINDOW};
 pub use network::{LifConstants, LifNetwork};
+pub use step::MIN_PART_NEURONS;
 pub use weights::{
     spectral_products, synapse_bytes, LifWeights, SPECTRAL_BUDGET, STREAM_INPUT, STREAM_RECURRENT,
     STREAM_SPECTRAL,

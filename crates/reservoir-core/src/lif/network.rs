@@ -5,6 +5,7 @@ use std::sync::Arc;
 use ndarray::ArrayView1;
 
 use super::config::{LifConfig, LifInputMode};
+use super::step::{Kernel, Part, Split, StepInputs, MIN_PART_NEURONS};
 use super::weights::{transposed, LifWeights};
 use crate::error::{ReservoirError, Result};
 use crate::sparse::CsrMatrix;
@@ -77,8 +78,15 @@ pub struct LifNetwork {
     /// Spike lists of the last `count_window_steps` steps (a ring, `window_head` the oldest).
     pub(super) window: Vec<Vec<u32>>,
     pub(super) window_head: usize,
-    /// Scratch: the input and bias current of this step.
-    pub(super) external: Vec<f32>,
+    /// Scratch: the channels k with u_k ≠ 0 of this step, with u_k in `f32`.
+    pub(super) active: Vec<(usize, f32)>,
+    /// The instruction set of the step (the widest this CPU has).
+    pub(super) kernel: Kernel,
+    /// How a step is split over threads (see [`LifNetwork::set_step_threads`]); shared by
+    /// clones, as the weights are.
+    pub(super) split: Arc<Split>,
+    /// Scratch: the spikes and synaptic events of the parts after the first of a split step.
+    pub(super) part_results: Vec<(Vec<u32>, u64)>,
     /// Neurons that spiked in the last step, ascending.
     pub(super) spikes: Vec<u32>,
     /// Spikes of the step before the last, being delivered (kept to reuse its allocation).
@@ -117,7 +125,10 @@ impl LifNetwork {
             counts: vec![0; n],
             window: vec![Vec::new(); config.count_window_steps()],
             window_head: 0,
-            external: vec![0.0; n],
+            active: Vec::with_capacity(config.input_size()),
+            kernel: Kernel::best(),
+            split: Arc::new(Split::whole(n)),
+            part_results: Vec::new(),
             spikes: Vec::new(),
             previous: Vec::new(),
             neuron_updates: 0,
@@ -167,62 +178,94 @@ impl LifNetwork {
         Ok(&self.spikes)
     }
 
+    /// Splits each step over up to `threads` threads by neuron range: the calling thread takes
+    /// the first part, rayon's pool the others, and each part decays, receives and updates its
+    /// own neurons, so the bits are those of one thread. Parts have at least
+    /// [`MIN_PART_NEURONS`] neurons, so a smaller network steps on fewer threads
+    /// ([`LifNetwork::step_threads`] says how many). Default 1. It keeps, for every neuron,
+    /// where each part's targets begin among its synapses: `threads − 1` indices per neuron.
+    ///
+    /// # Errors
+    /// An invalid-input error when `threads` is 0; out of memory for those indices.
+    pub fn set_step_threads(&mut self, threads: usize) -> Result<()> {
+        if threads == 0 {
+            return Err(ReservoirError::invalid(
+                "LIF step threads",
+                "at least one thread is needed",
+            ));
+        }
+        self.split = Arc::new(Split::new(&self.outgoing, threads, MIN_PART_NEURONS)?);
+        Ok(())
+    }
+
     /// One step with an input already checked; see the module docs for the order.
     pub(super) fn step_trusted(&mut self, u: ArrayView1<f64>) {
-        let c = self.constants;
-        // 1. Synaptic decay, then the spikes of the last step, ascending, into their targets.
         std::mem::swap(&mut self.spikes, &mut self.previous);
         self.spikes.clear();
-        for i_syn in &mut self.i_syn {
-            *i_syn *= c.alpha_syn;
-        }
-        let (row_ptr, targets, weights) = (
-            self.outgoing.row_ptr(),
-            self.outgoing.col_idx(),
-            self.outgoing.values(),
-        );
-        for &j in &self.previous {
-            let range = row_ptr[j as usize] as usize..row_ptr[j as usize + 1] as usize;
-            self.synaptic_events += range.len() as u64;
-            for (&i, &w) in targets[range.clone()].iter().zip(&weights[range]) {
-                self.i_syn[i as usize] += w;
-            }
-        }
-        // 2. Input: into I_syn (synaptic mode) or into this step's external current.
-        self.external.fill(c.bias);
-        let input_target = match self.config.input_mode() {
-            LifInputMode::Current => &mut self.external,
-            LifInputMode::Synaptic => &mut self.i_syn,
+        self.active.clear();
+        let active = u.iter().enumerate().filter(|(_, &u_k)| u_k != 0.0);
+        self.active.extend(active.map(|(k, &u_k)| (k, u_k as f32)));
+        let split = Arc::clone(&self.split);
+        let shared = StepInputs {
+            constants: self.constants,
+            outgoing: &self.outgoing,
+            split: &split,
+            previous: &self.previous,
+            input_by_channel: &self.input_by_channel,
+            active: &self.active,
+            synaptic: self.config.input_mode() == LifInputMode::Synaptic,
         };
-        for (&u_k, w_k) in u.iter().zip(self.input_by_channel.iter()) {
-            if u_k != 0.0 {
-                let u_k = u_k as f32;
-                for (x, &w) in input_target.iter_mut().zip(w_k) {
-                    *x += w * u_k;
+        let kernel = self.kernel;
+        let events = if split.parts() == 1 {
+            let whole = Part {
+                index: 0,
+                v: &mut self.v,
+                i_syn: &mut self.i_syn,
+                refractory: &mut self.refractory,
+                trace: &mut self.trace,
+            };
+            kernel.step_part(&shared, whole, &mut self.spikes)
+        } else {
+            let size = split.size();
+            let mut parts = self
+                .v
+                .chunks_mut(size)
+                .zip(self.i_syn.chunks_mut(size))
+                .zip(self.refractory.chunks_mut(size))
+                .zip(self.trace.chunks_mut(size))
+                .enumerate()
+                .map(|(index, (((v, i_syn), refractory), trace))| Part {
+                    index,
+                    v,
+                    i_syn,
+                    refractory,
+                    trace,
+                });
+            self.part_results
+                .resize_with(split.parts() - 1, Default::default);
+            let (shared, spikes) = (&shared, &mut self.spikes);
+            let first_events = rayon::in_place_scope(|scope| {
+                let first = parts.next();
+                for (part, (part_spikes, events)) in parts.zip(self.part_results.iter_mut()) {
+                    scope.spawn(move |_| {
+                        part_spikes.clear();
+                        *events = kernel.step_part(shared, part, part_spikes);
+                    });
                 }
+                first.map_or(0, |part| kernel.step_part(shared, part, spikes))
+            });
+            for (part_spikes, _) in &self.part_results {
+                self.spikes.extend_from_slice(part_spikes);
             }
-        }
-        // 3. Membrane, threshold, refractory period, trace.
-        for i in 0..self.v.len() {
-            let mut spiked = 0.0;
-            if self.refractory[i] > 0 {
-                self.refractory[i] -= 1;
-                self.v[i] = c.v_reset;
-            } else {
-                let current = self.i_syn[i] + self.external[i];
-                let v = c.v_rest + (self.v[i] - c.v_rest) * c.alpha_m + current * c.drive_gain;
-                if v >= c.threshold {
-                    self.v[i] = c.v_reset;
-                    self.refractory[i] = c.refractory_steps;
-                    self.spikes.push(i as u32);
-                    spiked = 1.0;
-                } else {
-                    self.v[i] = v;
-                }
-            }
-            self.trace[i] = self.trace[i] * c.alpha_trace + spiked;
-        }
-        // 4. Spike counts over the window: drop the oldest step, add this one.
+            first_events + self.part_results.iter().map(|(_, e)| e).sum::<u64>()
+        };
+        self.synaptic_events += events;
+        self.record_spikes();
+    }
+
+    /// Step 4: the spike counts over the window drop the oldest step and add this one's
+    /// spikes; the counters add this step.
+    pub(super) fn record_spikes(&mut self) {
         let slot = &mut self.window[self.window_head];
         for &j in slot.iter() {
             self.counts[j as usize] -= 1;

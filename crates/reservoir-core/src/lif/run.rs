@@ -52,6 +52,11 @@ impl LifNetwork {
         &self.counts
     }
 
+    /// Threads a step is split over (see [`LifNetwork::set_step_threads`]).
+    pub fn step_threads(&self) -> usize {
+        self.split.parts()
+    }
+
     /// Neurons that spiked in the last step, ascending (delivered at the next step).
     pub fn last_spikes(&self) -> &[u32] {
         &self.spikes
