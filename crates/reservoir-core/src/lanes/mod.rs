@@ -16,6 +16,7 @@ use crate::error::{ConfigError, ReservoirError, Result};
 use crate::esn::cpu_reservoir;
 use crate::fit::accumulate_run;
 use crate::readout::RidgeAccumulator;
+use crate::reservoir::with_run_threads;
 use crate::weights::WeightDraws;
 
 /// One lane: a base config with its own spectral radius, leak rate and input scaling.
@@ -202,7 +203,8 @@ impl LaneRunner for CpuLaneRunner {
         let sums: Vec<Result<LaneSums>> = pool.install(|| {
             lanes
                 .par_iter()
-                .map(|lane| run_lane(&draws, lane, data))
+                // The other threads run the other lanes.
+                .map(|lane| with_run_threads(1, || run_lane(&draws, lane, data)))
                 .collect()
         });
         sums.into_iter().collect()

@@ -11,7 +11,7 @@ mod stream;
 mod threads;
 
 pub(crate) use parallel::run_on_all_cores;
-pub(crate) use threads::run_threads;
+pub(crate) use threads::{run_threads, with_run_threads};
 
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2, ArrayViewMut2};
 

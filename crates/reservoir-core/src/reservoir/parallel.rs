@@ -3,6 +3,7 @@
 use ndarray::{Array2, ArrayView2};
 use rayon::prelude::*;
 
+use super::threads::with_run_threads;
 use super::{run_one_by_one, Reservoir, SequenceVisitor};
 use crate::checks::check_inputs;
 use crate::error::Result;
@@ -46,7 +47,8 @@ pub(crate) fn run_on_all_cores<R: Reservoir + Clone + Sync>(
                 || template.clone(),
                 |worker, inputs| {
                     worker.reset()?;
-                    worker.run(*inputs)
+                    // The other threads run the other sequences.
+                    with_run_threads(1, || worker.run(*inputs))
                 },
             )
             .collect();

@@ -1,34 +1,31 @@
 //! How many threads one sequence's run may spread its steps over, from the calling thread.
 //!
 //! A run that splits each step's rows over threads waits for all of them at every step, so
-//! it must not take cores that other work of the same job keeps busy: on a rayon worker (the
-//! pool's other threads run the job's other lanes or sequences) a run keeps to its own
-//! thread, and a caller that keeps cores busy itself (the ridge sums of a fit, added on a
-//! thread of their own) says so with [`with_cores_kept`].
+//! it must not take cores that other work of the same job keeps busy. Callers that keep cores
+//! busy themselves say how many threads a run may use with [`with_run_threads`]: a run per
+//! rayon task (a sweep lane, a sequence among many) keeps to its own thread, and a fit whose
+//! ridge sums are added on a thread of their own leaves that core to them.
 
 use std::cell::Cell;
 
 thread_local! {
-    /// Cores the calling thread keeps for other work while it runs.
-    static KEPT: Cell<usize> = const { Cell::new(0) };
+    /// Threads a run on this thread may use at most (`usize::MAX`: no limit set).
+    static LIMIT: Cell<usize> = const { Cell::new(usize::MAX) };
 }
 
-/// The threads a run started on this thread may use: 1 on a rayon worker, else rayon's
-/// thread count less the cores kept by [`with_cores_kept`], at least 1.
+/// The threads a run started on this thread may use: rayon's thread count (that of the pool
+/// it runs in), lowered to the limit set by [`with_run_threads`], at least 1.
 pub(crate) fn run_threads() -> usize {
-    if rayon::current_thread_index().is_some() {
-        return 1;
-    }
     rayon::current_num_threads()
-        .saturating_sub(KEPT.with(Cell::get))
+        .min(LIMIT.with(Cell::get))
         .max(1)
 }
 
-/// Calls `f` with `kept` cores kept for other work (runs in `f` leave them free).
-pub(crate) fn with_cores_kept<R>(kept: usize, f: impl FnOnce() -> R) -> R {
-    let before = KEPT.with(|k| k.replace(kept));
+/// Calls `f` with runs on this thread limited to `threads` threads.
+pub(crate) fn with_run_threads<R>(threads: usize, f: impl FnOnce() -> R) -> R {
+    let before = LIMIT.with(|limit| limit.replace(threads));
     let result = f();
-    KEPT.with(|k| k.set(before));
+    LIMIT.with(|limit| limit.set(before));
     result
 }
 
@@ -37,20 +34,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn workers_and_kept_cores_lower_the_threads_of_a_run() {
+    fn a_limit_lowers_the_threads_of_runs_for_its_call_only() {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(3)
             .build()
             .expect("pool");
-        // Called from this (non-pool) thread: the global pool's count, less what is kept.
-        let all = rayon::current_num_threads();
-        assert_eq!(run_threads(), all);
+        assert_eq!(pool.install(run_threads), 3, "a pool's threads");
+        assert_eq!(pool.install(|| with_run_threads(2, run_threads)), 2);
+        assert_eq!(pool.install(|| with_run_threads(1, run_threads)), 1);
+        assert_eq!(pool.install(run_threads), 3, "the limit ends with the call");
         assert_eq!(
-            with_cores_kept(1, run_threads),
-            all.saturating_sub(1).max(1)
+            pool.install(|| with_run_threads(8, run_threads)),
+            3,
+            "never more than the pool has"
         );
-        assert_eq!(run_threads(), all, "the kept cores end with the call");
-        // On a worker of a pool: its own thread only.
-        assert_eq!(pool.install(run_threads), 1);
     }
 }
