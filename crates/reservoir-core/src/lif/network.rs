@@ -1,13 +1,15 @@
 //! The LIF reservoir's state and its event-driven step.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
-use ndarray::ArrayView1;
+use ndarray::{Array1, ArrayView1};
 
 use super::config::{LifConfig, LifInputMode};
 use super::step::{Kernel, Part, Split, StepInputs, MIN_PART_NEURONS};
 use super::weights::{transposed, LifWeights};
 use crate::error::{ReservoirError, Result};
+use crate::real::fastest_of;
 use crate::sparse::CsrMatrix;
 
 /// The `f32` constants of the update, precomputed once in `f64` and rounded; a port that
@@ -126,7 +128,7 @@ impl LifNetwork {
             window: vec![Vec::new(); config.count_window_steps()],
             window_head: 0,
             active: Vec::with_capacity(config.input_size()),
-            kernel: Kernel::best(),
+            kernel: Kernel::Portable,
             split: Arc::new(Split::whole(n)),
             part_results: Vec::new(),
             spikes: Vec::new(),
@@ -138,8 +140,44 @@ impl LifNetwork {
             config: config.clone(),
             weights: Arc::new(weights),
         };
+        network.kernel = network.fastest_kernel();
         network.reset_state();
         Ok(network)
+    }
+
+    /// The step kernel timed fastest for networks of this one's kind (orders of magnitude of
+    /// the neurons and synapses) on this machine, once per process: all give the same bits,
+    /// and which is fastest is a property of the core, not of its feature flags. Timed on
+    /// clones stepping from rest.
+    fn fastest_kernel(&self) -> Kernel {
+        static CHOICES: OnceLock<Mutex<HashMap<(u32, u32), Kernel>>> = OnceLock::new();
+        let log2 = |n: usize| n.max(1).next_power_of_two().trailing_zeros();
+        let kind = (log2(self.v.len()), log2(self.outgoing.nnz()));
+        let choices = CHOICES.get_or_init(Mutex::default);
+        let known = choices
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&kind)
+            .copied();
+        known.unwrap_or_else(|| {
+            let u = Array1::zeros(self.config.input_size());
+            let steps = Kernel::available()
+                .into_iter()
+                .map(|kernel| {
+                    let mut clone = self.clone();
+                    clone.kernel = kernel;
+                    let u = u.clone();
+                    let step: Box<dyn FnMut()> = Box::new(move || clone.step_trusted(u.view()));
+                    (kernel, step)
+                })
+                .collect();
+            let fastest = fastest_of(steps).unwrap_or(Kernel::Portable);
+            choices
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(kind, fastest);
+            fastest
+        })
     }
 
     /// Back to rest: v = v_rest, I_syn, traces, counts, refractory counters, pending spikes

@@ -50,12 +50,12 @@ impl Kernel {
     #[cfg(test)]
     pub(super) const ALL: [Kernel; 3] = [Kernel::Portable, Kernel::Avx2, Kernel::Avx512];
 
-    /// The widest kernel this CPU runs.
-    pub(super) fn best() -> Self {
-        [Kernel::Avx512, Kernel::Avx2]
+    /// The kernels this CPU runs.
+    pub(super) fn available() -> Vec<Kernel> {
+        [Kernel::Portable, Kernel::Avx2, Kernel::Avx512]
             .into_iter()
-            .find(|k| k.supported())
-            .unwrap_or(Kernel::Portable)
+            .filter(|k| k.supported())
+            .collect()
     }
 
     /// Whether this CPU has the instructions of the kernel.

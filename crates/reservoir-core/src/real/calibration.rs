@@ -1,6 +1,7 @@
 //! Which sparse product kernel is fastest on this machine: timed, not guessed from feature
 //! flags (hardware gathers are fast on some cores and slow on others that have them, and
-//! AVX-512 pays on some cores and not on others).
+//! AVX-512 pays on some cores and not on others). [`fastest_of`] times any set of kernels
+//! (the LIF step's too).
 //!
 //! Every kernel gives the same bits (`spmv.rs`), so the choice changes the speed only, and a
 //! run that takes another kernel than the last (timings are noisy) still gives the same
@@ -78,8 +79,9 @@ pub(crate) fn fastest_kernel<'a, T: Real>(
     Ok(fastest)
 }
 
-/// The kernel of the fastest of `products` (the first listed wins ties), `None` when empty.
-fn fastest_of(mut products: Vec<TimedProduct<'_>>) -> Option<ProductKernel> {
+/// The kernel of the fastest of `products` (the first listed wins ties), `None` when empty:
+/// what every timed choice of a kernel in the engine calls (the LIF step's too).
+pub(crate) fn fastest_of<K: Copy>(mut products: Vec<(K, Box<dyn FnMut() + '_>)>) -> Option<K> {
     let started = Instant::now();
     let mut one = Duration::ZERO;
     for (_, product) in &mut products {
@@ -107,7 +109,7 @@ fn fastest_of(mut products: Vec<TimedProduct<'_>>) -> Option<ProductKernel> {
             break;
         }
     }
-    let mut chosen: Option<(ProductKernel, Duration)> = None;
+    let mut chosen: Option<(K, Duration)> = None;
     for ((kernel, _), &time) in products.iter().zip(&best) {
         if chosen.is_none_or(|(_, t)| time < t) {
             chosen = Some((*kernel, time));
@@ -128,7 +130,7 @@ mod tests {
             (ProductKernel::Scalar, Box::new(|| {})),
         ];
         assert_eq!(fastest_of(products), Some(ProductKernel::Scalar));
-        assert_eq!(fastest_of(Vec::new()), None);
+        assert_eq!(fastest_of::<ProductKernel>(Vec::new()), None);
 
         // A kind never seen in this process (no other test builds a matrix this big).
         let (nonzeros, rows) = (1 << 40, 1 << 20);
