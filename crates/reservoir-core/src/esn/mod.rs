@@ -24,8 +24,9 @@ use crate::reservoir::{
 use crate::sparse::{CsrMatrix, SparseProduct};
 use crate::weights::ReservoirWeights;
 
-/// Density at and above which W is stored dense: with SIMD gathers the CSR mat-vec beats the
-/// dense one up to about this density at N = 100 … 1000 (docs/performance.md).
+/// Density at and above which W is stored dense (ndarray's matrix-vector product). Chosen when
+/// the sparse products gathered x: the AVX2 kernels still lose to the dense product near full
+/// density, while the blocked AVX-512 kernel beats it at every density (docs/performance.md).
 const DENSE_DENSITY: f64 = 0.7;
 
 /// W in the layout its CPU mat-vec is fastest in. A sparse W is kept twice: in the layout of
