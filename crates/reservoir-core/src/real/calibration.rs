@@ -18,12 +18,10 @@ use crate::error::Result;
 /// Products are timed in batches of at least this long, so the clock's resolution is noise.
 const BATCH: Duration = Duration::from_micros(50);
 /// Untimed products of a kernel before each of its batches.
-const WARM_UP_PRODUCTS: usize = 4;
+const WARM_UP_PRODUCTS: usize = 2;
 /// Rounds of timings (each kernel once per round, interleaved so drift hits all alike); the
 /// fastest batch of each kernel counts.
-const ROUNDS: usize = 5;
-/// Rounds stop early, after three, once the timing has taken this long.
-const BUDGET: Duration = Duration::from_millis(20);
+const ROUNDS: usize = 3;
 
 /// Matrices alike in these share one measurement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -82,7 +80,6 @@ pub(crate) fn fastest_kernel<'a, T: Real>(
 /// The kernel of the fastest of `products` (the first listed wins ties), `None` when empty:
 /// what every timed choice of a kernel in the engine calls (the LIF step's too).
 pub(crate) fn fastest_of<K: Copy>(mut products: Vec<(K, Box<dyn FnMut() + '_>)>) -> Option<K> {
-    let started = Instant::now();
     let mut one = Duration::ZERO;
     for (_, product) in &mut products {
         let t = Instant::now();
@@ -91,7 +88,7 @@ pub(crate) fn fastest_of<K: Copy>(mut products: Vec<(K, Box<dyn FnMut() + '_>)>)
     }
     let per_batch = (BATCH.as_nanos() / one.as_nanos().max(1)).clamp(1, 10_000) as u32;
     let mut best = vec![Duration::MAX; products.len()];
-    for round in 0..ROUNDS {
+    for _ in 0..ROUNDS {
         for (fastest, (_, product)) in best.iter_mut().zip(&mut products) {
             // Products untimed first: a run multiplies by the same layout step after step, and
             // one that fills much of the last-level cache reaches that speed only after a few
@@ -104,9 +101,6 @@ pub(crate) fn fastest_of<K: Copy>(mut products: Vec<(K, Box<dyn FnMut() + '_>)>)
                 product();
             }
             *fastest = (*fastest).min(t.elapsed() / per_batch);
-        }
-        if round >= 2 && started.elapsed() > BUDGET {
-            break;
         }
     }
     let mut chosen: Option<(K, Duration)> = None;

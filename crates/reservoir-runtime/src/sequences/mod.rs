@@ -255,7 +255,13 @@ pub fn fit_series(
     let (weights, _) = ReservoirWeights::generate(&reservoir_config)?;
     let work = workload(&[train.inputs, test.map_or(&[], |t| t.inputs)]);
     let mut reservoir = dispatch.echo_state(&reservoir_config, weights.clone(), work)?;
-    let mut sums = [RidgeAccumulator::new(n, m, rayon::current_num_threads())?];
+    // One series streams its sums beside its run (`add_series`), on a thread of their own.
+    let sum_threads = if train.inputs.len() == 1 {
+        1
+    } else {
+        rayon::current_num_threads()
+    };
+    let mut sums = [RidgeAccumulator::new(n, m, sum_threads)?];
     add_series(
         reservoir.as_mut(),
         train.inputs,

@@ -4,6 +4,7 @@
 
 use ndarray::{concatenate, s, Array2, ArrayView2, Axis};
 
+use reservoir_core::fit::accumulate_run;
 use reservoir_core::readout::{LinearReadout, RidgeAccumulator};
 use reservoir_core::{Reservoir, ReservoirError, Result};
 
@@ -74,6 +75,14 @@ pub fn add_series(
             "series groups",
             "every series needs a group below the number of accumulators",
         ));
+    }
+    if let ([series], [series_targets], [g]) = (inputs, targets, group) {
+        // One series: streamed into its sums as it runs, so its states are never held whole
+        // and the sums are added beside the run.
+        reservoir.reset()?;
+        accumulate_run(reservoir, *series, *series_targets, washout, &mut sums[*g])?;
+        progress(1, 1);
+        return reservoir.reset();
     }
     let total = inputs.len();
     reservoir.run_many(inputs, &mut |i, states| {
