@@ -1,7 +1,7 @@
 //! The LIF reservoir's state and its event-driven step.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::convert::Infallible;
+use std::sync::Arc;
 
 use ndarray::{Array1, ArrayView1};
 
@@ -9,7 +9,7 @@ use super::config::{LifConfig, LifInputMode};
 use super::step::{Kernel, Part, Split, StepInputs, MIN_PART_NEURONS};
 use super::weights::{transposed, LifWeights};
 use crate::error::{ReservoirError, Result};
-use crate::real::fastest_of;
+use crate::real::{fastest_of, Remembered};
 use crate::sparse::CsrMatrix;
 
 /// The `f32` constants of the update, precomputed once in `f64` and rounded; a port that
@@ -150,16 +150,10 @@ impl LifNetwork {
     /// and which is fastest is a property of the core, not of its feature flags. Timed on
     /// clones stepping from rest.
     fn fastest_kernel(&self) -> Kernel {
-        static CHOICES: OnceLock<Mutex<HashMap<(u32, u32), Kernel>>> = OnceLock::new();
+        static CHOICES: Remembered<(u32, u32), Kernel> = Remembered::new();
         let log2 = |n: usize| n.max(1).next_power_of_two().trailing_zeros();
         let kind = (log2(self.v.len()), log2(self.outgoing.nnz()));
-        let choices = CHOICES.get_or_init(Mutex::default);
-        let known = choices
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(&kind)
-            .copied();
-        known.unwrap_or_else(|| {
+        let Ok(chosen) = CHOICES.get_or_choose(kind, || {
             let u = Array1::zeros(self.config.input_size());
             let steps = Kernel::available()
                 .into_iter()
@@ -171,13 +165,9 @@ impl LifNetwork {
                     (kernel, step)
                 })
                 .collect();
-            let fastest = fastest_of(steps).unwrap_or(Kernel::Portable);
-            choices
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .insert(kind, fastest);
-            fastest
-        })
+            Ok::<_, Infallible>(fastest_of(steps).unwrap_or(Kernel::Portable))
+        });
+        chosen
     }
 
     /// Back to rest: v = v_rest, I_syn, traces, counts, refractory counters, pending spikes

@@ -59,22 +59,37 @@ pub(crate) fn fastest_kernel<'a, T: Real>(
         nonzeros_log2: log2_ceil(nonzeros),
         row_length_log2: log2_ceil(nonzeros / rows.max(1)),
     };
-    static CHOICES: OnceLock<Mutex<HashMap<MatrixKind, ProductKernel>>> = OnceLock::new();
-    let choices = CHOICES.get_or_init(Mutex::default);
-    let known = choices
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .get(&kind)
-        .copied();
-    if let Some(kernel) = known {
-        return Ok(kernel);
+    static CHOICES: Remembered<MatrixKind, ProductKernel> = Remembered::new();
+    CHOICES.get_or_choose(kind, || {
+        Ok(fastest_of(prepare(&candidates)?).unwrap_or(candidates[0]))
+    })
+}
+
+/// Choices kept for the rest of the process, one per kind of input, shared by all threads.
+pub(crate) struct Remembered<K, V>(OnceLock<Mutex<HashMap<K, V>>>);
+
+impl<K: Eq + std::hash::Hash, V: Copy> Remembered<K, V> {
+    pub(crate) const fn new() -> Self {
+        Self(OnceLock::new())
     }
-    let fastest = fastest_of(prepare(&candidates)?).unwrap_or(candidates[0]);
-    choices
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .insert(kind, fastest);
-    Ok(fastest)
+
+    /// The choice kept for `kind`, or else the one `choose` makes, then kept. The lock is not
+    /// held while `choose` runs (a timing must not stall other threads' lookups); two threads
+    /// meeting a new kind at once both time it, and the last keeps its choice.
+    pub(crate) fn get_or_choose<E>(
+        &self,
+        kind: K,
+        choose: impl FnOnce() -> std::result::Result<V, E>,
+    ) -> std::result::Result<V, E> {
+        let choices = self.0.get_or_init(Mutex::default);
+        let lock = || choices.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(&known) = lock().get(&kind) {
+            return Ok(known);
+        }
+        let chosen = choose()?;
+        lock().insert(kind, chosen);
+        Ok(chosen)
+    }
 }
 
 /// The kernel of the fastest of `products` (the first listed wins ties), `None` when empty:

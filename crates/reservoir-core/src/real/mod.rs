@@ -5,7 +5,7 @@ mod spmm;
 mod spmv;
 mod tanh;
 
-pub(crate) use calibration::{fastest_kernel, fastest_of, TimedProduct};
+pub(crate) use calibration::{fastest_kernel, fastest_of, Remembered, TimedProduct};
 pub(crate) use spmm::{mul_block, LANES};
 #[cfg(test)]
 pub(crate) use spmv::mul_blocked_portable;
