@@ -10,6 +10,10 @@
 //! measured in the same process. It checks itself: the GPU lanes' validation NRMSE must match the CPU
 //! lanes' within 1e-3 relative, or it exits with status 1. Start-up is reported separately.
 //!
+//! With two or more GPUs it also times 256 lanes of N = 1000 over the series on GPU 0 alone and
+//! spread over every GPU (`MultiGpuLaneRunner`), and checks that both give the same bits
+//! (`--multi-only`: that comparison alone).
+//!
 //! Build with `cargo build --release -p reservoir-benches --bins` and run on a machine with a
 //! GPU: `target/release/gpu_sweep_bench`. Exits 0 with a message when there is no GPU.
 
@@ -17,7 +21,10 @@ use std::time::Instant;
 
 use cudarc::driver::DriverError;
 use gpu_reservoir::internals::LaneSteps;
-use gpu_reservoir::{probe, DeviceRidgeSums, GpuDevice, GpuError, GpuLaneRunner, Result};
+use gpu_reservoir::{
+    probe, DeviceRidgeSums, GpuDevice, GpuError, GpuLaneRunner, MultiGpuLaneRunner, Result,
+    LANE_GROUP,
+};
 use reservoir_benches::median_micros_per_step;
 use reservoir_core::lanes::{CpuLaneRunner, Lane, LaneData, LaneRunner, LaneSums};
 use reservoir_core::{ReservoirConfig, ReservoirParams};
@@ -155,6 +162,9 @@ fn main() -> Result<()> {
         washout: 100,
         train_rows: 8000,
     };
+    if std::env::args().any(|a| a == "--multi-only") {
+        return several_gpus(&mut runner, &data);
+    }
     let mut rows = Vec::new();
     let mut worst_check: f64 = 0.0;
     for n in [500, 1000] {
@@ -223,6 +233,63 @@ fn main() -> Result<()> {
     );
     if worst_check.is_nan() || worst_check >= 1e-3 {
         println!("FAILED: the GPU lanes do not match the CPU lanes");
+        std::process::exit(1);
+    }
+    several_gpus(&mut runner, &data)
+}
+
+/// 256 lanes of N = 1000 over the whole series on GPU 0 alone and spread over every GPU of
+/// the host (median of 3 each, after a warm-up run of each), and the check that both give the
+/// same bits. Exits 1 if they do not.
+fn several_gpus(one: &mut GpuLaneRunner, data: &LaneData<'_>) -> Result<()> {
+    let count = probe().devices.len();
+    if count < 2 {
+        println!("\nseveral GPUs: only {count} GPU here; not measured");
+        return Ok(());
+    }
+    let base = ReservoirParams::new()
+        .size(1000)
+        .connection_prob(0.1)
+        .bias_scaling(0.1)
+        .seed(3)
+        .check()
+        .map_err(reservoir_core::ReservoirError::from)?;
+    let all = lanes(&base, 256)?;
+    let devices = (0..count)
+        .map(GpuDevice::shared)
+        .collect::<Result<Vec<_>>>()?;
+    let mut multi = MultiGpuLaneRunner::new(&devices)?;
+    let mut sums = (Vec::new(), Vec::new());
+    one.run_lanes(&base, &all, data)?;
+    let one_s = median_seconds(3, || {
+        sums.0 = one.run_lanes(&base, &all, data)?;
+        Ok(())
+    })?;
+    multi.run_lanes(&base, &all, data)?;
+    let multi_s = median_seconds(3, || {
+        sums.1 = multi.run_lanes(&base, &all, data)?;
+        Ok(())
+    })?;
+    let bits = |lanes: &[LaneSums]| -> Vec<u64> {
+        lanes
+            .iter()
+            .flat_map(|l| {
+                l.train
+                    .gram()
+                    .iter()
+                    .chain(l.validation.gram().iter())
+                    .map(|v| v.to_bits())
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    };
+    let same = bits(&sums.0) == bits(&sums.1);
+    println!(
+        "\nseveral GPUs: 256 lanes, N = 1000, run_lanes over {STEPS} steps (groups of {LANE_GROUP} lanes): GPU 0 alone {one_s:.3} s, {count} GPUs {multi_s:.3} s ({:.2}×); the same bits: {same}",
+        one_s / multi_s
+    );
+    if !same {
+        println!("FAILED: the lanes over several GPUs differ from one GPU's");
         std::process::exit(1);
     }
     Ok(())

@@ -25,7 +25,15 @@ use crate::ridge_sums::DeviceRidgeSums;
 /// `LANE_CHUNK_BYTES / (4·N·B)` steps, at least 1 and at most [`CHUNK_STEPS`].
 pub const LANE_CHUNK_BYTES: usize = 1 << 28;
 
-/// Runs a sweep's lanes together on one GPU (see [`LaneRunner`]).
+/// Most lanes stepped together: a sweep's lanes go in groups of this many (the last one
+/// smaller), one group after another on one GPU, spread over the GPUs of a
+/// [`crate::MultiGpuLaneRunner`]. A lane's results depend on the size of its group (the
+/// GEMM's shape and the chunk length), never on how many GPUs ran the sweep, so every device
+/// count gives the same numbers.
+pub const LANE_GROUP: usize = 128;
+
+/// Runs a sweep's lanes together on one GPU (see [`LaneRunner`]), in groups of
+/// [`LANE_GROUP`].
 ///
 /// The lanes are the columns of an N × B state matrix X. W₁ and W_in₁ are the base config's
 /// draws at spectral radius 1 and input scaling 1 (same seed ⇒ the same random structure as
@@ -367,6 +375,21 @@ impl GpuLaneRunner {
         data: &LaneData<'_>,
     ) -> Result<Vec<LaneSums>> {
         data.check(base)?;
+        let mut sums = Vec::with_capacity(lanes.len());
+        for group in lanes.chunks(LANE_GROUP) {
+            sums.extend(self.run_group(base, group, data)?);
+        }
+        Ok(sums)
+    }
+
+    /// Runs one group of at most [`LANE_GROUP`] lanes over `data` (checked) and returns their
+    /// sums in order.
+    pub(crate) fn run_group(
+        &mut self,
+        base: &ReservoirConfig,
+        lanes: &[Lane],
+        data: &LaneData<'_>,
+    ) -> Result<Vec<LaneSums>> {
         if lanes.is_empty() {
             return Ok(Vec::new());
         }

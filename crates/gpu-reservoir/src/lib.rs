@@ -30,6 +30,7 @@ mod features;
 pub mod internals;
 mod lanes;
 mod lif;
+mod multi_gpu;
 mod noise;
 mod ops;
 mod ridge_sums;
@@ -42,11 +43,12 @@ pub use esn::{
     GpuReservoirComputer, ManySequences, BATCH_MAX_MEAN_STEPS, BATCH_MAX_SIZE, BATCH_MIN_SEQUENCES,
     CHUNK_STEPS,
 };
-pub use lanes::GpuLaneRunner;
+pub use lanes::{GpuLaneRunner, LANE_GROUP};
 pub use lif::{
     GpuLifNetwork, LifStepPath, LIF_CHUNK_BYTES, LIF_CHUNK_STEPS, LIF_EVENT_MIN_SYNAPSES,
     LIF_INBOX_CAPACITY,
 };
+pub use multi_gpu::MultiGpuLaneRunner;
 pub use ops::cluster::CLUSTER_MAX_N;
 pub use ops::persistent::{PersistentWeights, StepPath};
 pub use ridge_sums::DeviceRidgeSums;

@@ -4,7 +4,7 @@
 mod common;
 
 use common::{fresh_seed, gpu, relative_error};
-use gpu_reservoir::{GpuDevice, GpuLaneRunner};
+use gpu_reservoir::{GpuDevice, GpuLaneRunner, MultiGpuLaneRunner};
 use ndarray::Array2;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -242,4 +242,70 @@ fn lane_runners_run_behind_the_trait_where_the_device_allows() {
             assert!(on_cuda.is_err(), "cuda without a GPU is an error");
         }
     }
+}
+
+/// Every lane's sums as bits: XᵀX, XᵀY and ΣX of its training and validation accumulators.
+fn sums_bits(sums: &[LaneSums]) -> Vec<Vec<u64>> {
+    sums.iter()
+        .map(|lane| {
+            [&lane.train, &lane.validation]
+                .iter()
+                .flat_map(|a| {
+                    let mut bits: Vec<u64> = a.gram().iter().map(|v| v.to_bits()).collect();
+                    bits.extend(a.cross().iter().map(|v| v.to_bits()));
+                    bits.extend(a.feature_sums().iter().map(|v| v.to_bits()));
+                    bits
+                })
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn lanes_over_several_gpus_give_the_bits_of_one_gpu() {
+    let Some(device) = gpu() else { return };
+    let mut rng = ChaCha8Rng::seed_from_u64(fresh_seed("multi_gpu_lanes"));
+    let (u, y) = task(&mut rng, 700);
+    let data = LaneData {
+        inputs: u.view(),
+        targets: y.view(),
+        washout: 20,
+        train_rows: 500,
+    };
+    let base = ReservoirParams::new()
+        .size(40)
+        .connection_prob(0.3)
+        .seed(rng.random())
+        .check()
+        .expect("config");
+    // Three groups of lanes: 128, 128 and 44.
+    let lanes = random_lanes(&mut rng, &base, 2 * gpu_reservoir::LANE_GROUP + 44);
+    let one = GpuLaneRunner::new(&device)
+        .expect("runner")
+        .run(&base, &lanes, &data)
+        .expect("one GPU");
+    assert_eq!(one.len(), lanes.len());
+    let count = gpu_reservoir::probe().devices.len();
+    let devices: Vec<GpuDevice> = (0..count)
+        .map(|ordinal| GpuDevice::shared(ordinal).expect("device"))
+        .collect();
+    if count < 2 {
+        eprintln!("several GPUs: only {count} here, so the lanes ran on GPU 0 alone");
+    }
+    let mut multi = MultiGpuLaneRunner::new(&devices).expect("runner");
+    let spread = multi.run(&base, &lanes, &data).expect("several GPUs");
+    assert!(
+        sums_bits(&spread) == sums_bits(&one),
+        "the sums over {count} GPUs differ from one GPU's"
+    );
+    // The same lanes on the CPU, to rounding (the GPU's f32 product order differs).
+    let cpu = CpuLaneRunner::all_cores()
+        .run_lanes(&base, &lanes[..4], &data)
+        .expect("cpu");
+    for (got, expected) in spread.iter().zip(&cpu) {
+        assert!(sums_difference(&got.train, &expected.train) < 1e-3);
+    }
+    let twice = [device.clone(), device];
+    let err = MultiGpuLaneRunner::new(&twice).expect_err("a GPU listed twice");
+    assert!(err.to_string().contains("twice"), "{err}");
 }

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use reservoir_runtime::sweep::{run_sweep, SweepReport, SweepScore};
-use reservoir_runtime::Dispatch;
+use reservoir_runtime::{Devices, Dispatch};
 
 use crate::data::parse_column_list;
 use crate::device::{self, DeviceArg};
@@ -31,6 +31,11 @@ pub struct SweepArgs {
     /// Show the K best results (default: the config's `[sweep] top`, itself 10 by default).
     #[arg(long, value_name = "K", allow_negative_numbers = true)]
     pub top: Option<usize>,
+    /// The GPUs the lanes spread over when the sweep runs on a GPU: `all`, or ordinals such
+    /// as `0,1` (the GPU of `--device` among them). Overrides the config's `devices`; the
+    /// default is the config's (one GPU without it).
+    #[arg(long, value_name = "LIST", value_parser = parse_devices)]
+    pub devices: Option<Devices>,
     /// Sweep on a sequence dataset instead of the config's `[task]`: its training file (CSV
     /// with a header row, or `.npy`/`.npz`). Hyper-parameters are validated on folds of these
     /// sequences only (`[sweep] folds`, default 5, or `validation`, a fraction held out).
@@ -63,6 +68,10 @@ pub struct SweepArgs {
     pub device: DeviceArg,
 }
 
+fn parse_devices(text: &str) -> std::result::Result<Devices, String> {
+    text.parse()
+}
+
 /// Runs `reservoir sweep`.
 pub fn run(args: &SweepArgs) -> Result<()> {
     let mut config = read_config(&args.config)?;
@@ -72,7 +81,8 @@ pub fn run(args: &SweepArgs) -> Result<()> {
             message: format!("{}, got {top}", e.rule),
         })?;
     }
-    let mut dispatch = Dispatch::new(args.device.or(config.device()));
+    let devices = args.devices.clone().or_else(|| config.devices().cloned());
+    let mut dispatch = Dispatch::new(args.device.or(config.device())).with_devices(devices);
     if let Some(train) = &args.train {
         return sweep_sequences(args, &config, train, &mut dispatch);
     }

@@ -4,7 +4,8 @@
 //! one.
 
 use gpu_reservoir::{
-    DeviceInfo, GpuDevice, GpuLaneRunner, GpuLifNetwork, GpuReservoirComputer, Startup,
+    DeviceInfo, GpuDevice, GpuLaneRunner, GpuLifNetwork, GpuReservoirComputer, MultiGpuLaneRunner,
+    Startup,
 };
 use reservoir_core::lanes::{CpuLaneRunner, LaneRunner};
 use reservoir_core::lif::{LifConfig, LifNetwork, LifWeights};
@@ -12,7 +13,7 @@ use reservoir_core::{cpu_reservoir, Precision, Reservoir, ReservoirConfig, Reser
 
 pub use crate::cost::Workload;
 use crate::cost::{cpu_seconds, gpu_seconds, Shape};
-use crate::device::Device;
+use crate::device::{Device, Devices};
 use crate::error::{Result, RuntimeError};
 
 /// Where a reservoir was built.
@@ -25,8 +26,10 @@ pub enum Placement {
     },
     /// A GPU; with [`Device::Auto`], `reason` says why it was picked.
     Cuda {
-        /// The GPU.
+        /// The GPU (the first, where the job spread over several).
         info: DeviceInfo,
+        /// The ordinals of the other GPUs the job spread over (a sweep's lanes), if any.
+        others: Vec<usize>,
         /// Why `auto` picked it (`None` when a GPU was asked for).
         reason: Option<String>,
     },
@@ -37,7 +40,15 @@ impl Placement {
     pub fn name(&self) -> String {
         match self {
             Placement::Cpu { .. } => "cpu".to_string(),
-            Placement::Cuda { info, .. } => Device::Cuda(info.ordinal).to_string(),
+            Placement::Cuda { info, others, .. } => {
+                let mut name = Device::Cuda(info.ordinal).to_string();
+                if !others.is_empty() {
+                    let first = info.ordinal.to_string();
+                    let rest: Vec<String> = others.iter().map(ToString::to_string).collect();
+                    name = format!("cuda:{first},{}", rest.join(","));
+                }
+                name
+            }
         }
     }
 }
@@ -47,6 +58,7 @@ impl Placement {
 #[derive(Debug)]
 pub struct Dispatch {
     device: Device,
+    devices: Option<Devices>,
     gpu: Option<std::result::Result<GpuDevice, String>>,
     placements: Vec<(&'static str, Placement)>,
 }
@@ -56,9 +68,17 @@ impl Dispatch {
     pub fn new(device: Device) -> Self {
         Self {
             device,
+            devices: None,
             gpu: None,
             placements: Vec::new(),
         }
+    }
+
+    /// Lets a sweep that runs on a GPU spread its lanes over `devices` (`None`: only the GPU
+    /// of the device asked for).
+    pub fn with_devices(mut self, devices: Option<Devices>) -> Self {
+        self.devices = devices;
+        self
     }
 
     /// The device asked for.
@@ -138,10 +158,53 @@ impl Dispatch {
             lanes,
         };
         let gpu = self.gpu_for("sweep", gpu_precision(base.precision()), shape, work)?;
-        Ok(match gpu {
-            Some(device) => Box::new(GpuLaneRunner::new(&device)?),
-            None => Box::new(CpuLaneRunner::all_cores()),
-        })
+        let Some(device) = gpu else {
+            return Ok(Box::new(CpuLaneRunner::all_cores()));
+        };
+        let others = self.other_gpus(&device)?;
+        if others.is_empty() {
+            return Ok(Box::new(GpuLaneRunner::new(&device)?));
+        }
+        if let Some((_, Placement::Cuda { others: listed, .. })) = self.placements.last_mut() {
+            *listed = others.iter().map(|d| d.info().ordinal).collect();
+        }
+        let mut all = vec![device];
+        all.extend(others);
+        Ok(Box::new(MultiGpuLaneRunner::new(&all)?))
+    }
+
+    /// The GPUs of `devices` besides `first`, opened (none without `devices`).
+    fn other_gpus(&self, first: &GpuDevice) -> Result<Vec<GpuDevice>> {
+        let Some(devices) = &self.devices else {
+            return Ok(Vec::new());
+        };
+        let count = gpu_reservoir::probe().devices.len();
+        let ordinals = devices
+            .ordinals(count)
+            .map_err(|reason| RuntimeError::Device {
+                device: self.device,
+                reason: format!("devices = {devices}: {reason}"),
+            })?;
+        let primary = first.info().ordinal;
+        if !ordinals.contains(&primary) {
+            return Err(RuntimeError::Device {
+                device: self.device,
+                reason: format!(
+                    "devices = {devices} leaves out GPU {primary}, where the job was placed; \
+                     list it, or set device = \"cuda:N\" to one of the listed GPUs"
+                ),
+            });
+        }
+        ordinals
+            .into_iter()
+            .filter(|&ordinal| ordinal != primary)
+            .map(|ordinal| {
+                GpuDevice::shared(ordinal).map_err(|e| RuntimeError::Device {
+                    device: Device::Cuda(ordinal),
+                    reason: e.to_string(),
+                })
+            })
+            .collect()
     }
 
     /// The GPU to build `what` on, or `None` for the CPU, recording the placement.
@@ -166,7 +229,14 @@ impl Dispatch {
                     reason,
                 })?;
                 let info = device.info().clone();
-                (Some(device), Placement::Cuda { info, reason: None })
+                (
+                    Some(device),
+                    Placement::Cuda {
+                        info,
+                        others: Vec::new(),
+                        reason: None,
+                    },
+                )
             }
             Device::Auto => {
                 let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -189,7 +259,14 @@ impl Dispatch {
                     Ok(device) => {
                         let info = device.info().clone();
                         let reason = Some(format!("the GPU is faster for this job ({estimate})"));
-                        (Some(device), Placement::Cuda { info, reason })
+                        (
+                            Some(device),
+                            Placement::Cuda {
+                                info,
+                                others: Vec::new(),
+                                reason,
+                            },
+                        )
                     }
                     Err(reason) => (
                         None,

@@ -34,6 +34,6 @@ pub mod sequences;
 pub mod sweep;
 pub mod tasks;
 
-pub use device::Device;
+pub use device::{Device, Devices};
 pub use dispatch::{Dispatch, Placement, Workload};
 pub use error::{Result, RuntimeError};

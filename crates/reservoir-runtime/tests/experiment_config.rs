@@ -4,7 +4,7 @@
 
 use reservoir_core::{Activation, ConfigError, Precision, ReservoirError, WeightDistribution};
 use reservoir_runtime::experiment::ExperimentConfig;
-use reservoir_runtime::{Device, RuntimeError};
+use reservoir_runtime::{Device, Devices, RuntimeError};
 
 fn field_of(err: RuntimeError) -> String {
     match err {
@@ -80,6 +80,28 @@ fn the_device_key_names_where_to_run() {
     ] {
         let config = ExperimentConfig::from_toml(text, "d.toml").unwrap();
         assert_eq!(config.device(), device, "{text:?}");
+    }
+}
+
+#[test]
+fn the_devices_key_lists_the_gpus_a_sweep_spreads_over() {
+    for (text, devices) in [
+        ("devices = [0, 1]\n", Some(Devices::List(vec![0, 1]))),
+        ("devices = \"all\"\n", Some(Devices::All)),
+        ("device = \"cuda\"\n", None),
+    ] {
+        let config = ExperimentConfig::from_toml(text, "d.toml").unwrap();
+        assert_eq!(config.devices(), devices.as_ref(), "{text:?}");
+        let back = ExperimentConfig::from_toml(&toml::to_string(&config).unwrap(), "again");
+        assert_eq!(back.unwrap(), config, "{text:?}");
+    }
+    for text in ["devices = []\n", "devices = [1, 1]\n"] {
+        let err = ExperimentConfig::from_toml(text, "d.toml").unwrap_err();
+        assert_eq!(field_of(err), "devices", "{text:?}");
+    }
+    for text in ["devices = \"some\"\n", "devices = [-1]\n", "devices = 2\n"] {
+        let message = parse_error(text, "d.toml");
+        assert!(message.contains("devices"), "{text:?}: {message}");
     }
 }
 

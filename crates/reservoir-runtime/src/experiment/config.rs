@@ -11,7 +11,7 @@ use toml::de::{DeTable, DeValue};
 
 use super::TaskConfig;
 use super::{SweepConfig, SweepParams};
-use crate::device::Device;
+use crate::device::{Device, Devices};
 use crate::error::{Result, RuntimeError};
 
 /// A config file as written. Every table is optional and defaults as documented on its type.
@@ -25,6 +25,10 @@ pub struct ExperimentParams {
     /// Where to run (default `auto`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub device: Option<Device>,
+    /// The GPUs a sweep's lanes spread over when it runs on a GPU (`"all"` or `[0, 1]`;
+    /// default: the one GPU of `device`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub devices: Option<Devices>,
     /// The `[task]` table (what `reservoir run` and `reservoir sweep` do).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub task: Option<TaskConfig>,
@@ -51,6 +55,7 @@ pub struct ExperimentParams {
 #[serde(into = "ExperimentParams")]
 pub struct ExperimentConfig {
     device: Device,
+    devices: Option<Devices>,
     task: Option<TaskConfig>,
     reservoir: ReservoirConfig,
     readout: ReadoutConfig,
@@ -64,6 +69,7 @@ impl From<ExperimentConfig> for ExperimentParams {
     fn from(config: ExperimentConfig) -> Self {
         Self {
             device: Some(config.device),
+            devices: config.devices,
             task: config.task,
             reservoir: config.reservoir.into(),
             readout: config.readout.into(),
@@ -306,8 +312,14 @@ impl ExperimentParams {
         if let Some(task) = &self.task {
             task.check(&readout, lif.as_ref())?;
         }
+        if let Some(Devices::List(list)) = &self.devices {
+            Devices::List(list.clone())
+                .ordinals(0)
+                .map_err(|rule| ConfigError::new("devices", rule, format!("{list:?}")))?;
+        }
         Ok(ExperimentConfig {
             device: self.device.unwrap_or_default(),
+            devices: self.devices,
             task: self.task,
             reservoir,
             readout,
@@ -334,6 +346,11 @@ impl ExperimentConfig {
     /// Where to run.
     pub fn device(&self) -> Device {
         self.device
+    }
+
+    /// The GPUs a sweep's lanes spread over (`None`: the one GPU of [`Self::device`]).
+    pub fn devices(&self) -> Option<&Devices> {
+        self.devices.as_ref()
     }
 
     /// This config on another device (where a job runs is not part of what it computes).
