@@ -239,8 +239,8 @@ fn main() -> Result<()> {
 }
 
 /// 256 lanes of N = 1000 over the whole series on GPU 0 alone and spread over every GPU of
-/// the host (median of 3 each, after a warm-up run of each), and the check that both give the
-/// same bits. Exits 1 if they do not.
+/// the host (median of 5 each, taken in turns after a warm-up run of each), and the check that
+/// both give the same bits. Exits 1 if they do not.
 fn several_gpus(one: &mut GpuLaneRunner, data: &LaneData<'_>) -> Result<()> {
     let count = probe().devices.len();
     if count < 2 {
@@ -255,21 +255,26 @@ fn several_gpus(one: &mut GpuLaneRunner, data: &LaneData<'_>) -> Result<()> {
         .check()
         .map_err(reservoir_core::ReservoirError::from)?;
     let all = lanes(&base, 256)?;
-    let devices = (0..count)
-        .map(GpuDevice::shared)
-        .collect::<Result<Vec<_>>>()?;
-    let mut multi = MultiGpuLaneRunner::new(&devices)?;
+    let ordinals: Vec<usize> = (0..count).collect();
+    let mut multi = MultiGpuLaneRunner::new(&ordinals)?;
     let mut sums = (Vec::new(), Vec::new());
     one.run_lanes(&base, &all, data)?;
-    let one_s = median_seconds(3, || {
-        sums.0 = one.run_lanes(&base, &all, data)?;
-        Ok(())
-    })?;
     multi.run_lanes(&base, &all, data)?;
-    let multi_s = median_seconds(3, || {
+    // Taken in turns, so that a drift of the host (its memory growing, say) hits both alike.
+    let (mut one_times, mut multi_times) = (Vec::new(), Vec::new());
+    for _ in 0..REPEATS {
+        let t = Instant::now();
+        sums.0 = one.run_lanes(&base, &all, data)?;
+        one_times.push(t.elapsed().as_secs_f64());
+        let t = Instant::now();
         sums.1 = multi.run_lanes(&base, &all, data)?;
-        Ok(())
-    })?;
+        multi_times.push(t.elapsed().as_secs_f64());
+    }
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let (one_s, multi_s) = (median(one_times), median(multi_times));
     let bits = |lanes: &[LaneSums]| -> Vec<u64> {
         lanes
             .iter()
@@ -285,7 +290,7 @@ fn several_gpus(one: &mut GpuLaneRunner, data: &LaneData<'_>) -> Result<()> {
     };
     let same = bits(&sums.0) == bits(&sums.1);
     println!(
-        "\nseveral GPUs: 256 lanes, N = 1000, run_lanes over {STEPS} steps (groups of {LANE_GROUP} lanes): GPU 0 alone {one_s:.3} s, {count} GPUs {multi_s:.3} s ({:.2}×); the same bits: {same}",
+        "\nseveral GPUs: 256 lanes, N = 1000, run_lanes over {STEPS} steps (groups of {LANE_GROUP} lanes, median of {REPEATS} in turns): GPU 0 alone {one_s:.3} s, {count} GPUs {multi_s:.3} s ({:.2}×); the same bits: {same}",
         one_s / multi_s
     );
     if !same {

@@ -3,8 +3,8 @@
 use reservoir_core::lanes::{Lane, LaneData, LaneRunner, LaneSums};
 use reservoir_core::{ReservoirConfig, ReservoirError};
 
-use crate::driver::GpuDevice;
-use crate::error::Result;
+use crate::driver::{probe, GpuDevice};
+use crate::error::{GpuError, Result};
 use crate::lanes::{GpuLaneRunner, LANE_GROUP};
 
 /// Runs a sweep's lanes on several GPUs: the groups of [`LANE_GROUP`] lanes go to the GPUs in
@@ -12,46 +12,62 @@ use crate::lanes::{GpuLaneRunner, LANE_GROUP};
 /// thread of its own, and the sums come back in the order of the lanes. Every GPU draws the
 /// same W from the seed, and a lane's results depend only on its group, so the sums are those
 /// of a [`GpuLaneRunner`] on one GPU of the same model, bit for bit.
+///
+/// The first GPU is opened at once; the others when a run first has a group for them, so a
+/// sweep of one group costs no other GPU's start-up.
 #[derive(Debug)]
 pub struct MultiGpuLaneRunner {
-    runners: Vec<GpuLaneRunner>,
+    /// Each GPU's ordinal and, once opened, its runner.
+    runners: Vec<(usize, Option<GpuLaneRunner>)>,
 }
 
 impl MultiGpuLaneRunner {
-    /// A runner over `devices` (each compiles the lane kernel on first use).
+    /// A runner over the GPUs `ordinals` (in this order).
     ///
     /// # Errors
-    /// No device, or one device listed twice; any error of [`GpuLaneRunner::new`].
-    pub fn new(devices: &[GpuDevice]) -> Result<Self> {
-        if devices.is_empty() {
+    /// No ordinal, one listed twice, or one the driver does not list; any error of opening
+    /// the first GPU ([`GpuDevice::shared`], [`GpuLaneRunner::new`]).
+    pub fn new(ordinals: &[usize]) -> Result<Self> {
+        let Some(&first) = ordinals.first() else {
             return Err(ReservoirError::invalid("devices", "list at least one GPU").into());
-        }
-        let mut ordinals: Vec<usize> = devices.iter().map(|d| d.info().ordinal).collect();
-        ordinals.sort_unstable();
-        if let Some(twice) = ordinals.windows(2).find(|pair| pair[0] == pair[1]) {
+        };
+        let mut sorted = ordinals.to_vec();
+        sorted.sort_unstable();
+        if let Some(pair) = sorted.windows(2).find(|pair| pair[0] == pair[1]) {
             return Err(ReservoirError::invalid(
                 "devices",
-                format!("GPU {} is listed twice", twice[0]),
+                format!("GPU {} is listed twice", pair[0]),
             )
             .into());
         }
-        Ok(Self {
-            runners: devices
-                .iter()
-                .map(GpuLaneRunner::new)
-                .collect::<Result<_>>()?,
-        })
+        let listed = probe().devices;
+        if let Some(&missing) = ordinals
+            .iter()
+            .find(|&&o| !listed.iter().any(|d| d.ordinal == o))
+        {
+            return Err(GpuError::Unavailable {
+                reason: format!(
+                    "there is no GPU {missing}: the driver lists {}",
+                    listed.len()
+                ),
+            });
+        }
+        let mut runners: Vec<(usize, Option<GpuLaneRunner>)> =
+            ordinals.iter().map(|&o| (o, None)).collect();
+        runners[0].1 = Some(GpuLaneRunner::new(&GpuDevice::shared(first)?)?);
+        Ok(Self { runners })
     }
 
-    /// The GPUs, in the order given.
-    pub fn devices(&self) -> impl Iterator<Item = &GpuDevice> {
-        self.runners.iter().map(GpuLaneRunner::device)
+    /// The GPUs' ordinals, in the order given.
+    pub fn ordinals(&self) -> impl Iterator<Item = usize> + '_ {
+        self.runners.iter().map(|(ordinal, _)| *ordinal)
     }
 
     /// Runs every lane over `data` and returns its sums, in the order of `lanes`.
     ///
     /// # Errors
-    /// As [`GpuLaneRunner::run`], from whichever GPU failed first in the order of the groups.
+    /// As [`GpuLaneRunner::run`], from whichever GPU failed first in the order of the groups;
+    /// an error opening a GPU that a group went to.
     pub fn run(
         &mut self,
         base: &ReservoirConfig,
@@ -60,13 +76,18 @@ impl MultiGpuLaneRunner {
     ) -> Result<Vec<LaneSums>> {
         data.check(base)?;
         let groups: Vec<&[Lane]> = lanes.chunks(LANE_GROUP).collect();
-        let count = self.runners.len();
-        let mut done: Vec<Option<Result<Vec<LaneSums>>>> =
-            (0..groups.len()).map(|_| None).collect();
+        let used = groups.len().min(self.runners.len());
+        for (ordinal, runner) in &mut self.runners[..used] {
+            if runner.is_none() {
+                *runner = Some(GpuLaneRunner::new(&GpuDevice::shared(*ordinal)?)?);
+            }
+        }
+        let count = used.max(1);
+        let mut done: Vec<Option<Result<Vec<LaneSums>>>> = groups.iter().map(|_| None).collect();
         std::thread::scope(|scope| {
-            let threads: Vec<_> = self
-                .runners
+            let threads: Vec<_> = self.runners[..used]
                 .iter_mut()
+                .filter_map(|(_, runner)| runner.as_mut())
                 .enumerate()
                 .map(|(first, runner)| {
                     let groups = &groups;
@@ -119,5 +140,21 @@ impl LaneRunner for MultiGpuLaneRunner {
         data: &LaneData<'_>,
     ) -> reservoir_core::Result<Vec<LaneSums>> {
         Ok(self.run(base, lanes, data)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_or_repeated_list_of_gpus_is_refused_before_any_gpu_is_opened() {
+        let empty = MultiGpuLaneRunner::new(&[]).expect_err("no GPU");
+        assert!(empty.to_string().contains("at least one GPU"), "{empty}");
+        let twice = MultiGpuLaneRunner::new(&[1, 0, 1]).expect_err("GPU 1 twice");
+        assert!(
+            twice.to_string().contains("GPU 1 is listed twice"),
+            "{twice}"
+        );
     }
 }

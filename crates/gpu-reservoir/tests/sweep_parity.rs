@@ -286,13 +286,11 @@ fn lanes_over_several_gpus_give_the_bits_of_one_gpu() {
         .expect("one GPU");
     assert_eq!(one.len(), lanes.len());
     let count = gpu_reservoir::probe().devices.len();
-    let devices: Vec<GpuDevice> = (0..count)
-        .map(|ordinal| GpuDevice::shared(ordinal).expect("device"))
-        .collect();
+    let ordinals: Vec<usize> = (0..count).collect();
     if count < 2 {
         eprintln!("several GPUs: only {count} here, so the lanes ran on GPU 0 alone");
     }
-    let mut multi = MultiGpuLaneRunner::new(&devices).expect("runner");
+    let mut multi = MultiGpuLaneRunner::new(&ordinals).expect("runner");
     let spread = multi.run(&base, &lanes, &data).expect("several GPUs");
     assert!(
         sums_bits(&spread) == sums_bits(&one),
@@ -305,7 +303,19 @@ fn lanes_over_several_gpus_give_the_bits_of_one_gpu() {
     for (got, expected) in spread.iter().zip(&cpu) {
         assert!(sums_difference(&got.train, &expected.train) < 1e-3);
     }
-    let twice = [device.clone(), device];
-    let err = MultiGpuLaneRunner::new(&twice).expect_err("a GPU listed twice");
-    assert!(err.to_string().contains("twice"), "{err}");
+    // One group (5 lanes): the other GPUs are not needed, and the bits are one GPU's again.
+    let few = MultiGpuLaneRunner::new(&ordinals)
+        .expect("runner")
+        .run(&base, &lanes[..5], &data)
+        .expect("one group");
+    let few_on_one = GpuLaneRunner::new(&device)
+        .expect("runner")
+        .run(&base, &lanes[..5], &data)
+        .expect("one GPU");
+    assert!(sums_bits(&few) == sums_bits(&few_on_one));
+    let err = MultiGpuLaneRunner::new(&[count]).expect_err("a GPU the driver does not list");
+    assert!(
+        err.to_string().contains(&format!("no GPU {count}")),
+        "{err}"
+    );
 }

@@ -166,15 +166,15 @@ impl Dispatch {
             return Ok(Box::new(GpuLaneRunner::new(&device)?));
         }
         if let Some((_, Placement::Cuda { others: listed, .. })) = self.placements.last_mut() {
-            *listed = others.iter().map(|d| d.info().ordinal).collect();
+            listed.clone_from(&others);
         }
-        let mut all = vec![device];
-        all.extend(others);
-        Ok(Box::new(MultiGpuLaneRunner::new(&all)?))
+        let mut ordinals = vec![device.info().ordinal];
+        ordinals.extend(others);
+        Ok(Box::new(MultiGpuLaneRunner::new(&ordinals)?))
     }
 
-    /// The GPUs of `devices` besides `first`, opened (none without `devices`).
-    fn other_gpus(&self, first: &GpuDevice) -> Result<Vec<GpuDevice>> {
+    /// The ordinals of the GPUs of `devices` besides `first` (none without `devices`).
+    fn other_gpus(&self, first: &GpuDevice) -> Result<Vec<usize>> {
         let Some(devices) = &self.devices else {
             return Ok(Vec::new());
         };
@@ -195,16 +195,7 @@ impl Dispatch {
                 ),
             });
         }
-        ordinals
-            .into_iter()
-            .filter(|&ordinal| ordinal != primary)
-            .map(|ordinal| {
-                GpuDevice::shared(ordinal).map_err(|e| RuntimeError::Device {
-                    device: Device::Cuda(ordinal),
-                    reason: e.to_string(),
-                })
-            })
-            .collect()
+        Ok(ordinals.into_iter().filter(|&o| o != primary).collect())
     }
 
     /// The GPU to build `what` on, or `None` for the CPU, recording the placement.
