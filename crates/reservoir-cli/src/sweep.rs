@@ -81,6 +81,14 @@ pub fn run(args: &SweepArgs) -> Result<()> {
             message: format!("{}, got {top}", e.rule),
         })?;
     }
+    if let (Some(_), Some(_)) = (&args.devices, &args.train) {
+        return Err(CliError::Argument {
+            flag: "--devices",
+            message: "spreads the lanes of a config's [task] sweep; a sweep of sequences \
+                      (--train) runs on one GPU"
+                .to_string(),
+        });
+    }
     let devices = args.devices.clone().or_else(|| config.devices().cloned());
     let mut dispatch = Dispatch::new(args.device.or(config.device())).with_devices(devices);
     if let Some(train) = &args.train {

@@ -152,6 +152,58 @@ fn bad_sweeps_are_one_error_line() {
     );
     let path = write(&dir, "small.toml", &small(1.0, 1.0, 1e-5, SWEEP));
     fails_with(&["sweep", &path, "--top", "0"], &["--top", "must be >= 1"]);
+    // Usage errors (exit 2, clap's message with the parser's reason).
+    for (list, reason) in [
+        ("0,0", "GPU 0 is listed twice"),
+        ("gpu", "all or GPU ordinals"),
+    ] {
+        let out = reservoir(&["sweep", &path, "--devices", list]);
+        assert_eq!(out.code, Some(2), "{}", out.stderr);
+        assert!(
+            out.stderr.contains("--devices") && out.stderr.contains(reason),
+            "{}",
+            out.stderr
+        );
+    }
+    fails_with(
+        &[
+            "sweep",
+            &path,
+            "--devices",
+            "0",
+            "--train",
+            &path,
+            "--inputs",
+            "u",
+        ],
+        &["--devices", "--train", "one GPU"],
+    );
+    let repeated = write(
+        &dir,
+        "repeated.toml",
+        &format!("devices = [1, 1]\n{}", small(1.0, 1.0, 1e-5, SWEEP)),
+    );
+    fails_with(
+        &["sweep", &repeated],
+        &["repeated.toml", "devices", "twice"],
+    );
+}
+
+#[test]
+fn devices_leave_a_sweep_on_the_cpu_where_the_cpu_was_asked_for() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = write(
+        &dir,
+        "all.toml",
+        &format!("devices = \"all\"\n{}", small(1.0, 1.0, 1e-5, SWEEP)),
+    );
+    for extra in [&[][..], &["--devices", "0,1"][..]] {
+        let mut args = vec!["sweep", path.as_str(), "--device", "cpu"];
+        args.extend_from_slice(extra);
+        let report = json(&args);
+        assert_eq!(report["backend"], "cpu", "{extra:?}");
+        assert_eq!(number(&report, "lanes"), 6.0);
+    }
 }
 
 /// Thousands of lanes on the CPU: each lane's run waits on a thread pool from inside the lane

@@ -36,18 +36,19 @@ pub enum Placement {
 }
 
 impl Placement {
-    /// `cpu`, or `cuda` / `cuda:N` for GPU N.
+    /// `cpu`, `cuda` / `cuda:N` for GPU N, or `cuda:0,1` for a job spread over GPUs 0 and 1.
     pub fn name(&self) -> String {
         match self {
             Placement::Cpu { .. } => "cpu".to_string(),
+            Placement::Cuda { info, others, .. } if others.is_empty() => {
+                Device::Cuda(info.ordinal).to_string()
+            }
             Placement::Cuda { info, others, .. } => {
-                let mut name = Device::Cuda(info.ordinal).to_string();
-                if !others.is_empty() {
-                    let first = info.ordinal.to_string();
-                    let rest: Vec<String> = others.iter().map(ToString::to_string).collect();
-                    name = format!("cuda:{first},{}", rest.join(","));
-                }
-                name
+                let all: Vec<String> = std::iter::once(info.ordinal)
+                    .chain(others.iter().copied())
+                    .map(|ordinal| ordinal.to_string())
+                    .collect();
+                format!("cuda:{}", all.join(","))
             }
         }
     }
