@@ -312,8 +312,8 @@ impl ExperimentParams {
         if let Some(task) = &self.task {
             task.check(&readout, lif.as_ref())?;
         }
-        if let Some(Devices::List(list)) = &self.devices {
-            Devices::List(list.clone())
+        if let Some(devices @ Devices::List(list)) = &self.devices {
+            devices
                 .ordinals(0)
                 .map_err(|rule| ConfigError::new("devices", rule, format!("{list:?}")))?;
         }
