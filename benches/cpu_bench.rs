@@ -1,6 +1,8 @@
-//! The CPU engine's speeds in one run, as JSON lines: `Reservoir::run` steps per second for
-//! every product kernel this CPU has and for one thread and all of them, and the end-to-end fit
-//! of the ReservoirPy comparison (N = 1000, 10 %, T = 10,000). Each line names the CPU.
+//! The CPU engine's speeds in one run, as JSON lines: the product of every kernel this CPU has
+//! (at 10 % for N = 100, 1000 and 4000, and from 25 % to full for N = 100 and 1000, with the
+//! kernel the timed choice takes), `Reservoir::run` steps per second for every kernel on one
+//! thread and all of them, and the end-to-end fit of the ReservoirPy comparison (N = 1000,
+//! 10 %, T = 10,000). Each line names the CPU.
 //!
 //! `cargo run --release -p reservoir-benches --bin cpu_bench [-- --repeat 5]`
 
@@ -33,32 +35,9 @@ fn main() {
         let (weights, _) = ReservoirWeights::generate(&config).expect("weights");
         let mut reservoir =
             EchoStateNetwork::<f32>::from_weights(&config, weights).expect("reservoir");
-        let chosen = reservoir
-            .product_kernel()
-            .map_or("dense", ProductKernel::name);
+        let chosen = reservoir.product_kernel().name();
         let inputs = sine_input(steps);
-        let w: CsrMatrix<f32> = reservoir.weights().recurrent().cast();
-        let x: Vec<f32> = (0..size).map(|i| (i as f32 * 0.37).sin()).collect();
-        let mut y = vec![0.0f32; size];
-        for kernel in ProductKernel::available::<f32>() {
-            let product = SparseProduct::with_kernel(&w, kernel).expect("layout");
-            let products = (2_000_000_000 / product.work().max(1)).clamp(10, 100_000);
-            let mut times: Vec<f64> = (0..repeat)
-                .map(|_| {
-                    let start = Instant::now();
-                    for _ in 0..products {
-                        product.mul_vec(&x, &mut y).expect("product");
-                    }
-                    start.elapsed().as_secs_f64() / products as f64
-                })
-                .collect();
-            times.sort_by(f64::total_cmp);
-            println!(
-                "{{\"measure\":\"product\",\"size\":{size},\"density\":0.1,\"precision\":\"f32\",\
-                 \"kernel\":\"{kernel}\",\"median_us\":{:.2},\"cpu\":\"{cpu}\"}}",
-                times[times.len() / 2] * 1e6
-            );
-        }
+        products_at_density(size, 0.1, repeat, &cpu);
         for kernel in ProductKernel::available::<f32>() {
             reservoir.set_product_kernel(kernel).expect("kernel");
             for threads in [1, cores] {
@@ -83,6 +62,11 @@ fn main() {
                     steps as f64 / times[0]
                 );
             }
+        }
+    }
+    for size in [100, 1000] {
+        for density in [0.25, 0.5, 0.7, 1.0] {
+            products_at_density(size, density, repeat, &cpu);
         }
     }
     let inputs = sine_input(10_000);
@@ -115,4 +99,39 @@ fn main() {
         times[times.len() / 2],
         times[0]
     );
+}
+
+/// The product of every kernel on a random W of `size` units and `density` (f32), and the
+/// kernel the timed choice takes for it.
+fn products_at_density(size: usize, density: f64, repeat: usize, cpu: &str) {
+    let config = ReservoirParams::new()
+        .size(size)
+        .connection_prob(density)
+        .precision(Precision::F32)
+        .check()
+        .expect("config");
+    let (weights, _) = ReservoirWeights::generate(&config).expect("weights");
+    let w: CsrMatrix<f32> = weights.recurrent().cast();
+    let chosen = SparseProduct::new(&w).expect("layout").kernel();
+    let x: Vec<f32> = (0..size).map(|i| (i as f32 * 0.37).sin()).collect();
+    let mut y = vec![0.0f32; size];
+    for kernel in ProductKernel::available::<f32>() {
+        let product = SparseProduct::with_kernel(&w, kernel).expect("layout");
+        let products = (2_000_000_000 / product.work().max(1)).clamp(10, 100_000);
+        let mut times: Vec<f64> = (0..repeat)
+            .map(|_| {
+                let start = Instant::now();
+                for _ in 0..products {
+                    product.mul_vec(&x, &mut y).expect("product");
+                }
+                start.elapsed().as_secs_f64() / products as f64
+            })
+            .collect();
+        times.sort_by(f64::total_cmp);
+        println!(
+            "{{\"measure\":\"product\",\"size\":{size},\"density\":{density},\"precision\":\"f32\",\
+             \"kernel\":\"{kernel}\",\"chosen\":\"{chosen}\",\"median_us\":{:.2},\"cpu\":\"{cpu}\"}}",
+            times[times.len() / 2] * 1e6
+        );
+    }
 }

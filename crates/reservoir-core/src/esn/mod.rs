@@ -5,8 +5,7 @@ mod split;
 
 use std::sync::Arc;
 
-use ndarray::linalg::general_mat_vec_mul;
-use ndarray::{s, Array1, Array2, ArrayView1, ArrayView2, ArrayViewMut1, ArrayViewMut2};
+use ndarray::{s, Array1, Array2, ArrayView1, ArrayView2, ArrayViewMut2};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::StandardNormal;
@@ -14,75 +13,45 @@ use rand_distr::StandardNormal;
 use crate::activation::apply_in_place;
 use crate::checks::{check_run, check_state};
 use crate::config::{Activation, Precision, ReservoirConfig};
-use crate::error::{ReservoirError, Result};
+use crate::error::Result;
 use crate::features::SequenceFeatures;
 use crate::random::{stream_rng, Stream};
 use crate::real::{has_avx2_fma, ProductKernel, Real};
-use crate::reservoir::{
-    features_of_runs, run_on_all_cores, run_one_by_one, run_threads, Reservoir, SequenceVisitor,
-};
+use crate::reservoir::{features_of_runs, run_one_by_one, run_threads, Reservoir, SequenceVisitor};
 use crate::sparse::{CsrMatrix, SparseProduct};
 use crate::weights::ReservoirWeights;
 
-/// Density at and above which W is stored dense (ndarray's matrix-vector product). Chosen when
-/// the sparse products gathered x: the AVX2 kernels still lose to the dense product near full
-/// density, while the blocked AVX-512 kernel beats it at every density (docs/performance.md).
-const DENSE_DENSITY: f64 = 0.7;
-
-/// W in the layout its CPU mat-vec is fastest in. A sparse W is kept twice: in the layout of
-/// the single-sequence kernel timed fastest on this machine, and in CSR for the block
-/// products of many sequences, which give the same bits.
+/// W twice: in the layout of the single-sequence kernel timed fastest for it on this machine
+/// (the dense layout competes from a quarter full), and in CSR for the block products of
+/// many sequences. All give the same bits.
 #[derive(Debug, Clone)]
-enum RecurrentLayout<T> {
-    Sparse {
-        csr: CsrMatrix<T>,
-        product: SparseProduct<T>,
-    },
-    Dense(Array2<T>),
+struct RecurrentLayout<T> {
+    csr: CsrMatrix<T>,
+    product: SparseProduct<T>,
 }
 
 impl<T: Real> RecurrentLayout<T> {
     fn new(w: &CsrMatrix<f64>) -> Result<Self> {
-        let density = w.nnz() as f64 / (w.nrows() as f64 * w.ncols() as f64);
-        Ok(if density >= DENSE_DENSITY {
-            RecurrentLayout::Dense(w.to_dense().mapv(T::from_f64))
-        } else {
-            let csr = w.cast();
-            let product = SparseProduct::new(&csr)?;
-            RecurrentLayout::Sparse { csr, product }
-        })
+        let csr = w.cast();
+        let product = SparseProduct::new(&csr)?;
+        Ok(Self { csr, product })
     }
 
     /// Multiply-adds of one product.
     fn work(&self) -> usize {
-        match self {
-            RecurrentLayout::Sparse { product, .. } => product.work(),
-            RecurrentLayout::Dense(w) => w.len(),
-        }
+        self.product.work()
     }
 
     /// Rows a split of the product between threads must start at a multiple of.
     fn row_granule(&self) -> usize {
-        match self {
-            RecurrentLayout::Sparse { product, .. } => product.row_granule(),
-            RecurrentLayout::Dense(_) => 1,
-        }
+        self.product.row_granule()
     }
 
     /// `y ← W[first..first + y.len()]·x` (`first` a multiple of [`Self::row_granule`]): each
     /// row is summed the same way whichever rows are asked for; lengths are checked once by
     /// the owner.
     fn mul_rows(&self, first: usize, x: &[T], y: &mut [T]) {
-        match self {
-            RecurrentLayout::Sparse { product, .. } => product.mul_rows_trusted(first, x, y),
-            RecurrentLayout::Dense(w) => general_mat_vec_mul(
-                T::one(),
-                &w.slice(s![first..first + y.len(), ..]),
-                &ArrayView1::from(x),
-                T::zero(),
-                &mut ArrayViewMut1::from(y),
-            ),
-        }
+        self.product.mul_rows_trusted(first, x, y)
     }
 }
 
@@ -261,30 +230,23 @@ impl<T: Real> EchoStateNetwork<T> {
         &self.weights
     }
 
-    /// The kernel of W's single-sequence products (`None` for a dense W): the fastest of
+    /// The kernel of W's single-sequence products: the fastest of
     /// [`ProductKernel::available`] on this machine, timed when the first reservoir of its
     /// kind is built in the process.
-    pub fn product_kernel(&self) -> Option<ProductKernel> {
-        match &*self.recurrent {
-            RecurrentLayout::Sparse { product, .. } => Some(product.kernel()),
-            RecurrentLayout::Dense(_) => None,
-        }
+    pub fn product_kernel(&self) -> ProductKernel {
+        self.recurrent.product.kernel()
     }
 
-    /// Computes W's sparse products with `kernel` from now on (for benchmarks and tests: every
-    /// kernel gives the same bits).
+    /// Computes W's products with `kernel` from now on (for benchmarks and tests: every kernel
+    /// gives the same bits).
     ///
     /// # Errors
-    /// An invalid-input error when W is stored dense or this CPU cannot run `kernel`.
+    /// An invalid-input error when this CPU cannot run `kernel`; an out-of-memory error when
+    /// its layout does not fit.
     pub fn set_product_kernel(&mut self, kernel: ProductKernel) -> Result<()> {
-        let RecurrentLayout::Sparse { csr, .. } = &*self.recurrent else {
-            return Err(ReservoirError::invalid(
-                "product kernel",
-                "W is stored dense: no sparse kernel runs",
-            ));
-        };
+        let csr = &self.recurrent.csr;
         let product = SparseProduct::with_kernel(csr, kernel)?;
-        self.recurrent = Arc::new(RecurrentLayout::Sparse {
+        self.recurrent = Arc::new(RecurrentLayout {
             csr: csr.clone(),
             product,
         });
@@ -393,34 +355,26 @@ impl<T: Real> Reservoir for EchoStateNetwork<T> {
             return run_one_by_one(self, sequences, visit);
         }
         let recurrent = Arc::clone(&self.recurrent);
-        match &*recurrent {
-            RecurrentLayout::Sparse { csr, .. } => {
-                blocks::run_in_blocks(self, csr, sequences, visit)?;
-                self.reset()
-            }
-            RecurrentLayout::Dense(_) => run_on_all_cores(self, sequences, visit),
-        }
+        blocks::run_in_blocks(self, &recurrent.csr, sequences, visit)?;
+        self.reset()
     }
 
-    /// A sparse W sums each block's features as its states go by (see `blocks.rs`), without
-    /// holding any sequence's states; otherwise the features of [`Reservoir::run_many`].
+    /// Sums each block's features as its states go by (see `blocks.rs`), without holding any
+    /// sequence's states; with noise, or one sequence, the features of
+    /// [`Reservoir::run_many`].
     fn sequence_features(
         &mut self,
         sequences: &[ArrayView2<f64>],
         features: &SequenceFeatures,
         progress: &mut dyn FnMut(usize, usize),
     ) -> Result<Array2<f64>> {
-        let recurrent = Arc::clone(&self.recurrent);
-        match &*recurrent {
-            RecurrentLayout::Sparse { csr, .. }
-                if self.config.noise_level() == 0.0 && sequences.len() >= 2 =>
-            {
-                let rows = blocks::features_in_blocks(self, csr, sequences, features, progress)?;
-                self.reset()?;
-                Ok(rows)
-            }
-            _ => features_of_runs(self, sequences, features, progress),
+        if self.config.noise_level() > 0.0 || sequences.len() < 2 {
+            return features_of_runs(self, sequences, features, progress);
         }
+        let recurrent = Arc::clone(&self.recurrent);
+        let rows = blocks::features_in_blocks(self, &recurrent.csr, sequences, features, progress)?;
+        self.reset()?;
+        Ok(rows)
     }
 }
 

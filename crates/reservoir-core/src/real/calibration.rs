@@ -23,12 +23,14 @@ const WARM_UP_PRODUCTS: usize = 2;
 /// fastest batch of each kernel counts.
 const ROUNDS: usize = 3;
 
-/// Matrices alike in these share one measurement.
+/// Matrices alike in these share one measurement (the columns too: with the row length
+/// they give the density, which decides whether the dense layout competes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 struct MatrixKind {
     value_bytes: usize,
     nonzeros_log2: u32,
     row_length_log2: u32,
+    columns_log2: u32,
 }
 
 fn log2_ceil(n: usize) -> u32 {
@@ -38,7 +40,8 @@ fn log2_ceil(n: usize) -> u32 {
 /// One product per call with a candidate kernel, as the calibration times it.
 pub(crate) type TimedProduct<'a> = (ProductKernel, Box<dyn FnMut() + 'a>);
 
-/// The fastest kernel for a matrix of `nonzeros` over `rows` rows with values of type `T`:
+/// The fastest kernel for a matrix of `nonzeros` over `rows` rows and `cols` columns with
+/// values of type `T`:
 /// the one measured for its kind earlier in this process, or else the fastest of the
 /// products `prepare` makes for the candidates it is given (the first candidate where it
 /// makes none).
@@ -46,8 +49,7 @@ pub(crate) type TimedProduct<'a> = (ProductKernel, Box<dyn FnMut() + 'a>);
 /// # Errors
 /// What `prepare` returns (e.g. no memory for a layout to time).
 pub(crate) fn fastest_kernel<'a, T: Real>(
-    nonzeros: usize,
-    rows: usize,
+    (nonzeros, rows, cols): (usize, usize, usize),
     prepare: &mut dyn FnMut(&[ProductKernel]) -> Result<Vec<TimedProduct<'a>>>,
 ) -> Result<ProductKernel> {
     let candidates = ProductKernel::available::<T>();
@@ -58,6 +60,7 @@ pub(crate) fn fastest_kernel<'a, T: Real>(
         value_bytes: std::mem::size_of::<T>(),
         nonzeros_log2: log2_ceil(nonzeros),
         row_length_log2: log2_ceil(nonzeros / rows.max(1)),
+        columns_log2: log2_ceil(cols),
     };
     static CHOICES: Remembered<MatrixKind, ProductKernel> = Remembered::new();
     CHOICES.get_or_choose(kind, || {
@@ -142,7 +145,7 @@ mod tests {
         assert_eq!(fastest_of::<ProductKernel>(Vec::new()), None);
 
         // A kind never seen in this process (no other test builds a matrix this big).
-        let (nonzeros, rows) = (1 << 40, 1 << 20);
+        let shape = (1 << 40, 1 << 20, 1 << 20);
         let mut calls = 0;
         let mut prepare = |candidates: &[ProductKernel]| {
             calls += 1;
@@ -151,8 +154,8 @@ mod tests {
                 .map(|&k| -> TimedProduct<'static> { (k, Box::new(|| {})) })
                 .collect())
         };
-        let first = fastest_kernel::<f32>(nonzeros, rows, &mut prepare).expect("kernel");
-        let again = fastest_kernel::<f32>(nonzeros, rows, &mut prepare).expect("kernel");
+        let first = fastest_kernel::<f32>(shape, &mut prepare).expect("kernel");
+        let again = fastest_kernel::<f32>(shape, &mut prepare).expect("kernel");
         assert!(ProductKernel::available::<f32>().contains(&first));
         assert_eq!(again, first, "the choice is kept for the process");
         assert!(calls <= 1, "timed once");

@@ -1,11 +1,14 @@
 //! The floating-point types the engine computes in (`f32` and `f64`).
 
 mod calibration;
+mod dense;
 mod spmm;
 mod spmv;
 mod tanh;
 
 pub(crate) use calibration::{fastest_kernel, fastest_of, Remembered, TimedProduct};
+pub(crate) use dense::mul_dense;
+pub use dense::{DenseRef, DENSE_TILE};
 pub(crate) use spmm::{mul_block, LANES};
 #[cfg(test)]
 pub(crate) use spmv::mul_blocked_portable;

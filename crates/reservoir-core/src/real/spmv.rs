@@ -107,6 +107,10 @@ pub enum ProductKernel {
     Avx2Assembled,
     /// AVX-512 (`f32`): the blocked layout, x fetched from registers by permutes.
     Avx512Permute,
+    /// AVX2 and FMA: W dense by columns, tiles of rows in registers (`dense.rs`).
+    DenseAvx2,
+    /// AVX-512: W dense by columns, tiles of rows in registers.
+    DenseAvx512,
 }
 
 impl ProductKernel {
@@ -117,6 +121,8 @@ impl ProductKernel {
             ProductKernel::Avx2Gather => "avx2-gather",
             ProductKernel::Avx2Assembled => "avx2-assembled",
             ProductKernel::Avx512Permute => "avx512-permute",
+            ProductKernel::DenseAvx2 => "dense-avx2",
+            ProductKernel::DenseAvx512 => "dense-avx512",
         }
     }
 
@@ -124,17 +130,29 @@ impl ProductKernel {
     pub fn available<T: Real>() -> Vec<ProductKernel> {
         let mut kernels = vec![ProductKernel::Scalar];
         if has_avx2_fma() {
-            kernels.extend([ProductKernel::Avx2Gather, ProductKernel::Avx2Assembled]);
+            kernels.extend([
+                ProductKernel::Avx2Gather,
+                ProductKernel::Avx2Assembled,
+                ProductKernel::DenseAvx2,
+            ]);
         }
-        if T::BLOCKED && has_avx512f() {
-            kernels.push(ProductKernel::Avx512Permute);
+        if has_avx512f() {
+            if T::BLOCKED {
+                kernels.push(ProductKernel::Avx512Permute);
+            }
+            kernels.push(ProductKernel::DenseAvx512);
         }
         kernels
     }
 
-    /// Whether the kernel reads the blocked layout (else the sliced one).
+    /// Whether the kernel reads the blocked layout.
     pub(crate) fn blocked(self) -> bool {
         self == ProductKernel::Avx512Permute
+    }
+
+    /// Whether the kernel reads W dense by columns.
+    pub(crate) fn dense(self) -> bool {
+        matches!(self, ProductKernel::DenseAvx2 | ProductKernel::DenseAvx512)
     }
 }
 
@@ -307,9 +325,11 @@ pub(super) fn mul_sliced_f32(
                 match kernel {
                     ProductKernel::Avx2Gather => x86::f32_gather(m, x, y),
                     ProductKernel::Avx2Assembled => x86::f32_assembled(m, x, y),
-                    ProductKernel::Scalar | ProductKernel::Avx512Permute => {
-                        x86::sliced_scalar_fma(m, x, y)
-                    }
+                    // The others read other layouts: the sliced scalar kernel stands in.
+                    ProductKernel::Scalar
+                    | ProductKernel::Avx512Permute
+                    | ProductKernel::DenseAvx2
+                    | ProductKernel::DenseAvx512 => x86::sliced_scalar_fma(m, x, y),
                 }
             };
         }
@@ -337,9 +357,11 @@ pub(super) fn mul_sliced_f64(
                 match kernel {
                     ProductKernel::Avx2Gather => x86::f64_gather(m, x, y),
                     ProductKernel::Avx2Assembled => x86::f64_assembled(m, x, y),
-                    ProductKernel::Scalar | ProductKernel::Avx512Permute => {
-                        x86::sliced_scalar_fma(m, x, y)
-                    }
+                    // The others read other layouts: the sliced scalar kernel stands in.
+                    ProductKernel::Scalar
+                    | ProductKernel::Avx512Permute
+                    | ProductKernel::DenseAvx2
+                    | ProductKernel::DenseAvx512 => x86::sliced_scalar_fma(m, x, y),
                 }
             };
         }

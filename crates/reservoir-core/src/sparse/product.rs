@@ -2,11 +2,13 @@
 //! fastest for it on this machine. All kernels give the bits of [`CsrMatrix::mul_vec`]
 //! (`real/spmv.rs`), so the choice changes the speed only.
 //!
-//! Two layouts, both padded with zero weights:
+//! Three layouts, all padded with zero weights:
 //! - sliced (ELLPACK by slices of [`SLICE`] rows, without row sorting): entry j of each of a
 //!   slice's rows side by side, one SIMD lane per row;
 //! - blocked: groups of [`GROUP_ROWS`] rows, their entries by column blocks of [`BLOCK_COLS`],
-//!   so x's values of a block are read from registers (`f32` with AVX-512 only).
+//!   so x's values of a block are read from registers (`f32` with AVX-512 only);
+//! - dense by columns (every weight, zeros too), timed only for matrices at least
+//!   [`DENSE_CANDIDATE_DENSITY`] full.
 
 use std::ops::Range;
 
@@ -16,8 +18,8 @@ use super::CsrMatrix;
 use crate::error::{ReservoirError, Result};
 use crate::memory::{bytes_of, ensure_available, try_with_capacity};
 use crate::real::{
-    fastest_kernel, BlockedRef, ProductKernel, Real, SlicedRef, TimedProduct, BLOCK_COLS,
-    GROUP_ROWS, SLICE,
+    fastest_kernel, mul_dense, BlockedRef, DenseRef, ProductKernel, Real, SlicedRef, TimedProduct,
+    BLOCK_COLS, DENSE_TILE, GROUP_ROWS, SLICE,
 };
 
 /// Non-zeros the kernels are timed on at most: the first rows of a larger matrix stand for
@@ -30,6 +32,11 @@ const PARALLEL_PRODUCT_ENTRIES: usize = 1 << 17;
 /// A blocked layout padded past this many lanes per non-zero is not tried: it cannot win, and
 /// very sparse matrices would pad to many times their size.
 const MAX_BLOCKED_PADDING: usize = 6;
+/// Density from which the dense layout is timed beside the sparse ones: below it, a dense
+/// product does several times the work of a sparse one and holds several times its memory.
+/// From it, the dense layout takes at most 32 bytes per non-zero (`f64`), within the room
+/// `weights_bytes` keeps for product layouts.
+pub const DENSE_CANDIDATE_DENSITY: f64 = 0.25;
 const WHAT: &str = "the recurrent weights' product layout";
 
 /// A sparse matrix in the layout of its product kernel.
@@ -45,6 +52,8 @@ pub struct SparseProduct<T> {
 enum Layout<T> {
     Sliced(Sliced<T>),
     Blocked(Blocked<T>),
+    /// Column j at `[j·nrows..(j + 1)·nrows]`.
+    Dense(Vec<T>),
 }
 
 #[derive(Debug, Clone)]
@@ -75,7 +84,8 @@ impl<T: Real> SparseProduct<T> {
             .iter()
             .position(|&p| p as usize > SAMPLE_NONZEROS)
             .map_or(csr.nrows(), |past| (past - 1).max(1));
-        let kernel = fastest_kernel::<T>(csr.nnz(), csr.nrows(), &mut |candidates| {
+        let shape = (csr.nnz(), csr.nrows(), csr.ncols());
+        let kernel = fastest_kernel::<T>(shape, &mut |candidates| {
             timing_products(csr, sample_rows, candidates)
         })?;
         Self::with_kernel(csr, kernel)
@@ -96,6 +106,8 @@ impl<T: Real> SparseProduct<T> {
         }
         let layout = if kernel.blocked() {
             Layout::Blocked(Blocked::new(csr, 0..csr.nrows())?)
+        } else if kernel.dense() {
+            Layout::Dense(dense_columns(csr, csr.nrows())?)
         } else {
             Layout::Sliced(Sliced::new(csr, 0..csr.nrows())?)
         };
@@ -127,6 +139,7 @@ impl<T: Real> SparseProduct<T> {
         match &self.layout {
             Layout::Sliced(s) => s.values.len(),
             Layout::Blocked(b) => b.values.len() * 16,
+            Layout::Dense(d) => d.len(),
         }
     }
 
@@ -135,6 +148,7 @@ impl<T: Real> SparseProduct<T> {
         match &self.layout {
             Layout::Sliced(_) => SLICE,
             Layout::Blocked(_) => GROUP_ROWS,
+            Layout::Dense(_) => DENSE_TILE,
         }
     }
 
@@ -168,12 +182,17 @@ impl<T: Real> SparseProduct<T> {
             first.is_multiple_of(granule) && x.len() >= self.ncols && first + y.len() <= self.nrows,
             "sparse product lengths"
         );
-        let (first, count) = (first / granule, y.len().div_ceil(granule));
+        let (part, count) = (first / granule, y.len().div_ceil(granule));
         match &self.layout {
-            Layout::Sliced(s) => {
-                T::sliced_mul_vec(self.kernel, s.view().slices(first, count), x, y)
+            Layout::Sliced(s) => T::sliced_mul_vec(self.kernel, s.view().slices(part, count), x, y),
+            Layout::Blocked(b) => T::blocked_mul_vec(b.view().groups(part, count), x, y),
+            Layout::Dense(values) => {
+                let m = DenseRef {
+                    rows: self.nrows,
+                    values,
+                };
+                mul_dense(self.kernel == ProductKernel::DenseAvx512, m, first, x, y)
             }
-            Layout::Blocked(b) => T::blocked_mul_vec(b.view().groups(first, count), x, y),
         }
     }
 
@@ -219,10 +238,35 @@ fn timing_products<'a, T: Real>(
     } else {
         None
     };
+    let density = sample_nonzeros as f64 / (rows * csr.ncols()).max(1) as f64;
+    let dense = if candidates.iter().any(|k| k.dense()) && density >= DENSE_CANDIDATE_DENSITY {
+        Some(dense_columns(csr, rows)?)
+    } else {
+        None
+    };
     let mut products: Vec<TimedProduct<'a>> = Vec::new();
     for &kernel in candidates {
         let (x, mut y) = (x.clone(), vec![T::zero(); rows]);
-        if kernel.blocked() {
+        if kernel.dense() {
+            if let Some(values) = dense.clone() {
+                let avx512 = kernel == ProductKernel::DenseAvx512;
+                products.push((
+                    kernel,
+                    Box::new(move || {
+                        mul_dense(
+                            avx512,
+                            DenseRef {
+                                rows,
+                                values: &values,
+                            },
+                            0,
+                            &x,
+                            &mut y,
+                        )
+                    }),
+                ));
+            }
+        } else if kernel.blocked() {
             if let Some(b) = blocked.clone() {
                 let groups = rows.div_ceil(GROUP_ROWS);
                 products.push((
@@ -240,6 +284,20 @@ fn timing_products<'a, T: Real>(
         }
     }
     Ok(products)
+}
+
+/// The first `rows` rows of `csr` dense, by columns: column j at `[j·rows..(j + 1)·rows]`.
+fn dense_columns<T: Real>(csr: &CsrMatrix<T>, rows: usize) -> Result<Vec<T>> {
+    let entries = rows.saturating_mul(csr.ncols());
+    ensure_available(WHAT, bytes_of(entries, std::mem::size_of::<T>()))?;
+    let mut values = try_with_capacity(WHAT, entries)?;
+    values.resize(entries, T::zero());
+    for r in 0..rows {
+        for k in csr.row_range(r) {
+            values[csr.col_idx()[k] as usize * rows + r] = csr.values()[k];
+        }
+    }
+    Ok(values)
 }
 
 impl<T: Real> Sliced<T> {
