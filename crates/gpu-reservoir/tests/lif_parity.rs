@@ -141,7 +141,14 @@ fn many_sequences_run_as_batches_identical_to_the_cpu() {
             .input_size(1 + case)
             .connection_prob(0.05)
             .spectral_radius(rng.random_range(0.8..1.5))
-            .input_scaling(rng.random_range(1.0..4.0))
+            // Current input (case 1) needs the stronger drive: below 3, over half of its nine
+            // sequences stayed silent for one seed in five (the CPU side alone, 200 seeds), and
+            // the check below failed without testing anything.
+            .input_scaling(if case == 1 {
+                rng.random_range(3.0..4.0)
+            } else {
+                rng.random_range(1.0..4.0)
+            })
             .features(
                 [
                     LifFeatures::Counts,
