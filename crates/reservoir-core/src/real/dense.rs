@@ -20,8 +20,8 @@ pub struct DenseRef<'a, T> {
     pub(crate) values: &'a [T],
 }
 
-/// `y ← A[first..first + y.len()]·x` by tiles of [`DENSE_TILE`] rows (hardware fused
-/// multiply-adds: the caller knows the CPU has them, see [`mul_dense`]).
+/// `y ← A[first..first + y.len()]·x` by tiles of [`DENSE_TILE`] rows (vectorised with
+/// hardware fused multiply-adds where [`mul_dense`] compiles it for them).
 ///
 /// # Panics
 /// When the rows run past the matrix or `x` is shorter than its columns.
