@@ -58,11 +58,6 @@ impl MultiGpuLaneRunner {
         Ok(Self { runners })
     }
 
-    /// The GPUs' ordinals, in the order given.
-    pub fn ordinals(&self) -> impl Iterator<Item = usize> + '_ {
-        self.runners.iter().map(|(ordinal, _)| *ordinal)
-    }
-
     /// Runs every lane over `data` and returns its sums, in the order of `lanes`.
     ///
     /// # Errors
