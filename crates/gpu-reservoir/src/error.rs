@@ -72,6 +72,25 @@ pub enum GpuError {
         source: CublasError,
     },
 
+    /// An NCCL collective (or creating its communicator) failed.
+    #[error("NCCL error while {context}: {code}")]
+    Collective {
+        /// What was being done.
+        context: &'static str,
+        /// NCCL's result code.
+        code: String,
+    },
+
+    /// The processes of a job over several machines could not meet to exchange NCCL's
+    /// unique id.
+    #[error("the ranks could not meet at {address}: {reason}")]
+    Rendezvous {
+        /// Rank 0's `host:port`.
+        address: String,
+        /// What went wrong.
+        reason: String,
+    },
+
     /// An error of the core library (shapes, configs, inputs).
     #[error(transparent)]
     Core(#[from] ReservoirError),

@@ -20,6 +20,7 @@
 #![warn(missing_docs)]
 
 mod batched;
+pub mod collective;
 pub mod detection;
 pub mod driver;
 pub mod encoding;
@@ -34,9 +35,11 @@ mod multi_gpu;
 mod noise;
 mod ops;
 mod ridge_sums;
+mod sharded;
 pub mod spectral;
 
 pub use batched::GemmMath;
+pub use collective::Collective;
 pub use driver::{probe, DeviceInfo, GpuDevice, GpuSupport, Startup, StartupPhase, CACHE_ENV};
 pub use error::{GpuError, Result};
 pub use esn::{
@@ -52,3 +55,4 @@ pub use multi_gpu::MultiGpuLaneRunner;
 pub use ops::cluster::CLUSTER_MAX_N;
 pub use ops::persistent::{PersistentWeights, StepPath};
 pub use ridge_sums::DeviceRidgeSums;
+pub use sharded::ShardedReservoir;

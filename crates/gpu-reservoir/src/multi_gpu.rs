@@ -3,8 +3,9 @@
 use reservoir_core::lanes::{Lane, LaneData, LaneRunner, LaneSums};
 use reservoir_core::{ReservoirConfig, ReservoirError};
 
-use crate::driver::{probe, GpuDevice};
-use crate::error::{GpuError, Result};
+use crate::collective::check_ordinals;
+use crate::driver::GpuDevice;
+use crate::error::Result;
 use crate::lanes::{GpuLaneRunner, LANE_GROUP};
 
 /// Runs a sweep's lanes on several GPUs: the groups of [`LANE_GROUP`] lanes go to the GPUs in
@@ -28,30 +29,8 @@ impl MultiGpuLaneRunner {
     /// No ordinal, one listed twice, or one the driver does not list; any error of opening
     /// the first GPU ([`GpuDevice::shared`], [`GpuLaneRunner::new`]).
     pub fn new(ordinals: &[usize]) -> Result<Self> {
-        let Some(&first) = ordinals.first() else {
-            return Err(ReservoirError::invalid("devices", "list at least one GPU").into());
-        };
-        let mut sorted = ordinals.to_vec();
-        sorted.sort_unstable();
-        if let Some(pair) = sorted.windows(2).find(|pair| pair[0] == pair[1]) {
-            return Err(ReservoirError::invalid(
-                "devices",
-                format!("GPU {} is listed twice", pair[0]),
-            )
-            .into());
-        }
-        let listed = probe().devices;
-        if let Some(&missing) = ordinals
-            .iter()
-            .find(|&&o| !listed.iter().any(|d| d.ordinal == o))
-        {
-            return Err(GpuError::Unavailable {
-                reason: format!(
-                    "there is no GPU {missing}: the driver lists {}",
-                    listed.len()
-                ),
-            });
-        }
+        check_ordinals(ordinals)?;
+        let first = ordinals[0];
         let mut runners: Vec<(usize, Option<GpuLaneRunner>)> =
             ordinals.iter().map(|&o| (o, None)).collect();
         runners[0].1 = Some(GpuLaneRunner::new(&GpuDevice::shared(first)?)?);

@@ -10,6 +10,7 @@ use reservoir_core::checks::check_targets;
 use reservoir_core::readout::RidgeAccumulator;
 use reservoir_core::ReservoirError;
 
+use crate::collective::Collective;
 use crate::driver::blas::{add_grams_f64, add_product_f64};
 use crate::driver::GpuDevice;
 use crate::error::{DriverContext, Result};
@@ -42,9 +43,12 @@ pub struct DeviceRidgeSums {
     cross: CudaSlice<f64>,
     /// The widened states of the latest `add`, kept to be reused by the next.
     widened: Option<CudaSlice<f64>>,
-    /// The targets' shift s (the first row added), as `RidgeAccumulator` takes it: the sums
-    /// are of y − s.
+    /// The targets' shift s (the first row added, unless given), as `RidgeAccumulator` takes
+    /// it: the sums are of y − s.
     target_shift: Vec<f64>,
+    /// Whether the shift was given ([`DeviceRidgeSums::with_target_shift`]) rather than taken
+    /// from the first row.
+    shift_given: bool,
     target_sums: Vec<f64>,
     target_squares: Vec<f64>,
     rows: usize,
@@ -80,6 +84,7 @@ impl DeviceRidgeSums {
             outputs,
             blocks,
             target_shift: vec![0.0; outputs],
+            shift_given: false,
             target_sums: vec![0.0; outputs],
             target_squares: vec![0.0; outputs],
             rows: 0,
@@ -91,6 +96,53 @@ impl DeviceRidgeSums {
         self.rows
     }
 
+    /// Takes the targets' shift from `shift` (M values) rather than from the first row added.
+    /// Sums that are to be added together ([`DeviceRidgeSums::all_reduce`]) need the same
+    /// shift, and a GPU's sums may not see the first row of the whole fit.
+    ///
+    /// # Errors
+    /// A shape error when `shift` does not have M values, an invalid-input error when one is
+    /// not finite or rows were added already.
+    pub fn with_target_shift(mut self, shift: &[f64]) -> Result<Self> {
+        if shift.len() != self.outputs {
+            return Err(ReservoirError::shape(
+                "device ridge sums",
+                format!("a target shift of {} values", self.outputs),
+                format!("{} values", shift.len()),
+            )
+            .into());
+        }
+        if self.rows > 0 || shift.iter().any(|v| !v.is_finite()) {
+            return Err(ReservoirError::invalid(
+                "device ridge sums",
+                "the target shift must be finite and given before any rows",
+            )
+            .into());
+        }
+        self.target_shift = shift.to_vec();
+        self.shift_given = true;
+        Ok(self)
+    }
+
+    /// An error unless `rows` rows of `width` values and `targets` fit the sums.
+    fn check_rows(&self, values: usize, targets: &ArrayView2<f64>) -> Result<()> {
+        let (rows, width, m) = (targets.nrows(), self.blocks * self.features, self.outputs);
+        if targets.ncols() != m || values != rows * width {
+            return Err(ReservoirError::shape(
+                "device ridge sums",
+                format!("states {rows} x {width} and targets {rows} x {m}"),
+                format!(
+                    "{} state values and targets {} x {}",
+                    values,
+                    rows,
+                    targets.ncols()
+                ),
+            )
+            .into());
+        }
+        Ok(check_targets("device ridge sums", "targets", targets)?)
+    }
+
     /// Adds rows of states (`rows × (blocks·F)`, row-major, on the device; e.g. a row range
     /// of a chunk's states) with their targets (`rows × M`, on the host).
     ///
@@ -99,29 +151,16 @@ impl DeviceRidgeSums {
     /// error naming the first target that is not finite or beyond ±`MAX_TARGET`, any driver or
     /// cuBLAS error.
     pub fn add(&mut self, states: &CudaView<'_, f32>, targets: ArrayView2<f64>) -> Result<()> {
-        let (rows, width, m) = (targets.nrows(), self.blocks * self.features, self.outputs);
-        if targets.ncols() != m || states.len() != rows * width {
-            return Err(ReservoirError::shape(
-                "device ridge sums",
-                format!("states {rows} x {width} and targets {rows} x {m}"),
-                format!(
-                    "{} state values and targets {} x {}",
-                    states.len(),
-                    rows,
-                    targets.ncols()
-                ),
-            )
-            .into());
-        }
-        check_targets("device ridge sums", "targets", &targets)?;
-        if rows == 0 {
+        self.check_rows(states.len(), &targets)?;
+        let count = states.len();
+        if count == 0 {
             return Ok(());
         }
-        let stream = self.device.stream().clone();
-        let count = rows * width;
         let mut widened = match self.widened.take() {
             Some(buffer) if buffer.len() >= count => buffer,
-            _ => stream
+            _ => self
+                .device
+                .stream()
                 .alloc_zeros::<f64>(count)
                 .context("allocating the widened states")?,
         };
@@ -132,7 +171,51 @@ impl DeviceRidgeSums {
             &mut widened.slice_mut(..),
             count,
         )?;
-        if self.rows == 0 {
+        let added = self.add_widened(&widened.slice(..count), targets);
+        self.widened = Some(widened);
+        added
+    }
+
+    /// Adds rows of f64 features that are on the host (`rows × (blocks·F)`): the features of
+    /// whole sequences, say, which a GPU computed and the host holds.
+    ///
+    /// # Errors
+    /// As [`DeviceRidgeSums::add`]; an invalid-input error naming the first feature that is
+    /// not finite.
+    pub fn add_host(&mut self, rows: ArrayView2<f64>, targets: ArrayView2<f64>) -> Result<()> {
+        self.check_rows(rows.len(), &targets)?;
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let copied;
+        let values = match rows.as_slice() {
+            Some(values) => values,
+            None => {
+                copied = rows.iter().copied().collect::<Vec<f64>>();
+                &copied
+            }
+        };
+        if let Some(at) = values.iter().position(|v| !v.is_finite()) {
+            let width = rows.ncols();
+            return Err(ReservoirError::invalid(
+                "device ridge sums",
+                format!("feature ({}, {}) is not finite", at / width, at % width),
+            )
+            .into());
+        }
+        let uploaded = self
+            .device
+            .stream()
+            .clone_htod(values)
+            .alloc_context::<f64>("uploading features", values.len())?;
+        self.add_widened(&uploaded.slice(..), targets)
+    }
+
+    /// Adds f64 rows already on the device (checked by the caller) with their targets.
+    fn add_widened(&mut self, x: &CudaView<'_, f64>, targets: ArrayView2<f64>) -> Result<()> {
+        let (rows, width, m) = (targets.nrows(), self.blocks * self.features, self.outputs);
+        let stream = self.device.stream().clone();
+        if self.rows == 0 && !self.shift_given {
             self.target_shift = targets.row(0).to_vec();
         }
         // [Y − s, 1], column-major rows × (M + 1).
@@ -146,10 +229,9 @@ impl DeviceRidgeSums {
             .context("uploading the targets")?;
         let blas = self.device.blas()?;
         let f = self.features;
-        let x = widened.slice(..count);
         add_grams_f64(
             blas,
-            &x,
+            x,
             width,
             &mut self.gram.slice_mut(..),
             (f, rows, self.blocks),
@@ -157,14 +239,13 @@ impl DeviceRidgeSums {
         )?;
         add_product_f64(
             blas,
-            &x,
+            x,
             width,
             &augmented.slice(..),
             &mut self.cross.slice_mut(..),
             (width, rows, m + 1),
             "adding XᵀY on the device",
         )?;
-        self.widened = Some(widened);
         for row in targets.rows() {
             for (((s, q), v), shift) in self
                 .target_sums
@@ -179,6 +260,74 @@ impl DeviceRidgeSums {
             }
         }
         self.rows += rows;
+        Ok(())
+    }
+
+    /// Adds the sums of every rank of `collective` together (one all-reduce of XᵀX, one of
+    /// Xᵀ[Y, 1] and one of the targets' sums and the row count, in f64): `sums` holds this
+    /// process's, one per member of the collective, each on its member's GPU. Afterwards every
+    /// rank holds the sums of all rows, as one set of sums that saw them all would (to f64
+    /// rounding: the order of the additions differs).
+    ///
+    /// # Errors
+    /// Sums of different shapes or shifts, sums whose shift was not given
+    /// ([`DeviceRidgeSums::with_target_shift`]), the wrong number of sums; any driver or
+    /// NCCL error.
+    pub fn all_reduce(
+        sums: &mut [&mut DeviceRidgeSums],
+        collective: &mut Collective,
+    ) -> Result<()> {
+        let Some(first) = sums.first() else {
+            return Err(ReservoirError::invalid("device ridge sums", "no sums to add").into());
+        };
+        let shape = (first.features, first.outputs, first.blocks);
+        let shift = first.target_shift.clone();
+        if sums.iter().any(|s| {
+            !s.shift_given || (s.features, s.outputs, s.blocks) != shape || s.target_shift != shift
+        }) {
+            return Err(ReservoirError::invalid(
+                "device ridge sums",
+                "sums added over GPUs need the same shape and a given, equal target shift",
+            )
+            .into());
+        }
+        let mut hosts = sums
+            .iter()
+            .map(|s| {
+                let mut values = s.target_sums.clone();
+                values.extend(&s.target_squares);
+                values.push(s.rows as f64);
+                s.device
+                    .stream()
+                    .clone_htod(&values)
+                    .context("uploading the targets' sums")
+            })
+            .collect::<Result<Vec<_>>>()?;
+        {
+            let mut grams: Vec<&mut CudaSlice<f64>> =
+                sums.iter_mut().map(|s| &mut s.gram).collect();
+            collective.all_reduce_sum(&mut grams)?;
+        }
+        {
+            let mut crosses: Vec<&mut CudaSlice<f64>> =
+                sums.iter_mut().map(|s| &mut s.cross).collect();
+            collective.all_reduce_sum(&mut crosses)?;
+        }
+        {
+            let mut host_refs: Vec<&mut CudaSlice<f64>> = hosts.iter_mut().collect();
+            collective.all_reduce_sum(&mut host_refs)?;
+        }
+        for (s, host) in sums.iter_mut().zip(&hosts) {
+            let values = s
+                .device
+                .stream()
+                .clone_dtoh(host)
+                .context("copying the targets' sums back")?;
+            let m = s.outputs;
+            s.target_sums = values[..m].to_vec();
+            s.target_squares = values[m..2 * m].to_vec();
+            s.rows = values[2 * m] as usize;
+        }
         Ok(())
     }
 

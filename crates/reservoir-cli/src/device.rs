@@ -3,7 +3,7 @@
 use std::sync::Once;
 
 use gpu_reservoir::Startup;
-use reservoir_runtime::{Device, Dispatch, Placement};
+use reservoir_runtime::{Device, Devices, Dispatch, Placement};
 
 /// The `--device` argument: where to run (overrides the config's `device`).
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -17,6 +17,11 @@ pub struct DeviceArg {
 }
 
 fn parse_device(text: &str) -> Result<Device, String> {
+    text.parse()
+}
+
+/// The value of a `--devices` flag: `all`, or ordinals such as `0,1`.
+pub fn parse_devices(text: &str) -> Result<Devices, String> {
     text.parse()
 }
 

@@ -13,7 +13,7 @@ use reservoir_core::ReservoirWeights;
 use reservoir_runtime::experiment::ExperimentConfig;
 use reservoir_runtime::memory::ensure_fit_fits;
 use reservoir_runtime::model::Model;
-use reservoir_runtime::{Dispatch, Workload};
+use reservoir_runtime::{Devices, Dispatch, Launch, Workload};
 
 use crate::data::{parse_column_list, read_inputs_targets};
 use crate::device::{self, DeviceArg};
@@ -67,6 +67,11 @@ pub struct FitArgs {
     /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// The GPUs a sequence classifier spreads its sequences over when it runs on a GPU:
+    /// `all`, or ordinals such as `0,1` (the GPU of `--device` among them). Overrides the
+    /// config's `devices`; the default is the config's (one GPU without it).
+    #[arg(long, value_name = "LIST", value_parser = device::parse_devices)]
+    pub devices: Option<Devices>,
     #[command(flatten)]
     pub device: DeviceArg,
 }
@@ -96,7 +101,22 @@ pub fn run(args: &FitArgs) -> Result<()> {
         }
         _ => {
             let config = read_config(&args.config)?;
-            let mut dispatch = Dispatch::new(args.device.or(config.device()));
+            let launch = Launch::from_env()
+                .map_err(|e| CliError::core("reading the launcher's environment", e))?;
+            if launch.is_some() && !matches!(goal, Goal::Classes(_)) {
+                return Err(CliError::Argument {
+                    flag: "--label-column",
+                    message: "a launch of several processes (WORLD_SIZE above 1) fits \
+                              sequence classifiers only"
+                        .to_string(),
+                });
+            }
+            // Under a launch only rank 0 writes files and prints the report.
+            let writes = launch.as_ref().is_none_or(|l| l.rank == 0);
+            let devices = args.devices.clone().or_else(|| config.devices().cloned());
+            let mut dispatch = Dispatch::new(args.device.or(config.device()))
+                .with_devices(devices)
+                .with_launch(launch);
             let job = Job {
                 config_path: &args.config,
                 config: &config,
@@ -105,11 +125,11 @@ pub fn run(args: &FitArgs) -> Result<()> {
                 inputs: &inputs,
                 goal,
                 sequences: &args.sequences,
-                model: args.model.as_deref(),
-                plot: args.plot.as_deref(),
+                model: args.model.as_deref().filter(|_| writes),
+                plot: args.plot.as_deref().filter(|_| writes),
                 json: args.json,
             };
-            sequence_tasks::fit(&job, &mut dispatch)
+            sequence_tasks::fit(&job, &mut dispatch, writes)
         }
     }
 }

@@ -236,10 +236,14 @@ enum FitReport {
     Series(SeriesReport),
 }
 
-/// `reservoir fit` on a sequence dataset.
-pub fn fit(job: &Job<'_>, dispatch: &mut Dispatch) -> Result<()> {
+/// `reservoir fit` on a sequence dataset; the report is printed where `print` says so (every
+/// process but rank 0 of a launch fits without printing).
+pub fn fit(job: &Job<'_>, dispatch: &mut Dispatch, print: bool) -> Result<()> {
     let files = job.read()?;
     let report = fit_files(job, &files, dispatch, None)?;
+    if !print {
+        return Ok(());
+    }
     let text = if job.json {
         json_line(&report)?
     } else {

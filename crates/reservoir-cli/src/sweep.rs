@@ -34,7 +34,7 @@ pub struct SweepArgs {
     /// The GPUs the lanes spread over when the sweep runs on a GPU: `all`, or ordinals such
     /// as `0,1` (the GPU of `--device` among them). Overrides the config's `devices`; the
     /// default is the config's (one GPU without it).
-    #[arg(long, value_name = "LIST", value_parser = parse_devices)]
+    #[arg(long, value_name = "LIST", value_parser = device::parse_devices)]
     pub devices: Option<Devices>,
     /// Sweep on a sequence dataset instead of the config's `[task]`: its training file (CSV
     /// with a header row, or `.npy`/`.npz`). Hyper-parameters are validated on folds of these
@@ -66,10 +66,6 @@ pub struct SweepArgs {
     pub model: Option<PathBuf>,
     #[command(flatten)]
     pub device: DeviceArg,
-}
-
-fn parse_devices(text: &str) -> std::result::Result<Devices, String> {
-    text.parse()
 }
 
 /// Runs `reservoir sweep`.

@@ -298,3 +298,51 @@ fn a_sequence_too_short_for_the_features_is_named_once() {
     );
     assert_eq!(line.matches("invalid input").count(), 1, "{line}");
 }
+
+/// `reservoir fit` under a launcher's environment, with a one-line error expected.
+fn launched_fit_fails(vars: &[(&str, &str)], extra: &[&str], needle: &str) {
+    let (train, config) = (vowels("train.csv"), vowels("sweep.toml"));
+    let mut args = vec![
+        "fit", "--config", &config, "--train", &train, "--inputs", CHANNELS,
+    ];
+    args.extend_from_slice(extra);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_reservoir"))
+        .current_dir(std::env::temp_dir())
+        .args(&args)
+        .envs(vars.iter().copied())
+        .output()
+        .expect("the reservoir binary runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "stderr: {stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with("error: ") && stderr.contains(needle),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_launch_of_several_processes_is_checked_before_anything_runs() {
+    let classify = SEQUENCE_FLAGS;
+    let full = [
+        ("WORLD_SIZE", "2"),
+        ("RANK", "0"),
+        ("LOCAL_RANK", "0"),
+        ("MASTER_ADDR", "127.0.0.1"),
+        ("MASTER_PORT", "29511"),
+    ];
+    launched_fit_fails(&[("WORLD_SIZE", "2")], &classify, "RANK is not set");
+    launched_fit_fails(
+        &[("WORLD_SIZE", "2"), ("RANK", "x")],
+        &classify,
+        "RANK `x` is not a whole number",
+    );
+    launched_fit_fails(
+        &full,
+        &["--sequence-column", "sequence", "--targets", "c1"],
+        "sequence classifiers only",
+    );
+    let mut on_cpu = classify.to_vec();
+    on_cpu.extend(["--device", "cpu"]);
+    launched_fit_fails(&full, &on_cpu, "runs on GPUs");
+}

@@ -3,9 +3,12 @@
 //! (see `docs/design.md`) expects to finish the job first, and opens a GPU only when that is
 //! one.
 
+use std::time::Duration;
+
+use gpu_reservoir::collective::exchange_id;
 use gpu_reservoir::{
-    DeviceInfo, GpuDevice, GpuLaneRunner, GpuLifNetwork, GpuReservoirComputer, MultiGpuLaneRunner,
-    Startup,
+    Collective, DeviceInfo, GpuDevice, GpuLaneRunner, GpuLifNetwork, GpuReservoirComputer,
+    MultiGpuLaneRunner, Startup,
 };
 use reservoir_core::lanes::{CpuLaneRunner, LaneRunner};
 use reservoir_core::lif::{LifConfig, LifNetwork, LifWeights};
@@ -15,6 +18,29 @@ pub use crate::cost::Workload;
 use crate::cost::{cpu_seconds, gpu_seconds, Shape};
 use crate::device::{Device, Devices};
 use crate::error::{Result, RuntimeError};
+use crate::launch::Launch;
+
+/// How long the ranks of a launch wait for each other to exchange NCCL's unique id.
+const RENDEZVOUS_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// A many-sequence job's reservoirs, one per GPU of this process, and the collective that
+/// joins them to each other (and to the other processes of a launch).
+#[derive(Debug)]
+pub struct Spread {
+    /// The GPUs' collective; its ranks say which share of the sequences each takes.
+    pub collective: Collective,
+    /// The reservoir of each local member of `collective`, in order, all with the same
+    /// weights.
+    pub reservoirs: Vec<GpuReservoirComputer>,
+}
+
+/// A reservoir for a job of many sequences: on one device, or spread over several GPUs.
+pub enum Built {
+    /// One reservoir, on the CPU or one GPU.
+    One(Box<dyn Reservoir>),
+    /// One reservoir per GPU.
+    Spread(Spread),
+}
 
 /// Where a reservoir was built.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,6 +86,7 @@ impl Placement {
 pub struct Dispatch {
     device: Device,
     devices: Option<Devices>,
+    launch: Option<Launch>,
     gpu: Option<std::result::Result<GpuDevice, String>>,
     placements: Vec<(&'static str, Placement)>,
 }
@@ -70,6 +97,7 @@ impl Dispatch {
         Self {
             device,
             devices: None,
+            launch: None,
             gpu: None,
             placements: Vec::new(),
         }
@@ -80,6 +108,19 @@ impl Dispatch {
     pub fn with_devices(mut self, devices: Option<Devices>) -> Self {
         self.devices = devices;
         self
+    }
+
+    /// Makes this process one rank of `launch` (`None`: the only process): its many-sequence
+    /// fits take their share of the sequences on GPU `LOCAL_RANK` and add their sums to the
+    /// other ranks'.
+    pub fn with_launch(mut self, launch: Option<Launch>) -> Self {
+        self.launch = launch;
+        self
+    }
+
+    /// This process's launch, if it is one of several.
+    pub fn launch(&self) -> Option<&Launch> {
+        self.launch.as_ref()
     }
 
     /// The device asked for.
@@ -121,6 +162,90 @@ impl Dispatch {
             )?),
             None => cpu_reservoir(config, weights)?,
         })
+    }
+
+    /// The echo-state reservoir of a job of many sequences: on the CPU as
+    /// [`Dispatch::echo_state`] places it, or on GPUs as a [`Spread`]: one GPU alone (no NCCL
+    /// needed), every GPU `devices` lists, or, where this process is a rank of a launch, GPU
+    /// `LOCAL_RANK` joined to the other ranks.
+    ///
+    /// # Errors
+    /// As [`Dispatch::echo_state`]; a launch with the CPU asked for; any error of meeting the
+    /// other ranks or of building the collective.
+    pub fn echo_state_spread(
+        &mut self,
+        config: &ReservoirConfig,
+        weights: ReservoirWeights,
+        work: Workload,
+    ) -> Result<Built> {
+        if let Some(launch) = &self.launch {
+            if self.device == Device::Cpu {
+                return Err(RuntimeError::Device {
+                    device: self.device,
+                    reason: "a launch of several processes runs on GPUs; use --device cuda"
+                        .to_string(),
+                });
+            }
+            self.device = Device::Cuda(launch.local_rank);
+        }
+        let shape = Shape::of_weights(weights.recurrent(), weights.input());
+        let Some(device) = self.gpu_for("esn", gpu_precision(config.precision()), shape, work)?
+        else {
+            return Ok(Built::One(cpu_reservoir(config, weights)?));
+        };
+        let collective = match self.launch.clone() {
+            Some(launch) => {
+                let id = exchange_id(
+                    launch.rank,
+                    launch.world,
+                    &launch.address,
+                    RENDEZVOUS_TIMEOUT,
+                )?;
+                Collective::process(&device, launch.rank, launch.world, id)?
+            }
+            None => {
+                let others = self.other_gpus(&device)?;
+                if others.is_empty() {
+                    Collective::solo(&device)
+                } else {
+                    if let Some((_, Placement::Cuda { others: listed, .. })) =
+                        self.placements.last_mut()
+                    {
+                        listed.clone_from(&others);
+                    }
+                    let mut ordinals = vec![device.info().ordinal];
+                    ordinals.extend(others);
+                    Collective::local(&ordinals)?
+                }
+            }
+        };
+        // Each GPU's reservoir is built (its plans and uploads) on a thread of its own.
+        let devices = collective.devices();
+        let reservoirs = std::thread::scope(|scope| {
+            let threads: Vec<_> = devices
+                .iter()
+                .map(|device| {
+                    let weights = weights.clone();
+                    scope.spawn(move || GpuReservoirComputer::from_weights(config, weights, device))
+                })
+                .collect();
+            threads
+                .into_iter()
+                .map(|thread| {
+                    thread
+                        .join()
+                        .map_err(|_| RuntimeError::Device {
+                            device: self.device,
+                            reason: "the thread building a GPU's reservoir panicked".to_string(),
+                        })?
+                        .map_err(RuntimeError::from)
+                })
+                .collect::<Result<Vec<_>>>()
+        })?;
+        Ok(Built::Spread(Spread {
+            collective,
+            reservoirs,
+        }))
     }
 
     /// The LIF reservoir for `config` on `weights` (it runs in f32 on both), for a job of

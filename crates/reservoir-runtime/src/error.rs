@@ -29,6 +29,15 @@ pub enum RuntimeError {
         reason: String,
     },
 
+    /// A launcher's environment variable is missing or wrong.
+    #[error("environment variable {variable} {reason}")]
+    Launch {
+        /// The variable.
+        variable: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+
     /// A TOML configuration could not be parsed (syntax, type or unknown key).
     #[error("{origin}: {message}")]
     ConfigParse {

@@ -10,6 +10,7 @@ mod classes;
 mod classify;
 mod folds;
 mod series;
+mod spread;
 pub mod sweep;
 
 use std::time::Instant;
@@ -27,7 +28,7 @@ use reservoir_core::metrics::{nrmse, r2, rmse};
 use reservoir_core::readout::RidgeAccumulator;
 use reservoir_core::{ReservoirConfig, ReservoirError, ReservoirWeights};
 
-use crate::dispatch::{Dispatch, Workload};
+use crate::dispatch::{Built, Dispatch, Workload};
 use crate::error::Result;
 use crate::experiment::ExperimentConfig;
 use crate::memory::ensure_fit_fits;
@@ -183,20 +184,33 @@ pub fn fit_classifier(
     let started = Instant::now();
     let (weights, _) = ReservoirWeights::generate(&reservoir_config)?;
     let work = workload(&[train.inputs, test.map_or(&[], |t| t.inputs)]);
-    let mut reservoir = dispatch.echo_state(&reservoir_config, weights.clone(), work)?;
-    let train_x =
-        reservoir.sequence_features(train.inputs, features, &mut |d, t| progress("train", d, t))?;
-    let readout = fit_class_readout(
-        train_x.view(),
-        &train_labels,
-        classes.len(),
-        config.readout().ridge(),
-    )?;
-    let train_scores = class_scores(
-        &train_labels,
-        &predict_classes(&readout, train_x.view())?,
-        classes.len(),
-    )?;
+    let ridge = config.readout().ridge();
+    let (readout, train_predicted, mut reservoir) =
+        match dispatch.echo_state_spread(&reservoir_config, weights.clone(), work)? {
+            Built::One(mut reservoir) => {
+                let train_x =
+                    reservoir.sequence_features(train.inputs, features, &mut |d, t| {
+                        progress("train", d, t)
+                    })?;
+                let readout =
+                    fit_class_readout(train_x.view(), &train_labels, classes.len(), ridge)?;
+                let predicted = predict_classes(&readout, train_x.view())?;
+                (readout, predicted, Built::One(reservoir))
+            }
+            Built::Spread(mut spread) => {
+                let (readout, predicted) = spread::fit_spread(
+                    &mut spread,
+                    train.inputs,
+                    &train_labels,
+                    classes.len(),
+                    features,
+                    ridge,
+                )?;
+                progress("train", train.inputs.len(), train.inputs.len());
+                (readout, predicted, Built::Spread(spread))
+            }
+        };
+    let train_scores = class_scores(&train_labels, &train_predicted, classes.len())?;
     let model = SequenceClassifier {
         config: reservoir_config,
         weights,
@@ -207,9 +221,19 @@ pub fn fit_classifier(
     };
     let tested = match (test, test_labels) {
         (Some(t), Some(truth)) => {
-            let predicted = model.classify(reservoir.as_mut(), t.inputs, &mut |d, n| {
-                progress("test", d, n)
-            })?;
+            let predicted = match &mut reservoir {
+                Built::One(reservoir) => {
+                    model.classify(reservoir.as_mut(), t.inputs, &mut |d, n| {
+                        progress("test", d, n)
+                    })?
+                }
+                Built::Spread(spread) => {
+                    let predicted =
+                        spread::classify_spread(spread, &model.readout, t.inputs, features)?;
+                    progress("test", t.inputs.len(), t.inputs.len());
+                    predicted
+                }
+            };
             let scores = class_scores(&truth, &predicted, model.classes.len())?;
             Some((scores, predicted))
         }

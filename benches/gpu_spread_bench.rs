@@ -1,0 +1,370 @@
+//! GPU benchmark of work spread over several GPUs of one host through NCCL, each figure next to
+//! the same work on one GPU, measured in the same process:
+//!
+//! - `fit`: a many-sequence classifier (`fit_classifier`, as `reservoir fit --label-column`
+//!   runs it) on synthetic sequences (default 100,000 of 100 steps, 2 inputs, 4 classes,
+//!   N = 500, last-state features): seconds from the weights to the readout on GPU 0 alone
+//!   and with `devices = "all"` (sequences split over the GPUs, device ridge sums added by an
+//!   all-reduce), after a warm-up of both; accuracy of each and the share of equal
+//!   predictions.
+//! - `sharded`: a dense echo-state reservoir (`ShardedReservoir`) of N = 8192, 16384, 32768
+//!   units, µs per step of `run` over 200 steps (states copied back) on GPU 0 alone and split
+//!   over every GPU, the largest state difference between the two, and µs per all-gather of
+//!   the N-value state alone. W is drawn here (uniform, scaled by the circular law to radius
+//!   0.9) rather than by `ReservoirWeights::generate`, whose spectral estimate at this size
+//!   is not what is timed.
+//!
+//! Build with `cargo build --release -p reservoir-benches --bins`; run
+//! `target/release/gpu_spread_bench [fit|sharded|all] [--sequences S] [--sizes N,N]`.
+//! Exits 0 with a message when there is no GPU.
+
+use std::time::Instant;
+
+use gpu_reservoir::{probe, Collective, ShardedReservoir};
+use ndarray::{Array1, Array2, ArrayView2};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rayon::prelude::*;
+use reservoir_core::sparse::CsrMatrix;
+use reservoir_core::{Reservoir, ReservoirConfig, ReservoirWeights};
+use reservoir_runtime::experiment::ExperimentConfig;
+use reservoir_runtime::sequences::{fit_classifier, Labelled};
+use reservoir_runtime::{Device, Devices, Dispatch};
+
+type Failure = Box<dyn std::error::Error>;
+
+/// `count` sequences of `steps` steps and their labels: two noisy sines whose frequency and
+/// phase depend on the class.
+fn sequences(count: usize, steps: usize, seed: u64) -> (Vec<Array2<f64>>, Vec<String>) {
+    (0..count)
+        .into_par_iter()
+        .map(|i| {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed ^ (i as u64).wrapping_mul(0x9E37_79B9));
+            let class = rng.random_range(0..4usize);
+            let frequency = 0.05 + 0.03 * class as f64;
+            let phase: f64 = rng.random_range(0.0..std::f64::consts::TAU);
+            let inputs = Array2::from_shape_fn((steps, 2), |(t, k)| {
+                let angle = frequency * t as f64 + phase + k as f64 * 0.5 * class as f64;
+                angle.sin() + 0.3 * rng.random_range(-1.0..1.0)
+            });
+            (inputs, format!("c{class}"))
+        })
+        .unzip()
+}
+
+/// Seconds and training accuracy of one classifier fit, and its training predictions.
+fn fit_once(
+    config: &ExperimentConfig,
+    inputs: &[ArrayView2<f64>],
+    ids: &[String],
+    labels: &[String],
+    devices: Option<Devices>,
+) -> Result<(f64, f64, String), Failure> {
+    let mut dispatch = Dispatch::new(Device::Cuda(0)).with_devices(devices);
+    let names = ["u0".to_string(), "u1".to_string()];
+    let train = Labelled {
+        ids,
+        inputs,
+        labels,
+    };
+    let started = Instant::now();
+    let outcome = fit_classifier(
+        config,
+        &names,
+        train,
+        None,
+        &mut dispatch,
+        &mut |_, _, _| {},
+    )?;
+    let seconds = started.elapsed().as_secs_f64();
+    let placement = dispatch
+        .placements()
+        .iter()
+        .map(|(_, p)| p.name())
+        .collect::<Vec<_>>()
+        .join(",");
+    Ok((seconds, outcome.train.accuracy, placement))
+}
+
+/// Where the seconds of a fit go: the weights, the features on one GPU and on every GPU at
+/// once (each its share), and the readout from the features on the host.
+fn fit_phases(
+    config: &ExperimentConfig,
+    views: &[ArrayView2<f64>],
+    labels: &[String],
+) -> Result<(), Failure> {
+    use gpu_reservoir::collective::share;
+    use gpu_reservoir::{GpuDevice, GpuReservoirComputer};
+    use reservoir_runtime::sequences::{fit_class_readout, Classes};
+    let reservoir_config = config.reservoir().to_params().input_size(2).check()?;
+    let started = Instant::now();
+    let (weights, _) = ReservoirWeights::generate(&reservoir_config)?;
+    println!("  weights: {:.3} s", started.elapsed().as_secs_f64());
+    let gpus: Vec<usize> = probe().devices.iter().map(|d| d.ordinal).collect();
+    let mut reservoirs = gpus
+        .iter()
+        .map(|&g| {
+            GpuReservoirComputer::from_weights(
+                &reservoir_config,
+                weights.clone(),
+                &GpuDevice::shared(g)?,
+            )
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let features = config.features();
+    let started = Instant::now();
+    let rows = reservoirs[0].sequence_features(views, features, &mut |_, _| {})?;
+    println!(
+        "  features on one GPU: {:.3} s",
+        started.elapsed().as_secs_f64()
+    );
+    let world = reservoirs.len();
+    let started = Instant::now();
+    std::thread::scope(|scope| {
+        let threads: Vec<_> = reservoirs
+            .iter_mut()
+            .enumerate()
+            .map(|(rank, r)| {
+                let mine = &views[share(views.len(), world, rank)];
+                scope.spawn(move || {
+                    let t = Instant::now();
+                    let out = r.sequence_features(mine, features, &mut |_, _| {});
+                    (out.map(|_| ()), t.elapsed().as_secs_f64())
+                })
+            })
+            .collect();
+        for (rank, t) in threads.into_iter().enumerate() {
+            if let Ok((result, seconds)) = t.join() {
+                println!("    GPU {rank}: {seconds:.3} s ({:?})", result.err());
+            }
+        }
+    });
+    println!(
+        "  features on {world} GPUs at once: {:.3} s",
+        started.elapsed().as_secs_f64()
+    );
+    let classes = Classes::from_labels(labels)?;
+    let ids: Vec<String> = (0..labels.len()).map(|i| i.to_string()).collect();
+    let indices = classes.indices(labels, &ids)?;
+    let started = Instant::now();
+    fit_class_readout(rows.view(), &indices, classes.len(), 1e-4)?;
+    println!(
+        "  readout on the host: {:.3} s",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+fn bench_fit(count: usize) -> Result<(), Failure> {
+    let config = ExperimentConfig::from_toml(
+        "device = \"cuda\"\n[reservoir]\nsize = 500\nconnection_prob = 0.1\nleak_rate = 0.5\nseed = 7\n\
+         [readout]\nridge = 1e-4\n[features]\nsummaries = [\"last\"]\n",
+        "<gpu_spread_bench>",
+    )?;
+    let started = Instant::now();
+    let (data, labels) = sequences(count, 100, 11);
+    let views: Vec<ArrayView2<f64>> = data.iter().map(|a| a.view()).collect();
+    let ids: Vec<String> = (0..count).map(|i| i.to_string()).collect();
+    println!(
+        "fit: {count} sequences of 100 steps generated in {:.2} s",
+        started.elapsed().as_secs_f64()
+    );
+    // Warm-up: start every GPU, compile the kernels and create the communicator (timed).
+    let gpus: Vec<usize> = probe().devices.iter().map(|d| d.ordinal).collect();
+    for &gpu in &gpus {
+        gpu_reservoir::GpuDevice::shared(gpu)?;
+    }
+    let started = Instant::now();
+    drop(Collective::local(&gpus)?);
+    println!(
+        "communicator of {} GPUs created in {:.3} s (once per process)",
+        gpus.len(),
+        started.elapsed().as_secs_f64()
+    );
+    let warm = count.min(2000);
+    fit_once(&config, &views[..warm], &ids[..warm], &labels[..warm], None)?;
+    fit_once(
+        &config,
+        &views[..warm],
+        &ids[..warm],
+        &labels[..warm],
+        Some(Devices::All),
+    )?;
+    fit_phases(&config, &views, &labels)?;
+    let mut one = Vec::new();
+    let mut all = Vec::new();
+    for _ in 0..5 {
+        let (s, accuracy, placement) = fit_once(&config, &views, &ids, &labels, None)?;
+        println!("fit on {placement}: {s:.3} s, training accuracy {accuracy:.4}");
+        one.push(s);
+        let (s, accuracy, placement) =
+            fit_once(&config, &views, &ids, &labels, Some(Devices::All))?;
+        println!("fit on {placement}: {s:.3} s, training accuracy {accuracy:.4}");
+        all.push(s);
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let (one, all) = (median(&mut one), median(&mut all));
+    println!(
+        "fit median of 5: one GPU {one:.3} s, all GPUs {all:.3} s, speed-up {:.2}x",
+        one / all
+    );
+    Ok(())
+}
+
+/// A dense N × N reservoir with one input, W uniform and scaled to spectral radius about 0.9
+/// (circular law), drawn on all cores.
+fn dense_weights(n: usize) -> Result<(ReservoirConfig, ReservoirWeights), Failure> {
+    let config = ReservoirConfig::default()
+        .to_params()
+        .size(n)
+        .input_size(1)
+        .connection_prob(1.0)
+        .leak_rate(0.5)
+        .check()?;
+    let scale = 0.9 / (n as f64 / 3.0).sqrt();
+    let values: Vec<f64> = (0..n)
+        .into_par_iter()
+        .flat_map_iter(|row| {
+            let mut rng = ChaCha8Rng::seed_from_u64(row as u64);
+            (0..n).map(move |_| scale * rng.random_range(-1.0..1.0))
+        })
+        .collect();
+    let col_idx: Vec<u32> = (0..n * n).map(|i| (i % n) as u32).collect();
+    let row_ptr: Vec<u32> = (0..=n).map(|r| (r * n) as u32).collect();
+    let recurrent = CsrMatrix::from_parts(n, n, row_ptr, col_idx, values)?;
+    let mut rng = ChaCha8Rng::seed_from_u64(1);
+    let input = Array2::from_shape_fn((n, 1), |_| rng.random_range(-1.0..1.0));
+    let bias = Array1::from_shape_fn(n, |_| 0.1 * rng.random_range(-1.0..1.0));
+    Ok((
+        config,
+        ReservoirWeights::from_parts(recurrent, input, bias)?,
+    ))
+}
+
+fn bench_sharded(sizes: &[usize]) -> Result<(), Failure> {
+    let gpus: Vec<usize> = probe().devices.iter().map(|d| d.ordinal).collect();
+    const STEPS: usize = 200;
+    let mut rng = ChaCha8Rng::seed_from_u64(3);
+    let inputs = Array2::from_shape_fn((STEPS, 1), |_| rng.random_range(-1.0..1.0));
+    println!("| N | GPUs | set-up (s) | µs/step | speed-up | max |Δ| vs one GPU | µs/all-gather |");
+    println!("|---|---|---|---|---|---|---|");
+    for &n in sizes {
+        let started = Instant::now();
+        let (config, weights) = dense_weights(n)?;
+        println!(
+            "N = {n}: weights drawn in {:.2} s",
+            started.elapsed().as_secs_f64()
+        );
+        let mut reference: Option<(Array2<f64>, f64)> = None;
+        for ordinals in [&gpus[..1], &gpus[..]] {
+            if reference.is_some() && ordinals.len() == 1 {
+                continue;
+            }
+            let started = Instant::now();
+            let collective = Collective::local(ordinals)?;
+            let mut reservoir = ShardedReservoir::new(&config, &weights, collective)?;
+            let setup = started.elapsed().as_secs_f64();
+            reservoir.run(inputs.slice(ndarray::s![..20, ..]))?;
+            reservoir.reset()?;
+            let started = Instant::now();
+            let states = reservoir.run(inputs.view())?;
+            let micros = started.elapsed().as_secs_f64() * 1e6 / STEPS as f64;
+            let gather = gather_micros(n, ordinals)?;
+            let (speedup, difference) = match &reference {
+                Some((expected, one)) => (
+                    one / micros,
+                    (&states - expected)
+                        .iter()
+                        .fold(0.0f64, |m, v| m.max(v.abs())),
+                ),
+                None => (1.0, 0.0),
+            };
+            println!(
+                "| {n} | {} | {setup:.2} | {micros:.1} | {speedup:.2}x | {difference:.1e} | {gather:.1} |",
+                ordinals.len()
+            );
+            if reference.is_none() {
+                reference = Some((states, micros));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// µs per all-gather of an N-value f32 state over the GPUs `ordinals` (1000 in a row).
+fn gather_micros(n: usize, ordinals: &[usize]) -> Result<f64, Failure> {
+    let mut collective = Collective::local(ordinals)?;
+    let world = ordinals.len();
+    let rows = n.div_ceil(world);
+    let devices = collective.devices();
+    let sends = devices
+        .iter()
+        .map(|d| d.stream().alloc_zeros::<f32>(rows))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut receives = devices
+        .iter()
+        .map(|d| d.stream().alloc_zeros::<f32>(rows * world))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut once = |collective: &mut Collective| -> Result<(), Failure> {
+        let s: Vec<_> = sends.iter().map(|b| b.slice(..)).collect();
+        let mut r: Vec<_> = receives.iter_mut().map(|b| b.slice_mut(..)).collect();
+        collective.all_gather(&s, &mut r)?;
+        Ok(())
+    };
+    for _ in 0..20 {
+        once(&mut collective)?;
+    }
+    for d in &devices {
+        d.stream().synchronize()?;
+    }
+    let started = Instant::now();
+    for _ in 0..1000 {
+        once(&mut collective)?;
+    }
+    for d in &devices {
+        d.stream().synchronize()?;
+    }
+    Ok(started.elapsed().as_secs_f64() * 1e6 / 1000.0)
+}
+
+fn main() -> Result<(), Failure> {
+    let support = probe();
+    if let Some(problem) = support.problem {
+        println!("no GPU: {problem}");
+        return Ok(());
+    }
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let value = |flag: &str| {
+        args.iter()
+            .position(|a| a == flag)
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+    };
+    let what = args.first().map_or("all", String::as_str);
+    let count = value("--sequences").map_or(Ok(100_000), |s| s.parse())?;
+    let sizes: Vec<usize> = value("--sizes")
+        .unwrap_or_else(|| "8192,16384,32768".to_string())
+        .split(',')
+        .map(str::parse)
+        .collect::<Result<_, _>>()?;
+    println!(
+        "{} GPU(s): {}",
+        support.devices.len(),
+        support
+            .devices
+            .iter()
+            .map(|d| d.name.clone())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    if what == "fit" || what == "all" {
+        bench_fit(count)?;
+    }
+    if what == "sharded" || what == "all" {
+        bench_sharded(&sizes)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,356 @@
+//! One echo-state reservoir over several GPUs of one process: W's rows split into equal
+//! shards, one per GPU, the state gathered onto every GPU after each step (NCCL all-gather).
+//! It pays where a step is bound by reading W (a dense W of tens of thousands of units): each
+//! GPU reads its share of W, and only the N-value state crosses between them.
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaSlice, CudaView, CudaViewMut};
+use ndarray::{s, Array1, ArrayView1, ArrayView2, ArrayViewMut2};
+use reservoir_core::checks::{check_run, check_state};
+use reservoir_core::{Precision, Reservoir, ReservoirConfig, ReservoirError, ReservoirWeights};
+
+use crate::collective::Collective;
+use crate::driver::blas::product_row_major;
+use crate::driver::GpuDevice;
+use crate::error::{DriverContext, GpuError, Result};
+use crate::ops::esn::{activation_code, elementwise, input_drive, EsnKernels, Update};
+
+/// Bytes of states a chunk may hold on each GPU: the states of a chunk are gathered on every
+/// GPU and copied back from the first once per chunk.
+const CHUNK_BYTES: usize = 64 << 20;
+
+/// One GPU's part: its rows of W, W_in and b, and its copy of the whole state.
+#[derive(Debug)]
+struct Shard {
+    device: GpuDevice,
+    kernels: Arc<EsnKernels>,
+    /// Its `rows` rows of W, dense and row-major over the padded width.
+    w: CudaSlice<f32>,
+    /// Its rows of W_in (rows × K, row-major).
+    w_in: CudaSlice<f32>,
+    /// Its entries of b.
+    bias: CudaSlice<f32>,
+    /// The chunk's inputs (steps × K).
+    u: CudaSlice<f32>,
+    /// The chunk's drive of its rows (steps × rows).
+    drive: CudaSlice<f32>,
+    /// W·x of its rows, this step.
+    pre: CudaSlice<f32>,
+    /// Its rows of the new state, this step.
+    own: CudaSlice<f32>,
+    /// The whole state (padded) before the chunk.
+    state: CudaSlice<f32>,
+    /// The whole state (padded) after each step of the chunk (steps × padded).
+    states: CudaSlice<f32>,
+}
+
+impl Shard {
+    /// Its new rows (to send) and the row `range` of its chunk's states (to receive the
+    /// whole state in).
+    fn gather_buffers(
+        &mut self,
+        range: std::ops::Range<usize>,
+    ) -> (CudaView<'_, f32>, CudaViewMut<'_, f32>) {
+        let Shard { own, states, .. } = self;
+        let own: &CudaSlice<f32> = own;
+        (own.slice(..), states.slice_mut(range))
+    }
+}
+
+/// An echo-state reservoir whose W is split by rows over the GPUs of a [`Collective`] of this
+/// process (f32, as every GPU reservoir). Its states equal [`crate::GpuReservoirComputer`]'s
+/// on one GPU to f32 rounding: each row's product is one cuBLAS product over the whole state,
+/// and the gather moves values without changing them. The shards are equal (N rounded up to
+/// a multiple of the GPU count with zero rows and columns, which stay zero).
+///
+/// Each step launches, on every GPU, one product of its shard, one elementwise update of its
+/// rows and its part of one all-gather; all are queued from one host thread, so the GPUs
+/// overlap without threads of their own.
+#[derive(Debug)]
+pub struct ShardedReservoir {
+    collective: Collective,
+    shards: Vec<Shard>,
+    size: usize,
+    input_size: usize,
+    /// Rows per shard.
+    rows: usize,
+    /// Steps per chunk.
+    chunk: usize,
+    update: Update,
+}
+
+impl ShardedReservoir {
+    /// The reservoir of `config` with `weights`, split over the GPUs of `collective`, which
+    /// must all belong to this process.
+    ///
+    /// # Errors
+    /// A collective with ranks in other processes; weights that do not match the config; a
+    /// config asking for f64 or for state noise (neither runs sharded); any error of
+    /// uploading the shards or compiling the kernels.
+    pub fn new(
+        config: &ReservoirConfig,
+        weights: &ReservoirWeights,
+        collective: Collective,
+    ) -> Result<Self> {
+        let devices = collective.devices();
+        if collective.world() != devices.len() {
+            return Err(GpuError::Unsupported {
+                what: "a reservoir sharded over several processes".to_string(),
+                reason: "its GPUs must all belong to this process".to_string(),
+            });
+        }
+        if config.precision() == Precision::F64 {
+            return Err(ReservoirError::invalid(
+                "precision",
+                "a sharded reservoir computes in f32; set precision = \"f32\"",
+            )
+            .into());
+        }
+        if config.noise_level() > 0.0 {
+            return Err(ReservoirError::invalid(
+                "noise_level",
+                "a sharded reservoir runs without state noise; set noise_level = 0",
+            )
+            .into());
+        }
+        let (n, k) = (config.size(), config.input_size());
+        if weights.size() != n || weights.input_size() != k {
+            return Err(ReservoirError::shape(
+                "sharded reservoir",
+                format!("weights of {n} units and {k} inputs"),
+                format!(
+                    "{} units and {} inputs",
+                    weights.size(),
+                    weights.input_size()
+                ),
+            )
+            .into());
+        }
+        let world = devices.len();
+        let rows = n.div_ceil(world);
+        let padded = rows * world;
+        let chunk = (CHUNK_BYTES / (padded * 4)).clamp(1, crate::CHUNK_STEPS);
+        let csr = weights.recurrent();
+        let (row_ptr, col_idx, values) = (csr.row_ptr(), csr.col_idx(), csr.values());
+        let shards = devices
+            .into_iter()
+            .enumerate()
+            .map(|(rank, device)| {
+                let first = rank * rows;
+                let mut w = vec![0f32; rows * padded];
+                let mut w_in = vec![0f32; rows * k];
+                let mut bias = vec![0f32; rows];
+                for local in 0..rows.min(n.saturating_sub(first)) {
+                    let row = first + local;
+                    let (start, end) = (row_ptr[row] as usize, row_ptr[row + 1] as usize);
+                    for (&column, &value) in col_idx[start..end].iter().zip(&values[start..end]) {
+                        w[local * padded + column as usize] = value as f32;
+                    }
+                    for (c, &value) in weights.input().row(row).iter().enumerate() {
+                        w_in[local * k + c] = value as f32;
+                    }
+                    bias[local] = weights.bias()[row] as f32;
+                }
+                let stream = device.stream().clone();
+                let upload = |host: &[f32], what: &'static str| {
+                    stream
+                        .clone_htod(host)
+                        .alloc_context::<f32>(what, host.len())
+                };
+                let zeros = |len: usize, what: &'static str| {
+                    stream
+                        .alloc_zeros::<f32>(len.max(1))
+                        .alloc_context::<f32>(what, len)
+                };
+                Ok(Shard {
+                    kernels: device.kernels::<EsnKernels>()?,
+                    w: upload(&w, "uploading a shard of W")?,
+                    w_in: upload(&w_in, "uploading a shard of W_in")?,
+                    bias: upload(&bias, "uploading a shard of b")?,
+                    u: zeros(chunk * k, "allocating the chunk's inputs")?,
+                    drive: zeros(chunk * rows, "allocating the chunk's drive")?,
+                    pre: zeros(rows, "allocating a shard's product")?,
+                    own: zeros(rows, "allocating a shard's state")?,
+                    state: zeros(padded, "allocating the state")?,
+                    states: zeros(chunk * padded, "allocating the chunk's states")?,
+                    device,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Self {
+            collective,
+            shards,
+            size: n,
+            input_size: k,
+            rows,
+            chunk,
+            update: Update {
+                leak: config.leak_rate() as f32,
+                activation: activation_code(config.activation()),
+            },
+        })
+    }
+
+    /// The GPUs the reservoir is split over.
+    pub fn devices(&self) -> Vec<GpuDevice> {
+        self.collective.devices()
+    }
+
+    /// Runs `inputs` (steps × K, at most a chunk) from each shard's `state`, leaving every
+    /// step's whole state in each shard's `states` and the last in `state`.
+    fn run_chunk(&mut self, inputs: &[f32], steps: usize) -> Result<()> {
+        let (rows, k) = (self.rows, self.input_size);
+        let padded = rows * self.shards.len();
+        for shard in &mut self.shards {
+            let stream = shard.device.stream().clone();
+            stream
+                .memcpy_htod(inputs, &mut shard.u.slice_mut(..steps * k))
+                .context("uploading the chunk's inputs")?;
+            input_drive(
+                &shard.device,
+                &shard.kernels,
+                &shard.u.slice(..steps * k),
+                &shard.w_in.slice(..),
+                &shard.bias.slice(..),
+                None,
+                &mut shard.drive.slice_mut(..steps * rows),
+                (steps, rows, k),
+            )?;
+        }
+        for t in 0..steps {
+            for (rank, shard) in self.shards.iter_mut().enumerate() {
+                let previous = if t == 0 {
+                    shard.state.slice(..)
+                } else {
+                    shard.states.slice((t - 1) * padded..t * padded)
+                };
+                product_row_major(
+                    shard.device.blas()?,
+                    &shard.w.slice(..),
+                    &previous,
+                    &mut shard.pre.slice_mut(..),
+                    (rows, padded, 1),
+                    "the product of a shard of W",
+                )?;
+                elementwise(
+                    &shard.device,
+                    &shard.kernels,
+                    &shard.pre.slice(..),
+                    &shard.drive.slice(t * rows..(t + 1) * rows),
+                    &previous.slice(rank * rows..(rank + 1) * rows),
+                    &mut shard.own.slice_mut(..),
+                    None,
+                    rows,
+                    self.update,
+                )?;
+            }
+            let (sends, mut targets): (Vec<_>, Vec<_>) = self
+                .shards
+                .iter_mut()
+                .map(|shard| shard.gather_buffers(t * padded..(t + 1) * padded))
+                .unzip();
+            self.collective.all_gather(&sends, &mut targets)?;
+        }
+        for shard in &mut self.shards {
+            let stream = shard.device.stream().clone();
+            stream
+                .memcpy_dtod(
+                    &shard.states.slice((steps - 1) * padded..steps * padded),
+                    &mut shard.state,
+                )
+                .context("keeping the chunk's last state")?;
+        }
+        Ok(())
+    }
+}
+
+impl Reservoir for ShardedReservoir {
+    fn size(&self) -> usize {
+        self.size
+    }
+
+    fn input_size(&self) -> usize {
+        self.input_size
+    }
+
+    fn reset(&mut self) -> reservoir_core::Result<()> {
+        for shard in &mut self.shards {
+            shard
+                .device
+                .stream()
+                .memset_zeros(&mut shard.state)
+                .context("resetting the state")?;
+        }
+        Ok(())
+    }
+
+    fn state(&self) -> reservoir_core::Result<Array1<f64>> {
+        let first = self
+            .shards
+            .first()
+            .ok_or_else(|| ReservoirError::invalid("sharded reservoir", "it has no GPU"))?;
+        let host = first
+            .device
+            .stream()
+            .clone_dtoh(&first.state)
+            .context("copying the state back")?;
+        Ok(host[..self.size].iter().map(|&v| f64::from(v)).collect())
+    }
+
+    fn set_state(&mut self, state: ArrayView1<f64>) -> reservoir_core::Result<()> {
+        check_state(self.size, &state)?;
+        let mut host = vec![0f32; self.rows * self.shards.len()];
+        for (d, &v) in host.iter_mut().zip(state.iter()) {
+            *d = v as f32;
+        }
+        for shard in &mut self.shards {
+            shard
+                .device
+                .stream()
+                .memcpy_htod(&host, &mut shard.state)
+                .context("uploading the state")?;
+        }
+        Ok(())
+    }
+
+    fn run_into(
+        &mut self,
+        inputs: ArrayView2<f64>,
+        mut states: ArrayViewMut2<f64>,
+    ) -> reservoir_core::Result<()> {
+        check_run(self.size, self.input_size, &inputs, &states)?;
+        let padded = self.rows * self.shards.len();
+        let mut first = 0;
+        while first < inputs.nrows() {
+            let steps = self.chunk.min(inputs.nrows() - first);
+            let chunk: Vec<f32> = inputs
+                .slice(s![first..first + steps, ..])
+                .iter()
+                .map(|&v| v as f32)
+                .collect();
+            self.run_chunk(&chunk, steps)?;
+            let shard = self
+                .shards
+                .first()
+                .ok_or_else(|| ReservoirError::invalid("sharded reservoir", "it has no GPU"))?;
+            let host = shard
+                .device
+                .stream()
+                .clone_dtoh(&shard.states.slice(..steps * padded))
+                .context("copying the chunk's states back")?;
+            for (t, mut row) in states
+                .slice_mut(s![first..first + steps, ..])
+                .rows_mut()
+                .into_iter()
+                .enumerate()
+            {
+                for (d, &v) in row.iter_mut().zip(&host[t * padded..]) {
+                    *d = f64::from(v);
+                }
+            }
+            first += steps;
+        }
+        Ok(())
+    }
+}

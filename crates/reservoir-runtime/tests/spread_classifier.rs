@@ -1,0 +1,120 @@
+//! A sequence classifier fitted on a GPU (its ridge sums on the device) and spread over every
+//! GPU of the host (sums added by an NCCL all-reduce) against the same fit on the CPU. Skips
+//! with a printed reason without a GPU (or, for the spread, without NCCL or a second GPU);
+//! fails instead with `RESERVOIR_REQUIRE_GPU=1`.
+
+use ndarray::{Array2, ArrayView2};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use reservoir_runtime::experiment::ExperimentConfig;
+use reservoir_runtime::sequences::{fit_classifier, ClassifierOutcome, Labelled};
+use reservoir_runtime::{Device, Devices, Dispatch};
+
+fn required() -> bool {
+    std::env::var("RESERVOIR_REQUIRE_GPU").is_ok_and(|v| v == "1")
+}
+
+/// Sequences whose class sets the frequency of a noisy sine, and their labels.
+fn dataset(count: usize, seed: u64) -> (Vec<Array2<f64>>, Vec<String>) {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    (0..count)
+        .map(|_| {
+            let class = rng.random_range(0..3usize);
+            let phase: f64 = rng.random_range(0.0..6.0);
+            let steps = rng.random_range(40..80);
+            let inputs = Array2::from_shape_fn((steps, 1), |(t, _)| {
+                (0.1 * (class + 1) as f64 * t as f64 + phase).sin()
+                    + 0.2 * rng.random_range(-1.0..1.0)
+            });
+            (inputs, format!("class{class}"))
+        })
+        .unzip()
+}
+
+fn fit(dispatch: &mut Dispatch, train: &[Array2<f64>], labels: &[String]) -> ClassifierOutcome {
+    let config = ExperimentConfig::from_toml(
+        "[reservoir]\nsize = 120\nconnection_prob = 0.2\nleak_rate = 0.5\nseed = 3\n\
+         [readout]\nridge = 1e-3\n[features]\nsummaries = [\"last\", \"mean\"]\n",
+        "<test>",
+    )
+    .expect("config");
+    let views: Vec<ArrayView2<f64>> = train.iter().map(|a| a.view()).collect();
+    let ids: Vec<String> = (0..train.len()).map(|i| format!("s{i}")).collect();
+    let train = Labelled {
+        ids: &ids,
+        inputs: &views,
+        labels,
+    };
+    fit_classifier(
+        &config,
+        &["u".to_string()],
+        train,
+        Some(train),
+        dispatch,
+        &mut |_, _, _| {},
+    )
+    .expect("fit")
+}
+
+/// The largest difference between the readouts' weights, relative to `b`'s largest weight.
+fn largest_difference(a: &ClassifierOutcome, b: &ClassifierOutcome) -> f64 {
+    let (a, b) = (a.model.readout.weights(), b.model.readout.weights());
+    let largest = b.iter().fold(f64::MIN_POSITIVE, |m, v| m.max(v.abs()));
+    (a - b).iter().fold(0.0f64, |m, v| m.max(v.abs())) / largest
+}
+
+#[test]
+fn a_classifier_on_one_gpu_and_spread_over_all_fits_the_cpus_readout() {
+    let support = gpu_reservoir::probe();
+    if let Some(problem) = support.problem {
+        assert!(
+            !required(),
+            "RESERVOIR_REQUIRE_GPU=1 but no usable GPU: {problem}"
+        );
+        eprintln!("skipping GPU test: {problem}");
+        return;
+    }
+    let (train, labels) = dataset(700, 5);
+    let cpu = fit(&mut Dispatch::new(Device::Cpu), &train, &labels);
+    let mut one_gpu = Dispatch::new(Device::Cuda(0));
+    let gpu = fit(&mut one_gpu, &train, &labels);
+    assert_eq!(one_gpu.placements()[0].1.name(), "cuda");
+    let d = largest_difference(&gpu, &cpu);
+    eprintln!(
+        "one GPU: readout within {d:e} of the CPU's; accuracy {} against {}",
+        gpu.train.accuracy, cpu.train.accuracy
+    );
+    assert!(d < 1e-3, "{d}");
+    assert!((gpu.train.accuracy - cpu.train.accuracy).abs() <= 0.01);
+    if support.devices.len() < 2 {
+        eprintln!("one GPU: the spread over several is not tested here");
+        return;
+    }
+    if let Err(e) = gpu_reservoir::collective::nccl_loadable() {
+        assert!(!required(), "RESERVOIR_REQUIRE_GPU=1 but {e}");
+        eprintln!("skipping the spread: {e}");
+        return;
+    }
+    let mut all = Dispatch::new(Device::Cuda(0)).with_devices(Some(Devices::All));
+    let spread = fit(&mut all, &train, &labels);
+    assert!(all.placements()[0].1.name().starts_with("cuda:0,1"));
+    let d = largest_difference(&spread, &gpu);
+    eprintln!("all GPUs: readout within {d:e} of one GPU's");
+    assert!(d < 1e-3, "{d}");
+    assert_eq!(
+        spread.test_predictions.as_ref().map(Vec::len),
+        Some(train.len())
+    );
+    let agree = spread
+        .test_predictions
+        .iter()
+        .flatten()
+        .zip(gpu.test_predictions.iter().flatten())
+        .filter(|(a, b)| a == b)
+        .count();
+    assert!(
+        agree * 100 >= train.len() * 99,
+        "{agree} of {} agree",
+        train.len()
+    );
+}
