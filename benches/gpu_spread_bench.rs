@@ -7,15 +7,16 @@
 //!   and with `devices = "all"` (sequences split over the GPUs, device ridge sums added by an
 //!   all-reduce), after a warm-up of both; accuracy of each and the share of equal
 //!   predictions.
-//! - `sharded`: a dense echo-state reservoir (`ShardedReservoir`) of N = 8192, 16384, 32768
-//!   units, µs per step of `run` over 200 steps (states copied back) on GPU 0 alone and split
-//!   over every GPU, the largest state difference between the two, and µs per all-gather of
-//!   the N-value state alone. W is drawn here (uniform, scaled by the circular law to radius
-//!   0.9) rather than by `ReservoirWeights::generate`, whose spectral estimate at this size
-//!   is not what is timed.
+//! - `sharded`: an echo-state reservoir of N = 8192, 16384, 32768 units (W dense, or
+//!   `--density D` connected), µs per step of `run` over 200 steps (states copied back) of
+//!   `GpuReservoirComputer` on GPU 0 and of `ShardedReservoir` on GPU 0 alone and split over
+//!   every GPU, the largest state difference from `GpuReservoirComputer`'s, and µs per
+//!   all-gather of the N-value state alone. W is drawn here (uniform, scaled by the circular
+//!   law to radius 0.9) rather than by `ReservoirWeights::generate`, whose spectral estimate at
+//!   this size is not what is timed.
 //!
 //! Build with `cargo build --release -p reservoir-benches --bins`; run
-//! `target/release/gpu_spread_bench [fit|sharded|all] [--sequences S] [--sizes N,N]`.
+//! `target/release/gpu_spread_bench [fit|sharded|all] [--sequences S] [--repeats R] [--sizes N,N] [--density D]`.
 //! Exits 0 with a message when there is no GPU.
 
 use std::time::Instant;
@@ -155,7 +156,7 @@ fn fit_phases(
     Ok(())
 }
 
-fn bench_fit(count: usize) -> Result<(), Failure> {
+fn bench_fit(count: usize, repeats: usize) -> Result<(), Failure> {
     let config = ExperimentConfig::from_toml(
         "device = \"cuda\"\n[reservoir]\nsize = 500\nconnection_prob = 0.1\nleak_rate = 0.5\nseed = 7\n\
          [readout]\nridge = 1e-4\n[features]\nsummaries = [\"last\"]\n",
@@ -193,7 +194,7 @@ fn bench_fit(count: usize) -> Result<(), Failure> {
     fit_phases(&config, &views, &labels)?;
     let mut one = Vec::new();
     let mut all = Vec::new();
-    for _ in 0..5 {
+    for _ in 0..repeats.max(1) {
         let (s, accuracy, placement) = fit_once(&config, &views, &ids, &labels, None)?;
         println!("fit on {placement}: {s:.3} s, training accuracy {accuracy:.4}");
         one.push(s);
@@ -208,33 +209,45 @@ fn bench_fit(count: usize) -> Result<(), Failure> {
     };
     let (one, all) = (median(&mut one), median(&mut all));
     println!(
-        "fit median of 5: one GPU {one:.3} s, all GPUs {all:.3} s, speed-up {:.2}x",
+        "fit median of {repeats}: one GPU {one:.3} s, all GPUs {all:.3} s, speed-up {:.2}x",
         one / all
     );
     Ok(())
 }
 
-/// A dense N × N reservoir with one input, W uniform and scaled to spectral radius about 0.9
-/// (circular law), drawn on all cores.
-fn dense_weights(n: usize) -> Result<(ReservoirConfig, ReservoirWeights), Failure> {
+/// An N × N reservoir with one input, each weight present with probability `density`,
+/// uniform and scaled to spectral radius about 0.9 (circular law), drawn on all cores.
+fn random_weights(n: usize, density: f64) -> Result<(ReservoirConfig, ReservoirWeights), Failure> {
     let config = ReservoirConfig::default()
         .to_params()
         .size(n)
         .input_size(1)
-        .connection_prob(1.0)
+        .connection_prob(density)
         .leak_rate(0.5)
         .check()?;
-    let scale = 0.9 / (n as f64 / 3.0).sqrt();
-    let values: Vec<f64> = (0..n)
+    let scale = 0.9 / (density * n as f64 / 3.0).sqrt();
+    let rows: Vec<(Vec<u32>, Vec<f64>)> = (0..n)
         .into_par_iter()
-        .flat_map_iter(|row| {
+        .map(|row| {
             let mut rng = ChaCha8Rng::seed_from_u64(row as u64);
-            (0..n).map(move |_| scale * rng.random_range(-1.0..1.0))
+            let mut columns = Vec::with_capacity((density * n as f64) as usize + 16);
+            let mut values = Vec::with_capacity(columns.capacity());
+            for column in 0..n as u32 {
+                if density >= 1.0 || rng.random_bool(density) {
+                    columns.push(column);
+                    values.push(scale * rng.random_range(-1.0..1.0));
+                }
+            }
+            (columns, values)
         })
         .collect();
-    let col_idx: Vec<u32> = (0..n * n).map(|i| (i % n) as u32).collect();
-    let row_ptr: Vec<u32> = (0..=n).map(|r| (r * n) as u32).collect();
-    let recurrent = CsrMatrix::from_parts(n, n, row_ptr, col_idx, values)?;
+    let mut row_ptr = Vec::with_capacity(n + 1);
+    row_ptr.push(0u32);
+    for (columns, _) in &rows {
+        row_ptr.push(row_ptr[row_ptr.len() - 1] + columns.len() as u32);
+    }
+    let (col_idx, values): (Vec<Vec<u32>>, Vec<Vec<f64>>) = rows.into_iter().unzip();
+    let recurrent = CsrMatrix::from_parts(n, n, row_ptr, col_idx.concat(), values.concat())?;
     let mut rng = ChaCha8Rng::seed_from_u64(1);
     let input = Array2::from_shape_fn((n, 1), |_| rng.random_range(-1.0..1.0));
     let bias = Array1::from_shape_fn(n, |_| 0.1 * rng.random_range(-1.0..1.0));
@@ -244,51 +257,61 @@ fn dense_weights(n: usize) -> Result<(ReservoirConfig, ReservoirWeights), Failur
     ))
 }
 
-fn bench_sharded(sizes: &[usize]) -> Result<(), Failure> {
+/// µs per step of `reservoir.run` over `inputs` after a warm-up of 20 steps, and its states.
+fn timed_run(
+    reservoir: &mut dyn Reservoir,
+    inputs: &Array2<f64>,
+) -> Result<(f64, Array2<f64>), Failure> {
+    reservoir.run(inputs.slice(ndarray::s![..20, ..]))?;
+    reservoir.reset()?;
+    let started = Instant::now();
+    let states = reservoir.run(inputs.view())?;
+    Ok((
+        started.elapsed().as_secs_f64() * 1e6 / inputs.nrows() as f64,
+        states,
+    ))
+}
+
+fn bench_sharded(sizes: &[usize], density: f64) -> Result<(), Failure> {
     let gpus: Vec<usize> = probe().devices.iter().map(|d| d.ordinal).collect();
     const STEPS: usize = 200;
     let mut rng = ChaCha8Rng::seed_from_u64(3);
     let inputs = Array2::from_shape_fn((STEPS, 1), |_| rng.random_range(-1.0..1.0));
-    println!("| N | GPUs | set-up (s) | µs/step | speed-up | max |Δ| vs one GPU | µs/all-gather |");
+    println!(
+        "W {:.0} % connected; one GPU's GpuReservoirComputer, then ShardedReservoir",
+        density * 100.0
+    );
+    println!("| N | reservoir | GPUs | set-up (s) | µs/step | max |Δ| vs GpuReservoirComputer | µs/all-gather |");
     println!("|---|---|---|---|---|---|---|");
     for &n in sizes {
         let started = Instant::now();
-        let (config, weights) = dense_weights(n)?;
+        let (config, weights) = random_weights(n, density)?;
         println!(
             "N = {n}: weights drawn in {:.2} s",
             started.elapsed().as_secs_f64()
         );
-        let mut reference: Option<(Array2<f64>, f64)> = None;
+        let started = Instant::now();
+        let device = gpu_reservoir::GpuDevice::shared(gpus[0])?;
+        let mut one =
+            gpu_reservoir::GpuReservoirComputer::from_weights(&config, weights.clone(), &device)?;
+        let setup = started.elapsed().as_secs_f64();
+        let (micros, expected) = timed_run(&mut one, &inputs)?;
+        drop(one);
+        println!("| {n} | GpuReservoirComputer | 1 | {setup:.2} | {micros:.1} | 0 | |");
         for ordinals in [&gpus[..1], &gpus[..]] {
-            if reference.is_some() && ordinals.len() == 1 {
-                continue;
-            }
             let started = Instant::now();
             let collective = Collective::local(ordinals)?;
             let mut reservoir = ShardedReservoir::new(&config, &weights, collective)?;
             let setup = started.elapsed().as_secs_f64();
-            reservoir.run(inputs.slice(ndarray::s![..20, ..]))?;
-            reservoir.reset()?;
-            let started = Instant::now();
-            let states = reservoir.run(inputs.view())?;
-            let micros = started.elapsed().as_secs_f64() * 1e6 / STEPS as f64;
+            let (micros, states) = timed_run(&mut reservoir, &inputs)?;
+            let difference = (&states - &expected)
+                .iter()
+                .fold(0.0f64, |m, v| m.max(v.abs()));
             let gather = gather_micros(n, ordinals)?;
-            let (speedup, difference) = match &reference {
-                Some((expected, one)) => (
-                    one / micros,
-                    (&states - expected)
-                        .iter()
-                        .fold(0.0f64, |m, v| m.max(v.abs())),
-                ),
-                None => (1.0, 0.0),
-            };
             println!(
-                "| {n} | {} | {setup:.2} | {micros:.1} | {speedup:.2}x | {difference:.1e} | {gather:.1} |",
+                "| {n} | ShardedReservoir | {} | {setup:.2} | {micros:.1} | {difference:.1e} | {gather:.1} |",
                 ordinals.len()
             );
-            if reference.is_none() {
-                reference = Some((states, micros));
-            }
         }
     }
     Ok(())
@@ -361,10 +384,11 @@ fn main() -> Result<(), Failure> {
             .join(", ")
     );
     if what == "fit" || what == "all" {
-        bench_fit(count)?;
+        bench_fit(count, value("--repeats").map_or(Ok(5), |s| s.parse())?)?;
     }
+    let density = value("--density").map_or(Ok(1.0), |s| s.parse())?;
     if what == "sharded" || what == "all" {
-        bench_sharded(&sizes)?;
+        bench_sharded(&sizes, density)?;
     }
     Ok(())
 }

@@ -55,4 +55,4 @@ pub use multi_gpu::MultiGpuLaneRunner;
 pub use ops::cluster::CLUSTER_MAX_N;
 pub use ops::persistent::{PersistentWeights, StepPath};
 pub use ridge_sums::DeviceRidgeSums;
-pub use sharded::ShardedReservoir;
+pub use sharded::{shards_pay, ShardedReservoir, SHARD_MIN_DENSITY, SHARD_MIN_SIZE};

@@ -20,6 +20,26 @@ use crate::ops::esn::{activation_code, elementwise, input_drive, EsnKernels, Upd
 /// GPU and copied back from the first once per chunk.
 const CHUNK_BYTES: usize = 64 << 20;
 
+/// Fewest units for which [`shards_pay`] splits a reservoir: on two H100s a dense W of 8192
+/// units ran only 1.1× faster split than on one GPU, of 16,384 1.5× (docs/performance.md).
+pub const SHARD_MIN_SIZE: usize = 16_384;
+
+/// Lowest connection probability for which [`shards_pay`] splits a reservoir. Every shard is
+/// dense, while one GPU reads a sparse W in CSR: at 16,384 units on two H100s a W 50 %
+/// connected ran 1.35× faster split, one 25 % connected 0.94× (docs/performance.md).
+pub const SHARD_MIN_DENSITY: f64 = 0.5;
+
+/// Whether `config` runs faster split over `gpus` GPUs than on one: at least two GPUs, a
+/// reservoir of at least [`SHARD_MIN_SIZE`] units with W at least [`SHARD_MIN_DENSITY`]
+/// connected, and a config a [`ShardedReservoir`] runs (f32, no state noise).
+pub fn shards_pay(config: &ReservoirConfig, gpus: usize) -> bool {
+    gpus >= 2
+        && config.size() >= SHARD_MIN_SIZE
+        && config.connection_prob() >= SHARD_MIN_DENSITY
+        && config.precision() == Precision::F32
+        && config.noise_level() == 0.0
+}
+
 /// One GPU's part: its rows of W, W_in and b, and its copy of the whole state.
 #[derive(Debug)]
 struct Shard {
@@ -352,5 +372,43 @@ impl Reservoir for ShardedReservoir {
             first += steps;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_large_dense_noiseless_f32_reservoir_on_several_gpus_is_split() {
+        let config = |size: usize, density: f64, noise: f64, precision: Precision| {
+            ReservoirConfig::default()
+                .to_params()
+                .size(size)
+                .connection_prob(density)
+                .noise_level(noise)
+                .precision(precision)
+                .check()
+                .expect("config")
+        };
+        let large = config(SHARD_MIN_SIZE, 1.0, 0.0, Precision::F32);
+        assert!(shards_pay(&large, 2));
+        assert!(!shards_pay(&large, 1));
+        assert!(!shards_pay(
+            &config(SHARD_MIN_SIZE - 1, 1.0, 0.0, Precision::F32),
+            2
+        ));
+        assert!(!shards_pay(
+            &config(SHARD_MIN_SIZE, 0.25, 0.0, Precision::F32),
+            2
+        ));
+        assert!(!shards_pay(
+            &config(SHARD_MIN_SIZE, 1.0, 0.01, Precision::F32),
+            2
+        ));
+        assert!(!shards_pay(
+            &config(SHARD_MIN_SIZE, 1.0, 0.0, Precision::F64),
+            2
+        ));
     }
 }

@@ -67,9 +67,10 @@ pub struct FitArgs {
     /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
-    /// The GPUs a sequence classifier spreads its sequences over when it runs on a GPU:
-    /// `all`, or ordinals such as `0,1` (the GPU of `--device` among them). Overrides the
-    /// config's `devices`; the default is the config's (one GPU without it).
+    /// The GPUs a job on a GPU spreads over: a sequence classifier's sequences, or the rows of
+    /// a large dense reservoir's W. `all`, or ordinals such as `0,1` (the GPU of `--device`
+    /// among them). Overrides the config's `devices`; the default is the config's (one GPU
+    /// without it).
     #[arg(long, value_name = "LIST", value_parser = device::parse_devices)]
     pub devices: Option<Devices>,
     #[command(flatten)]
@@ -203,7 +204,8 @@ fn fit_one_series(args: &FitArgs, inputs: Vec<String>, targets: Vec<String>) -> 
     let fit_started = Instant::now();
     let (weights, _) = ReservoirWeights::generate(&reservoir_config)
         .map_err(|e| CliError::config(&args.config, e))?;
-    let mut dispatch = Dispatch::new(args.device.or(config.device()));
+    let devices = args.devices.clone().or_else(|| config.devices().cloned());
+    let mut dispatch = Dispatch::new(args.device.or(config.device())).with_devices(devices);
     let test_rows = test.as_ref().map_or(0, |(_, (inputs, _))| inputs.nrows());
     let mut reservoir = dispatch
         .echo_state(

@@ -126,7 +126,8 @@ pub fn run(args: &RunArgs) -> Result<()> {
         || "the embedded default config".to_string(),
         |p| p.display().to_string(),
     );
-    let mut dispatch = Dispatch::new(args.device.or(config.device()));
+    let mut dispatch =
+        Dispatch::new(args.device.or(config.device())).with_devices(config.devices().cloned());
     let mut stages = Stages::default();
     let result = {
         let mut progress = |stage: &str, done, total| stages.update(stage, done, total);

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use gpu_reservoir::collective::exchange_id;
 use gpu_reservoir::{
-    Collective, DeviceInfo, GpuDevice, GpuLaneRunner, GpuLifNetwork, GpuReservoirComputer,
-    MultiGpuLaneRunner, Startup,
+    shards_pay, Collective, DeviceInfo, GpuDevice, GpuLaneRunner, GpuLifNetwork,
+    GpuReservoirComputer, MultiGpuLaneRunner, ShardedReservoir, Startup,
 };
 use reservoir_core::lanes::{CpuLaneRunner, LaneRunner};
 use reservoir_core::lif::{LifConfig, LifNetwork, LifWeights};
@@ -156,12 +156,24 @@ impl Dispatch {
     ) -> Result<Box<dyn Reservoir>> {
         let shape = Shape::of_weights(weights.recurrent(), weights.input());
         let gpu = self.gpu_for("esn", gpu_precision(config.precision()), shape, work)?;
-        Ok(match gpu {
-            Some(device) => Box::new(GpuReservoirComputer::from_weights(
-                config, weights, &device,
-            )?),
-            None => cpu_reservoir(config, weights)?,
-        })
+        let Some(device) = gpu else {
+            return cpu_reservoir(config, weights).map_err(Into::into);
+        };
+        if self.devices.is_some() {
+            let ordinals = self.listed_gpus(&device)?;
+            if shards_pay(config, ordinals.len()) {
+                let collective = Collective::local(&ordinals)?;
+                return Ok(Box::new(ShardedReservoir::new(
+                    config, &weights, collective,
+                )?));
+            }
+            if let Some((_, Placement::Cuda { others, .. })) = self.placements.last_mut() {
+                others.clear();
+            }
+        }
+        Ok(Box::new(GpuReservoirComputer::from_weights(
+            config, weights, &device,
+        )?))
     }
 
     /// The echo-state reservoir of a job of many sequences: on the CPU as
@@ -203,21 +215,10 @@ impl Dispatch {
                 )?;
                 Collective::process(&device, launch.rank, launch.world, id)?
             }
-            None => {
-                let others = self.other_gpus(&device)?;
-                if others.is_empty() {
-                    Collective::solo(&device)
-                } else {
-                    if let Some((_, Placement::Cuda { others: listed, .. })) =
-                        self.placements.last_mut()
-                    {
-                        listed.clone_from(&others);
-                    }
-                    let mut ordinals = vec![device.info().ordinal];
-                    ordinals.extend(others);
-                    Collective::local(&ordinals)?
-                }
-            }
+            None => match self.listed_gpus(&device)?.as_slice() {
+                [_] => Collective::solo(&device),
+                ordinals => Collective::local(ordinals)?,
+            },
         };
         // Each GPU's reservoir is built (its plans and uploads) on a thread of its own.
         let devices = collective.devices();
@@ -287,16 +288,22 @@ impl Dispatch {
         let Some(device) = gpu else {
             return Ok(Box::new(CpuLaneRunner::all_cores()));
         };
-        let others = self.other_gpus(&device)?;
-        if others.is_empty() {
-            return Ok(Box::new(GpuLaneRunner::new(&device)?));
+        match self.listed_gpus(&device)?.as_slice() {
+            [_] => Ok(Box::new(GpuLaneRunner::new(&device)?)),
+            ordinals => Ok(Box::new(MultiGpuLaneRunner::new(ordinals)?)),
         }
+    }
+
+    /// The GPUs a job placed on `first` spreads over: `first`, then the others of `devices`
+    /// (none without `devices`), which the job's placement records.
+    fn listed_gpus(&mut self, first: &GpuDevice) -> Result<Vec<usize>> {
+        let others = self.other_gpus(first)?;
         if let Some((_, Placement::Cuda { others: listed, .. })) = self.placements.last_mut() {
             listed.clone_from(&others);
         }
-        let mut ordinals = vec![device.info().ordinal];
+        let mut ordinals = vec![first.info().ordinal];
         ordinals.extend(others);
-        Ok(Box::new(MultiGpuLaneRunner::new(&ordinals)?))
+        Ok(ordinals)
     }
 
     /// The ordinals of the GPUs of `devices` besides `first` (none without `devices`).
