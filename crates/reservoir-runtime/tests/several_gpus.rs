@@ -1,14 +1,17 @@
-//! A sequence classifier fitted on a GPU (its ridge sums on the device) and spread over every
-//! GPU of the host (sums added by an NCCL all-reduce) against the same fit on the CPU. Skips
-//! with a printed reason without a GPU (or, for the spread, without NCCL or a second GPU);
-//! fails instead with `RESERVOIR_REQUIRE_GPU=1`.
+//! Jobs over several GPUs through `Dispatch`: a sequence classifier fitted on a GPU (its ridge
+//! sums on the device) and spread over every GPU of the host (sums added by an NCCL
+//! all-reduce) against the same fit on the CPU, and a large dense reservoir split over the
+//! GPUs against one GPU. Skips with a printed reason without a GPU (or, for the spread, without
+//! NCCL or a second GPU); fails instead with `RESERVOIR_REQUIRE_GPU=1`.
 
 use ndarray::{Array2, ArrayView2};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use reservoir_core::sparse::CsrMatrix;
+use reservoir_core::{ReservoirConfig, ReservoirWeights};
 use reservoir_runtime::experiment::ExperimentConfig;
 use reservoir_runtime::sequences::{fit_classifier, ClassifierOutcome, Labelled};
-use reservoir_runtime::{Device, Devices, Dispatch};
+use reservoir_runtime::{Device, Devices, Dispatch, Workload};
 
 fn required() -> bool {
     std::env::var("RESERVOIR_REQUIRE_GPU").is_ok_and(|v| v == "1")
@@ -117,4 +120,85 @@ fn a_classifier_on_one_gpu_and_spread_over_all_fits_the_cpus_readout() {
         "{agree} of {} agree",
         train.len()
     );
+}
+
+/// Every GPU, where there are two or more and NCCL loads; `None` (said why) otherwise.
+fn several_gpus() -> Option<usize> {
+    let support = gpu_reservoir::probe();
+    if let Some(problem) = support.problem {
+        assert!(
+            !required(),
+            "RESERVOIR_REQUIRE_GPU=1 but no usable GPU: {problem}"
+        );
+        eprintln!("skipping GPU test: {problem}");
+        return None;
+    }
+    if support.devices.len() < 2 {
+        eprintln!("one GPU: nothing to split over");
+        return None;
+    }
+    if let Err(e) = gpu_reservoir::collective::nccl_loadable() {
+        assert!(!required(), "RESERVOIR_REQUIRE_GPU=1 but {e}");
+        eprintln!("skipping: {e}");
+        return None;
+    }
+    Some(support.devices.len())
+}
+
+#[test]
+fn devices_split_a_large_dense_reservoir_and_leave_a_small_one_on_one_gpu() {
+    let Some(count) = several_gpus() else { return };
+    let n = gpu_reservoir::SHARD_MIN_SIZE;
+    let config = ReservoirConfig::default()
+        .to_params()
+        .size(n)
+        .input_size(1)
+        .connection_prob(1.0)
+        .check()
+        .expect("config");
+    // A dense W drawn directly (the spectral estimate of 16,384 dense units is not the point).
+    let mut rng = ChaCha8Rng::seed_from_u64(9);
+    let scale = 0.9 / (n as f64 / 3.0).sqrt();
+    let values: Vec<f64> = (0..n * n)
+        .map(|_| scale * rng.random_range(-1.0..1.0))
+        .collect();
+    let recurrent = CsrMatrix::from_parts(
+        n,
+        n,
+        (0..=n).map(|r| (r * n) as u32).collect(),
+        (0..n * n).map(|i| (i % n) as u32).collect(),
+        values,
+    )
+    .expect("W");
+    let input = Array2::from_shape_fn((n, 1), |_| rng.random_range(-1.0..1.0));
+    let bias = ndarray::Array1::zeros(n);
+    let weights = ReservoirWeights::from_parts(recurrent, input, bias).expect("weights");
+    let inputs = Array2::from_shape_fn((50, 1), |(t, _)| (0.3 * t as f64).sin());
+
+    let mut one = Dispatch::new(Device::Cuda(0));
+    let mut alone = one
+        .echo_state(&config, weights.clone(), Workload::single(50))
+        .expect("one GPU");
+    let expected = alone.run(inputs.view()).expect("run");
+    drop(alone);
+    let mut all = Dispatch::new(Device::Cuda(0)).with_devices(Some(Devices::All));
+    let mut split = all
+        .echo_state(&config, weights, Workload::single(50))
+        .expect("split");
+    let name = all.placements()[0].1.name();
+    assert_eq!(name.split(',').count(), count, "{name}");
+    let got = split.run(inputs.view()).expect("run");
+    let max = (&got - &expected)
+        .iter()
+        .fold(0.0f64, |m, v| m.max(v.abs()));
+    eprintln!("{n} units over {name}: states within {max:e} of one GPU's");
+    assert!(max < 1e-5, "{max}");
+
+    // A small reservoir stays on the first GPU, and says so.
+    let small = config.to_params().size(200).check().expect("config");
+    let (weights, _) = ReservoirWeights::generate(&small).expect("weights");
+    let mut all = Dispatch::new(Device::Cuda(0)).with_devices(Some(Devices::All));
+    all.echo_state(&small, weights, Workload::single(50))
+        .expect("small");
+    assert_eq!(all.placements()[0].1.name(), "cuda");
 }
