@@ -68,15 +68,7 @@ fn largest_difference(a: &ClassifierOutcome, b: &ClassifierOutcome) -> f64 {
 
 #[test]
 fn a_classifier_on_one_gpu_and_spread_over_all_fits_the_cpus_readout() {
-    let support = gpu_reservoir::probe();
-    if let Some(problem) = support.problem {
-        assert!(
-            !required(),
-            "RESERVOIR_REQUIRE_GPU=1 but no usable GPU: {problem}"
-        );
-        eprintln!("skipping GPU test: {problem}");
-        return;
-    }
+    let Some(gpus) = usable_gpus() else { return };
     let (train, labels) = dataset(700, 5);
     let cpu = fit(&mut Dispatch::new(Device::Cpu), &train, &labels);
     let mut one_gpu = Dispatch::new(Device::Cuda(0));
@@ -89,13 +81,8 @@ fn a_classifier_on_one_gpu_and_spread_over_all_fits_the_cpus_readout() {
     );
     assert!(d < 1e-3, "{d}");
     assert!((gpu.train.accuracy - cpu.train.accuracy).abs() <= 0.01);
-    if support.devices.len() < 2 {
-        eprintln!("one GPU: the spread over several is not tested here");
-        return;
-    }
-    if let Err(e) = gpu_reservoir::collective::nccl_loadable() {
-        assert!(!required(), "RESERVOIR_REQUIRE_GPU=1 but {e}");
-        eprintln!("skipping the spread: {e}");
+    if gpus < 2 || !nccl_loads() {
+        eprintln!("the spread over several GPUs is not tested here");
         return;
     }
     let mut all = Dispatch::new(Device::Cuda(0)).with_devices(Some(Devices::All));
@@ -122,8 +109,8 @@ fn a_classifier_on_one_gpu_and_spread_over_all_fits_the_cpus_readout() {
     );
 }
 
-/// Every GPU, where there are two or more and NCCL loads; `None` (said why) otherwise.
-fn several_gpus() -> Option<usize> {
+/// The number of GPUs, or `None` (said why) without a usable one.
+fn usable_gpus() -> Option<usize> {
     let support = gpu_reservoir::probe();
     if let Some(problem) = support.problem {
         assert!(
@@ -133,16 +120,29 @@ fn several_gpus() -> Option<usize> {
         eprintln!("skipping GPU test: {problem}");
         return None;
     }
-    if support.devices.len() < 2 {
+    Some(support.devices.len())
+}
+
+/// Whether NCCL loads (said why not).
+fn nccl_loads() -> bool {
+    match gpu_reservoir::collective::nccl_loadable() {
+        Ok(()) => true,
+        Err(e) => {
+            assert!(!required(), "RESERVOIR_REQUIRE_GPU=1 but {e}");
+            eprintln!("skipping: {e}");
+            false
+        }
+    }
+}
+
+/// Every GPU, where there are two or more and NCCL loads; `None` (said why) otherwise.
+fn several_gpus() -> Option<usize> {
+    let count = usable_gpus()?;
+    if count < 2 {
         eprintln!("one GPU: nothing to split over");
         return None;
     }
-    if let Err(e) = gpu_reservoir::collective::nccl_loadable() {
-        assert!(!required(), "RESERVOIR_REQUIRE_GPU=1 but {e}");
-        eprintln!("skipping: {e}");
-        return None;
-    }
-    Some(support.devices.len())
+    nccl_loads().then_some(count)
 }
 
 #[test]
