@@ -54,27 +54,37 @@ pub enum Placement {
     Cuda {
         /// The GPU (the first, where the job spread over several).
         info: DeviceInfo,
-        /// The ordinals of the other GPUs the job spread over (a sweep's lanes), if any.
+        /// The ordinals of the other GPUs of this process the job spread over, if any.
         others: Vec<usize>,
+        /// This process's rank and the number of processes, where it is one rank of a launch.
+        rank: Option<(usize, usize)>,
         /// Why `auto` picked it (`None` when a GPU was asked for).
         reason: Option<String>,
     },
 }
 
 impl Placement {
-    /// `cpu`, `cuda` / `cuda:N` for GPU N, or `cuda:0,1` for a job spread over GPUs 0 and 1.
+    /// `cpu`, `cuda` / `cuda:N` for GPU N, `cuda:0,1` for a job spread over GPUs 0 and 1, and
+    /// `cuda:1, rank 1 of 2` for the GPU of one rank of a launch.
     pub fn name(&self) -> String {
         match self {
             Placement::Cpu { .. } => "cpu".to_string(),
-            Placement::Cuda { info, others, .. } if others.is_empty() => {
-                Device::Cuda(info.ordinal).to_string()
-            }
-            Placement::Cuda { info, others, .. } => {
-                let all: Vec<String> = std::iter::once(info.ordinal)
-                    .chain(others.iter().copied())
-                    .map(|ordinal| ordinal.to_string())
-                    .collect();
-                format!("cuda:{}", all.join(","))
+            Placement::Cuda {
+                info, others, rank, ..
+            } => {
+                let gpus = if others.is_empty() {
+                    Device::Cuda(info.ordinal).to_string()
+                } else {
+                    let all: Vec<String> = std::iter::once(info.ordinal)
+                        .chain(others.iter().copied())
+                        .map(|ordinal| ordinal.to_string())
+                        .collect();
+                    format!("cuda:{}", all.join(","))
+                };
+                match rank {
+                    Some((rank, world)) => format!("{gpus}, rank {rank} of {world}"),
+                    None => gpus,
+                }
             }
         }
     }
@@ -213,6 +223,9 @@ impl Dispatch {
                     &launch.address,
                     RENDEZVOUS_TIMEOUT,
                 )?;
+                if let Some((_, Placement::Cuda { rank, .. })) = self.placements.last_mut() {
+                    *rank = Some((launch.rank, launch.world));
+                }
                 Collective::process(&device, launch.rank, launch.world, id)?
             }
             None => match self.listed_gpus(&device)?.as_slice() {
@@ -358,6 +371,7 @@ impl Dispatch {
                     Placement::Cuda {
                         info,
                         others: Vec::new(),
+                        rank: None,
                         reason: None,
                     },
                 )
@@ -388,6 +402,7 @@ impl Dispatch {
                             Placement::Cuda {
                                 info,
                                 others: Vec::new(),
+                                rank: None,
                                 reason,
                             },
                         )
@@ -440,6 +455,29 @@ mod tests {
         assert_eq!(
             dispatch.placements(),
             &[("esn", Placement::Cpu { fallback: None })]
+        );
+    }
+
+    #[test]
+    fn a_placement_names_its_gpus_and_its_rank() {
+        let info = DeviceInfo {
+            ordinal: 1,
+            name: "GPU".to_string(),
+            compute_capability: (9, 0),
+            total_memory: 1,
+            multiprocessors: 1,
+        };
+        let placement = |others: Vec<usize>, rank| Placement::Cuda {
+            info: info.clone(),
+            others,
+            rank,
+            reason: None,
+        };
+        assert_eq!(placement(Vec::new(), None).name(), "cuda:1");
+        assert_eq!(placement(vec![0, 2], None).name(), "cuda:1,0,2");
+        assert_eq!(
+            placement(Vec::new(), Some((1, 2))).name(),
+            "cuda:1, rank 1 of 2"
         );
     }
 }
