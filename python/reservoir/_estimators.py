@@ -67,6 +67,7 @@ class _EchoStateEstimator(BaseEstimator):
         get = lambda name: _checked_type(name, getattr(self, name))  # noqa: E731
         return {
             "device": get("device"),
+            "devices": self.devices,
             "reservoir": {key: get(key) for key in _RESERVOIR_KEYS},
             "readout": {"ridge": get("ridge"), **self._readout_extra(get)},
             **self._extra_tables(get),
@@ -109,7 +110,8 @@ class ESNRegressor(RegressorMixin, _EchoStateEstimator):
     same layout with one target row per step (1-D per series for one target). Each series
     runs from the zero state; its first `washout` steps settle the reservoir and are left
     out of the fit. Parameters are those of the `[reservoir]` and `[readout]` config tables
-    and the `device` key (`"auto"`, `"cpu"`, `"cuda"`, `"cuda:N"`).
+    and the `device` key (`"auto"`, `"cpu"`, `"cuda"`, `"cuda:N"`); `devices` (`"all"` or a
+    list of GPU indices) splits a large dense reservoir's W over several GPUs.
     """
 
     def __init__(
@@ -129,6 +131,7 @@ class ESNRegressor(RegressorMixin, _EchoStateEstimator):
         ridge=1e-6,
         washout=100,
         device="auto",
+        devices=None,
     ):
         self.size = size
         self.spectral_radius = spectral_radius
@@ -145,6 +148,7 @@ class ESNRegressor(RegressorMixin, _EchoStateEstimator):
         self.ridge = ridge
         self.washout = washout
         self.device = device
+        self.devices = devices
 
     def _readout_extra(self, get):
         return {"washout": get("washout")}
@@ -204,7 +208,9 @@ class ESNClassifier(ClassifierMixin, _EchoStateEstimator):
     X is a batch (B x T x K) or a list of sequences (T_i x K); y one label per sequence (any
     labels NumPy can sort). Each sequence runs from the zero state; `features` says what the
     readout sees of its states: `"last"`, `"mean"`, `"mean_last"` (the mean of the last
-    `last_k`), or a list of them, averages leaving out the first `warmup` steps.
+    `last_k`), or a list of them, averages leaving out the first `warmup` steps. `devices`
+    (`"all"` or a list of GPU indices) spreads the sequences over several GPUs, their ridge
+    sums added through NCCL.
     """
 
     def __init__(
@@ -226,6 +232,7 @@ class ESNClassifier(ClassifierMixin, _EchoStateEstimator):
         last_k=5,
         warmup=0,
         device="auto",
+        devices=None,
     ):
         self.size = size
         self.spectral_radius = spectral_radius
@@ -244,6 +251,7 @@ class ESNClassifier(ClassifierMixin, _EchoStateEstimator):
         self.last_k = last_k
         self.warmup = warmup
         self.device = device
+        self.devices = devices
 
     def _extra_tables(self, get):
         summaries = [self.features] if isinstance(self.features, str) else list(self.features)

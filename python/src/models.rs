@@ -52,7 +52,8 @@ pub fn fit_series(
     let ids = ids(inputs.len());
     let (model, placed) = py
         .detach(|| {
-            let mut dispatch = Dispatch::new(config.device());
+            let mut dispatch =
+                Dispatch::new(config.device()).with_devices(config.devices().cloned());
             let outcome = sequences::fit_series(
                 &config,
                 &input_columns,
@@ -87,7 +88,8 @@ pub fn fit_classifier(
     let ids = ids(inputs.len());
     let (model, placed) = py
         .detach(|| {
-            let mut dispatch = Dispatch::new(config.device());
+            let mut dispatch =
+                Dispatch::new(config.device()).with_devices(config.devices().cloned());
             let outcome = sequences::fit_classifier(
                 &config,
                 &input_columns,

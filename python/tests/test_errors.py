@@ -80,6 +80,15 @@ def test_classifier_input_errors(labelled):
         ESNClassifier(size=10, features="median", device="cpu").fit(X, y)
 
 
+def test_devices_are_checked_and_leave_a_cpu_job_on_the_cpu(labelled):
+    X, y = labelled
+    with pytest.raises(ValueError, match='devices: expected "all" or a list of GPU'):
+        ESNClassifier(size=10, device="cpu", devices="some").fit(X, y)
+    model = ESNClassifier(size=10, device="cpu", devices="all").fit(X, y)
+    assert model.device_ == "cpu"
+    assert model.get_params()["devices"] == "all"
+
+
 def test_cuda_on_a_machine_without_one_is_a_gpu_error():
     try:
         reservoir.EchoStateNetwork(size=10, device="cuda")
