@@ -390,8 +390,22 @@ impl GpuLaneRunner {
         lanes: &[Lane],
         data: &LaneData<'_>,
     ) -> Result<Vec<LaneSums>> {
+        match self.sum_group(base, lanes, data)? {
+            Some(sums) => sums.download(),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// Runs one group of at most [`LANE_GROUP`] lanes over `data` (checked) into sums that
+    /// stay on the device (`None` for no lanes).
+    pub(crate) fn sum_group(
+        &mut self,
+        base: &ReservoirConfig,
+        lanes: &[Lane],
+        data: &LaneData<'_>,
+    ) -> Result<Option<GroupSums>> {
         if lanes.is_empty() {
-            return Ok(Vec::new());
+            return Ok(None);
         }
         let (total, n, b) = (data.inputs.nrows(), base.size(), lanes.len());
         let chunk = Self::chunk_steps(n, b).min(total);
@@ -420,10 +434,25 @@ impl GpuLaneRunner {
                 }
             }
         }
-        Ok(train
+        Ok(Some(GroupSums { train, validation }))
+    }
+}
+
+/// A group's training and validation sums, still on the device.
+#[derive(Debug)]
+pub(crate) struct GroupSums {
+    train: DeviceRidgeSums,
+    validation: DeviceRidgeSums,
+}
+
+impl GroupSums {
+    /// Copies the sums back, one [`LaneSums`] per lane of the group, in order.
+    pub(crate) fn download(&self) -> Result<Vec<LaneSums>> {
+        Ok(self
+            .train
             .download()?
             .into_iter()
-            .zip(validation.download()?)
+            .zip(self.validation.download()?)
             .map(|(train, validation)| LaneSums { train, validation })
             .collect())
     }

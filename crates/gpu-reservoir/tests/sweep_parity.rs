@@ -319,3 +319,63 @@ fn lanes_over_several_gpus_give_the_bits_of_one_gpu() {
         "{err}"
     );
 }
+
+#[test]
+fn batches_over_several_gpus_give_the_bits_of_one_gpu_in_order() {
+    let Some(device) = gpu() else { return };
+    let mut rng = ChaCha8Rng::seed_from_u64(fresh_seed("multi_gpu_batches"));
+    let (u, y) = task(&mut rng, 500);
+    let data = LaneData {
+        inputs: u.view(),
+        targets: y.view(),
+        washout: 20,
+        train_rows: 350,
+    };
+    let base = ReservoirParams::new()
+        .size(30)
+        .connection_prob(0.3)
+        .seed(rng.random())
+        .check()
+        .expect("config");
+    // Batches of 7, 130 (two groups), 9, 40 and 3 lanes.
+    let lanes = random_lanes(&mut rng, &base, 189);
+    let mut batches: Vec<&[Lane]> = Vec::new();
+    let mut start = 0;
+    for size in [7, 130, 9, 40, 3] {
+        batches.push(&lanes[start..start + size]);
+        start += size;
+    }
+    let mut one = GpuLaneRunner::new(&device).expect("runner");
+    let expected: Vec<Vec<LaneSums>> = batches
+        .iter()
+        .map(|batch| one.run(&base, batch, &data).expect("one GPU"))
+        .collect();
+    let count = gpu_reservoir::probe().devices.len();
+    let ordinals: Vec<usize> = (0..count).collect();
+    let mut multi = MultiGpuLaneRunner::new(&ordinals).expect("runner");
+    let mut seen = Vec::new();
+    multi
+        .run_batches(&base, &batches, &data, &mut |index, sums| {
+            assert!(
+                sums_bits(&sums) == sums_bits(&expected[index]),
+                "batch {index} over {count} GPUs differs from one GPU's"
+            );
+            seen.push(index);
+            Ok(())
+        })
+        .expect("batches");
+    assert_eq!(seen, vec![0, 1, 2, 3, 4]);
+    // An error of `visit` ends the run with that error, whatever the GPUs are doing.
+    let mut visits = 0;
+    let error = multi
+        .run_batches(&base, &batches, &data, &mut |_, _| {
+            visits += 1;
+            Err(reservoir_core::ReservoirError::invalid(
+                "visit",
+                "stop here",
+            ))
+        })
+        .expect_err("visit fails");
+    assert!(error.to_string().contains("stop here"), "{error}");
+    assert_eq!(visits, 1);
+}

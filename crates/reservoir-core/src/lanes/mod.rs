@@ -157,6 +157,28 @@ pub trait LaneRunner {
         lanes: &[Lane],
         data: &LaneData<'_>,
     ) -> Result<Vec<LaneSums>>;
+
+    /// Runs `batches` of lanes as [`LaneRunner::run_lanes`] runs each, and hands each batch's
+    /// sums to `visit(batch_index, sums)` in the order of the batches. At most one batch's
+    /// sums are handed out at a time, so a caller that drops them in `visit` holds one batch
+    /// on the host. The provided method runs the batches one after another; a runner over
+    /// several devices overrides it to run batches side by side with the same sums.
+    ///
+    /// # Errors
+    /// Any error of [`LaneRunner::run_lanes`], and the first error `visit` returns.
+    fn run_batches(
+        &mut self,
+        base: &ReservoirConfig,
+        batches: &[&[Lane]],
+        data: &LaneData<'_>,
+        visit: &mut dyn FnMut(usize, Vec<LaneSums>) -> Result<()>,
+    ) -> Result<()> {
+        for (index, batch) in batches.iter().enumerate() {
+            let sums = self.run_lanes(base, batch, data)?;
+            visit(index, sums)?;
+        }
+        Ok(())
+    }
 }
 
 /// Runs each lane as its own CPU reservoir, up to `threads` lanes at a time (each lane also

@@ -90,7 +90,9 @@ pub struct SweepFailure {
 pub struct SweepTimings {
     /// Building the task's data.
     pub data_seconds: f64,
-    /// Running every lane into its sums (weights included), as the runner reports back.
+    /// Running every lane into its sums (weights included), as the runner reports back: the
+    /// runner's seconds not spent solving (where batches run on several GPUs, solving one
+    /// overlaps running the next).
     pub run_seconds: f64,
     /// Solving and scoring every (lane, ridge) from the sums.
     pub solve_seconds: f64,
@@ -236,19 +238,18 @@ fn sweep_in_batches(
         lanes.len() * ridges.len(),
         budget_bytes,
     );
-    let (mut run_seconds, mut solve_seconds) = (0.0, 0.0);
+    let mut solve_seconds = 0.0;
     let (mut results, mut failures) = (Vec::new(), Vec::new());
-    for (batch_index, batch_lanes) in lanes.chunks(batch).enumerate() {
-        let t = Instant::now();
-        let sums = runner.run_lanes(&base, batch_lanes, &data)?;
-        run_seconds += t.elapsed().as_secs_f64();
+    let batches: Vec<&[Lane]> = lanes.chunks(batch).collect();
+    let started = Instant::now();
+    runner.run_batches(&base, &batches, &data, &mut |batch_index, sums| {
+        let batch_lanes = batches[batch_index];
         if sums.len() != batch_lanes.len() {
             return Err(ReservoirError::shape(
                 "sweep lane sums",
                 format!("{} lanes", batch_lanes.len()),
                 format!("{} lanes", sums.len()),
-            )
-            .into());
+            ));
         }
         let t = Instant::now();
         let pairs: Vec<(usize, f64)> = (0..batch_lanes.len())
@@ -277,7 +278,11 @@ fn sweep_in_batches(
             }
         }
         solve_seconds += t.elapsed().as_secs_f64();
-    }
+        Ok(())
+    })?;
+    // Where batches run side by side, solving one overlaps running the next: the run's
+    // seconds are those not spent solving.
+    let run_seconds = started.elapsed().as_secs_f64() - solve_seconds;
     if results.is_empty() {
         let first = failures.first().map_or("no lanes", |f| f.error.as_str());
         return Err(ReservoirError::numerical(
