@@ -205,6 +205,7 @@ pub fn fit_classifier(
                     classes.len(),
                     features,
                     ridge,
+                    &mut |d, t| progress("train", d, t),
                 )?;
                 progress("train", train.inputs.len(), train.inputs.len());
                 (readout, predicted, Built::Spread(spread))
@@ -228,8 +229,13 @@ pub fn fit_classifier(
                     })?
                 }
                 Built::Spread(spread) => {
-                    let predicted =
-                        spread::classify_spread(spread, &model.readout, t.inputs, features)?;
+                    let predicted = spread::classify_spread(
+                        spread,
+                        &model.readout,
+                        t.inputs,
+                        features,
+                        &mut |d, n| progress("test", d, n),
+                    )?;
                     progress("test", t.inputs.len(), t.inputs.len());
                     predicted
                 }

@@ -23,14 +23,22 @@ fn one_hot(labels: &[usize], classes: usize) -> Array2<f64> {
 }
 
 /// The features of each local GPU's share of `inputs`, computed on all of them at once, each
-/// GPU's then handed to `then` (in the GPU's thread) with its reservoir and global rank.
+/// GPU's then handed to `then` (in the GPU's thread) with its reservoir and global rank. One
+/// GPU of this process runs in this thread and reports `progress(done, share)` as it goes.
 fn shares_features<T: Send>(
     spread: &mut Spread,
     inputs: &[ArrayView2<'_, f64>],
     features: &SequenceFeatures,
+    progress: &mut dyn FnMut(usize, usize),
     then: impl Fn(&GpuReservoirComputer, usize, Array2<f64>) -> Result<T> + Sync,
 ) -> Result<Vec<T>> {
     let (ranks, world) = (spread.collective.ranks(), spread.collective.world());
+    if let [reservoir] = spread.reservoirs.as_mut_slice() {
+        let rank = ranks.start;
+        let mine = &inputs[share(inputs.len(), world, rank)];
+        let rows = reservoir.sequence_features(mine, features, progress)?;
+        return Ok(vec![then(reservoir, rank, rows)?]);
+    }
     let then = &then;
     std::thread::scope(|scope| {
         let threads: Vec<_> = spread
@@ -92,22 +100,28 @@ pub(super) fn fit_spread(
     classes: usize,
     features: &SequenceFeatures,
     ridge: f64,
+    progress: &mut dyn FnMut(usize, usize),
 ) -> Result<(LinearReadout, Vec<usize>)> {
     let Some(&first_label) = labels.first() else {
         return Err(ReservoirError::invalid("spread fit", "no training sequences").into());
     };
     let world = spread.collective.world();
     let shift = one_hot(&[first_label], classes).into_raw_vec_and_offset().0;
-    let (shares, mut sums): (Vec<Array2<f64>>, Vec<DeviceRidgeSums>) =
-        shares_features(spread, inputs, features, |reservoir, rank, rows| {
+    let (shares, mut sums): (Vec<Array2<f64>>, Vec<DeviceRidgeSums>) = shares_features(
+        spread,
+        inputs,
+        features,
+        progress,
+        |reservoir, rank, rows| {
             let mut sums = DeviceRidgeSums::new(reservoir.device(), rows.ncols(), classes, 1)?
                 .with_target_shift(&shift)?;
             let mine = &labels[share(labels.len(), world, rank)];
             sums.add_host(rows.view(), one_hot(mine, classes).view())?;
             Ok((rows, sums))
-        })?
-        .into_iter()
-        .unzip();
+        },
+    )?
+    .into_iter()
+    .unzip();
     let mut refs: Vec<&mut DeviceRidgeSums> = sums.iter_mut().collect();
     DeviceRidgeSums::all_reduce(&mut refs, &mut spread.collective)?;
     let accumulator = sums
@@ -145,8 +159,9 @@ pub(super) fn classify_spread(
     readout: &LinearReadout,
     inputs: &[ArrayView2<'_, f64>],
     features: &SequenceFeatures,
+    progress: &mut dyn FnMut(usize, usize),
 ) -> Result<Vec<usize>> {
-    let parts = shares_features(spread, inputs, features, |_, _, rows| {
+    let parts = shares_features(spread, inputs, features, progress, |_, _, rows| {
         classes_of(readout, &rows)
     })?;
     gathered(spread, &parts, inputs.len())
