@@ -149,6 +149,26 @@ __device__ __forceinline__ float dot_group(float acc, uint4 raw, const float4* x
     return acc;
 }
 
+// Row `row` (`groups` 16-byte groups) times x (in shared memory), summed over the warp: lane l
+// multiplies the groups l, l + 32, ... in order, eight 16-byte loads in flight, then the
+// butterfly of warp_sum. Every lane gets the sum.
+template <typename Format>
+__device__ __forceinline__ float dense_row_dot(const uint4* __restrict__ row, int groups,
+                                               const float4* xs4, int lane) {
+    constexpr int COUNT = Format::COUNT;
+    float acc = 0.0f;
+    int q = lane;
+    for (; q + 32 * 7 < groups; q += 32 * 8) {
+        uint4 raw[8];
+#pragma unroll
+        for (int u = 0; u < 8; ++u) raw[u] = __ldg(row + q + 32 * u);
+#pragma unroll
+        for (int u = 0; u < 8; ++u) acc = dot_group<Format>(acc, raw[u], xs4 + (q + 32 * u) * (COUNT / 4));
+    }
+    for (; q < groups; q += 32) acc = dot_group<Format>(acc, __ldg(row + q), xs4 + q * (COUNT / 4));
+    return warp_sum(acc);
+}
+
 // The same run for a dense row-major W (n x n, n a multiple of Format::COUNT) read from
 // global memory every step with 16-byte loads: for W larger than the chips' shared memory.
 // The step is bound by HBM bandwidth, so each lane keeps eight independent 16-byte loads in
@@ -171,18 +191,7 @@ __device__ void persistent_dense(const uint4* __restrict__ w, const float* __res
         copy_x(xs, x, n);
         __syncthreads();
         for (int r = global_warp; r < n; r += total_warps) {
-            const uint4* row = w + (long long)r * groups;
-            float acc = 0.0f;
-            int q = lane;
-            for (; q + 32 * 7 < groups; q += 32 * 8) {
-                uint4 raw[8];
-#pragma unroll
-                for (int u = 0; u < 8; ++u) raw[u] = __ldg(row + q + 32 * u);
-#pragma unroll
-                for (int u = 0; u < 8; ++u) acc = dot_group<Format>(acc, raw[u], xs4 + (q + 32 * u) * (COUNT / 4));
-            }
-            for (; q < groups; q += 32) acc = dot_group<Format>(acc, __ldg(row + q), xs4 + q * (COUNT / 4));
-            acc = warp_sum(acc);
+            float acc = dense_row_dot<Format>(w + (long long)r * groups, groups, xs4, lane);
             if (lane == 0) {
                 float pre = acc + drive[(long long)t * n + r];
                 states[(long long)t * n + r] = leaky(xs[r], pre, leak, activation);
@@ -213,4 +222,25 @@ esn_persistent_dense_bf16(const uint4* __restrict__ w, const float* __restrict__
                           const float* __restrict__ x0, float* __restrict__ states, int n,
                           int steps, float leak, int activation, unsigned long long* barrier) {
     persistent_dense<WeightsBf16>(w, drive, x0, states, n, steps, leak, activation, barrier);
+}
+
+// One step of one shard of a dense W split by rows over GPUs: w holds the shard's `rows` rows
+// of all n columns (row-major, f32, n a multiple of 4), x the whole state, drive_t the shard's
+// drive of this step; own[r] = leaky(x[first + r], W[r]·x + drive_t[r]). The rows are read as
+// esn_persistent_dense reads them, so a shard streams W at that kernel's rate. Dynamic shared
+// memory: n floats for x.
+extern "C" __global__ void __launch_bounds__(1024, 1)
+esn_shard_dense_step(const uint4* __restrict__ w, const float* __restrict__ drive_t,
+                     const float* __restrict__ x, float* __restrict__ own, int rows, int n,
+                     int first, float leak, int activation) {
+    extern __shared__ float xs[];
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, warps = blockDim.x >> 5;
+    int global_warp = blockIdx.x * warps + warp, total_warps = gridDim.x * warps;
+    const int groups = n / WeightsF32::COUNT;
+    copy_x(xs, x, n);
+    __syncthreads();
+    for (int r = global_warp; r < rows; r += total_warps) {
+        float acc = dense_row_dot<WeightsF32>(w + (long long)r * groups, groups, (const float4*)xs, lane);
+        if (lane == 0) own[r] = leaky(xs[first + r], acc + drive_t[r], leak, activation);
+    }
 }

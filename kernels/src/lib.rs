@@ -83,7 +83,8 @@ pub mod esn {
     };
 }
 
-/// `esn_persistent.cu`: many echo-state steps in one cooperative launch.
+/// `esn_persistent.cu`: many echo-state steps in one cooperative launch, and the step of a
+/// shard of a dense W that streams its rows the same way.
 pub mod esn_persistent {
     use super::Module;
 
@@ -95,12 +96,14 @@ pub mod esn_persistent {
     pub const DENSE_F16: &str = "esn_persistent_dense_f16";
     /// The same with W in bf16.
     pub const DENSE_BF16: &str = "esn_persistent_dense_bf16";
+    /// One step of one shard of a dense W split by rows over GPUs.
+    pub const SHARD_DENSE_STEP: &str = "esn_shard_dense_step";
 
     /// The module.
     pub const MODULE: Module = Module {
         name: "esn_persistent.cu",
         source: include_str!("../esn_persistent.cu"),
-        entry_points: &[CSR, DENSE, DENSE_F16, DENSE_BF16],
+        entry_points: &[CSR, DENSE, DENSE_F16, DENSE_BF16, SHARD_DENSE_STEP],
     };
 }
 

@@ -15,13 +15,14 @@ use crate::driver::blas::product_row_major;
 use crate::driver::GpuDevice;
 use crate::error::{DriverContext, GpuError, Result};
 use crate::ops::esn::{activation_code, elementwise, input_drive, EsnKernels, Update};
+use crate::ops::persistent::ShardStep;
 
 /// Bytes of states a chunk may hold on each GPU: the states of a chunk are gathered on every
 /// GPU and copied back from the first once per chunk.
 const CHUNK_BYTES: usize = 64 << 20;
 
-/// Fewest units for which [`shards_pay`] splits a reservoir: on two H100s a dense W of 8192
-/// units ran only 1.1× faster split than on one GPU, of 16,384 1.5× (docs/performance.md).
+/// Fewest units for which [`shards_pay`] splits a reservoir: a dense W of 8192 units ran 1.1×
+/// faster split over two H100s (0.97× over two H200s), of 16,384 1.3–1.5× (docs/performance.md).
 pub const SHARD_MIN_SIZE: usize = 16_384;
 
 /// Lowest connection probability for which [`shards_pay`] splits a reservoir. Every shard is
@@ -63,6 +64,9 @@ struct Shard {
     state: CudaSlice<f32>,
     /// The whole state (padded) after each step of the chunk (steps × padded).
     states: CudaSlice<f32>,
+    /// The fused step that streams the shard's rows, where x fits the shared memory; else
+    /// one cuBLAS product and one elementwise launch.
+    step: Option<ShardStep>,
 }
 
 impl Shard {
@@ -79,14 +83,16 @@ impl Shard {
 }
 
 /// An echo-state reservoir whose W is split by rows over the GPUs of a [`Collective`] of this
-/// process (f32, as every GPU reservoir). Its states equal [`crate::GpuReservoirComputer`]'s
-/// on one GPU to f32 rounding: each row's product is one cuBLAS product over the whole state,
-/// and the gather moves values without changing them. The shards are equal (N rounded up to
-/// a multiple of the GPU count with zero rows and columns, which stay zero).
+/// process (f32, as every GPU reservoir). The shards are equal (N rounded up to a multiple of
+/// 4 × the GPU count with zero rows and columns, which stay zero).
 ///
-/// Each step launches, on every GPU, one product of its shard, one elementwise update of its
-/// rows and its part of one all-gather; all are queued from one host thread, so the GPUs
-/// overlap without threads of their own.
+/// Each step launches, on every GPU, one kernel that streams its rows of W from HBM and
+/// updates them (`esn_shard_dense_step`, a warp per row summing in a fixed order), then its
+/// part of one all-gather; all are queued from one host thread, so the GPUs overlap without
+/// threads of their own. A row's sum does not depend on the shard and the gather moves values
+/// unchanged, so every GPU count gives the same states, bit for bit, and they equal
+/// [`crate::GpuReservoirComputer`]'s to f32 rounding. Where the state does not fit a block's
+/// shared memory, a step is one cuBLAS product and one elementwise launch instead.
 #[derive(Debug)]
 pub struct ShardedReservoir {
     collective: Collective,
@@ -148,7 +154,8 @@ impl ShardedReservoir {
             .into());
         }
         let world = devices.len();
-        let rows = n.div_ceil(world);
+        // Rows of a multiple of 4 make every row whole 16-byte groups for the streamed step.
+        let rows = n.div_ceil(world).next_multiple_of(4);
         let padded = rows * world;
         let chunk = (CHUNK_BYTES / (padded * 4)).clamp(1, crate::CHUNK_STEPS);
         let csr = weights.recurrent();
@@ -184,6 +191,7 @@ impl ShardedReservoir {
                         .alloc_context::<f32>(what, len)
                 };
                 Ok(Shard {
+                    step: ShardStep::for_columns(&device, padded)?,
                     kernels: device.kernels::<EsnKernels>()?,
                     w: upload(&w, "uploading a shard of W")?,
                     w_in: upload(&w_in, "uploading a shard of W_in")?,
@@ -245,25 +253,39 @@ impl ShardedReservoir {
                 } else {
                     shard.states.slice((t - 1) * padded..t * padded)
                 };
-                product_row_major(
-                    shard.device.blas()?,
-                    &shard.w.slice(..),
-                    &previous,
-                    &mut shard.pre.slice_mut(..),
-                    (rows, padded, 1),
-                    "the product of a shard of W",
-                )?;
-                elementwise(
-                    &shard.device,
-                    &shard.kernels,
-                    &shard.pre.slice(..),
-                    &shard.drive.slice(t * rows..(t + 1) * rows),
-                    &previous.slice(rank * rows..(rank + 1) * rows),
-                    &mut shard.own.slice_mut(..),
-                    None,
-                    rows,
-                    self.update,
-                )?;
+                let drive_t = shard.drive.slice(t * rows..(t + 1) * rows);
+                match &shard.step {
+                    Some(step) => step.launch(
+                        &shard.device,
+                        &shard.w.slice(..),
+                        &drive_t,
+                        &previous,
+                        &mut shard.own.slice_mut(..),
+                        (rows, padded, rank * rows),
+                        self.update,
+                    )?,
+                    None => {
+                        product_row_major(
+                            shard.device.blas()?,
+                            &shard.w.slice(..),
+                            &previous,
+                            &mut shard.pre.slice_mut(..),
+                            (rows, padded, 1),
+                            "the product of a shard of W",
+                        )?;
+                        elementwise(
+                            &shard.device,
+                            &shard.kernels,
+                            &shard.pre.slice(..),
+                            &drive_t,
+                            &previous.slice(rank * rows..(rank + 1) * rows),
+                            &mut shard.own.slice_mut(..),
+                            None,
+                            rows,
+                            self.update,
+                        )?;
+                    }
+                }
             }
             let (sends, mut targets): (Vec<_>, Vec<_>) = self
                 .shards

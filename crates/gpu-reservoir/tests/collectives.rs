@@ -164,15 +164,27 @@ fn a_sharded_reservoir_gives_the_states_of_one_gpu_over_1000_steps() {
     let mut one =
         GpuReservoirComputer::from_weights(&config, weights.clone(), &device).expect("one GPU");
     let expected = one.run(inputs.view()).expect("one GPU run");
+    // The CPU reservoir of the same weights in f32: the reference of the shard's step kernel.
+    let mut cpu = reservoir_core::cpu_reservoir(&config, weights.clone()).expect("cpu");
+    let on_cpu = cpu.run(inputs.view()).expect("cpu run");
+    let largest = |a: &ndarray::Array2<f64>, b: &ndarray::Array2<f64>| {
+        (a - b).iter().fold(0.0f64, |m, v| m.max(v.abs()))
+    };
+    let mut one_shard: Option<ndarray::Array2<f64>> = None;
     for ordinals in [&ordinals[..1], &ordinals[..]] {
         let collective = Collective::local(ordinals).expect("collective");
         let mut sharded = ShardedReservoir::new(&config, &weights, collective).expect("sharded");
         let got = sharded.run(inputs.view()).expect("sharded run");
-        let max = (&got - &expected)
-            .iter()
-            .fold(0.0f64, |m, v| m.max(v.abs()));
-        eprintln!("sharded over {ordinals:?}: states within {max:e} of one GPU's");
-        assert!(max < 1e-4, "{max}");
+        let (max, cpu_max) = (largest(&got, &expected), largest(&got, &on_cpu));
+        eprintln!(
+            "sharded over {ordinals:?}: states within {max:e} of one GPU's, {cpu_max:e} of the CPU's"
+        );
+        assert!(max < 1e-4 && cpu_max < 1e-4, "{max} {cpu_max}");
+        // Every GPU count gives the bits of one shard.
+        match &one_shard {
+            None => one_shard = Some(got.clone()),
+            Some(first) => assert!(*first == got, "the shards' states differ from one GPU's"),
+        }
         // Two runs of 500 steps continue one another exactly as one of 1000 does.
         sharded.reset().expect("reset");
         let first = sharded

@@ -1,7 +1,7 @@
 //! Launch plans for `esn_persistent.cu`: many echo-state steps in one cooperative launch.
 
 use cudarc::driver::sys::CUdevice_attribute;
-use cudarc::driver::{CudaFunction, CudaSlice, CudaView, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaSlice, CudaView, CudaViewMut, LaunchConfig, PushKernelArg};
 use reservoir_core::{CsrMatrix, HalfFormat, ReservoirError};
 use reservoir_kernels::esn_persistent;
 
@@ -9,6 +9,7 @@ use crate::driver::csr::DeviceCsr;
 use crate::driver::launch::{dim, fits};
 use crate::driver::{GpuDevice, KernelSet, LoadedModule};
 use crate::error::{DriverContext, Result};
+use crate::ops::esn::Update;
 
 /// Density from which a W too large for the chips streams as a dense matrix (16-byte loads of
 /// every value) rather than as a CSR (an index read per value).
@@ -21,6 +22,7 @@ pub(crate) struct PersistentKernels {
     dense: CudaFunction,
     dense_f16: CudaFunction,
     dense_bf16: CudaFunction,
+    shard_dense_step: CudaFunction,
 }
 
 impl KernelSet for PersistentKernels {
@@ -31,6 +33,7 @@ impl KernelSet for PersistentKernels {
             dense: module.function(esn_persistent::DENSE)?,
             dense_f16: module.function(esn_persistent::DENSE_F16)?,
             dense_bf16: module.function(esn_persistent::DENSE_BF16)?,
+            shard_dense_step: module.function(esn_persistent::SHARD_DENSE_STEP)?,
         })
     }
 }
@@ -268,6 +271,74 @@ impl PersistentPlan {
         // cooperative launch guarantees that all blocks are resident, which the grid barrier
         // needs.
         unsafe { launch.launch_cooperative(config) }.context("launching the persistent kernel")?;
+        Ok(())
+    }
+}
+
+/// One step of one shard of a dense W (`esn_shard_dense_step`): the shard's `rows` rows of all
+/// `n` columns (row-major f32) times the whole state `x`, plus `drive_t`, leaky-integrated into
+/// `own` from `x[first..first + rows]`; W streams from HBM as the dense persistent run reads it.
+#[derive(Debug)]
+pub(crate) struct ShardStep {
+    function: CudaFunction,
+    blocks: u32,
+}
+
+impl ShardStep {
+    /// The step for shards of `n` columns, or `None` where x does not fit the shared memory
+    /// or `n` is not a multiple of 4 (whole 16-byte groups per row).
+    pub(crate) fn for_columns(device: &GpuDevice, n: usize) -> Result<Option<Self>> {
+        let kernels = device.kernels::<PersistentKernels>()?;
+        let function = kernels.shard_dense_step.clone();
+        if !n.is_multiple_of(4) || n * 4 > device.allow_shared_memory(&function)? {
+            return Ok(None);
+        }
+        Ok(Some(Self {
+            function,
+            blocks: device.info().multiprocessors.max(1) as u32,
+        }))
+    }
+
+    /// `own[r] = leaky(x[first + r], W[r]·x + drive_t[r])` for the shard's rows.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn launch(
+        &self,
+        device: &GpuDevice,
+        w: &CudaView<'_, f32>,
+        drive_t: &CudaView<'_, f32>,
+        x: &CudaView<'_, f32>,
+        own: &mut CudaViewMut<'_, f32>,
+        (rows, n, first): (usize, usize, usize),
+        update: Update,
+    ) -> Result<()> {
+        const WHAT: &str = "the step of a shard";
+        fits(w.len(), rows.saturating_mul(n), WHAT)?;
+        fits(x.len(), n, WHAT)?;
+        fits(drive_t.len(), rows, WHAT)?;
+        fits(own.len(), rows, WHAT)?;
+        fits(n, first.saturating_add(rows), WHAT)?;
+        let (rows_i, n_i, first_i) = (dim(rows, WHAT)?, dim(n, WHAT)?, dim(first, WHAT)?);
+        let mut launch = device.stream().launch_builder(&self.function);
+        launch
+            .arg(w)
+            .arg(drive_t)
+            .arg(x)
+            .arg(own)
+            .arg(&rows_i)
+            .arg(&n_i)
+            .arg(&first_i)
+            .arg(&update.leak)
+            .arg(&update.activation);
+        let config = LaunchConfig {
+            grid_dim: (self.blocks, 1, 1),
+            block_dim: (PERSISTENT_THREADS, 1, 1),
+            shared_mem_bytes: (n * 4) as u32,
+        };
+        // SAFETY: w holds rows·n f32 values (whole 16-byte groups per row: n % 4 == 0, checked
+        // when the step was made, and the allocation is 256-byte aligned), x n values (in the
+        // dynamic shared memory, which the limit raised at construction holds), drive_t and own
+        // rows values, first + rows <= n (checked above); own overlaps neither x nor w.
+        unsafe { launch.launch(config) }.context("launching esn_shard_dense_step")?;
         Ok(())
     }
 }
