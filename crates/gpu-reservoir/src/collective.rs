@@ -351,6 +351,7 @@ impl Collective {
         }
         outcome.and(self.end_group(grouped, WHAT))
     }
+
     /// Gathers every rank's `parts` (one per local member, at most `width` values each; the
     /// same `width` on every rank) onto the host: world · `width` values, rank r's part at
     /// r·`width`, padded with `T::default()`. For small results (labels, counts) that every
