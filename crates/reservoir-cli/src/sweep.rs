@@ -200,10 +200,6 @@ fn table(report: &SweepReport) -> String {
             ),
         ),
         (
-            "solve time".to_string(),
-            format!("{:.3} s", t.solve_seconds),
-        ),
-        (
             "total time".to_string(),
             format!("{:.3} s", t.total_seconds),
         ),

@@ -145,7 +145,7 @@ fn every_lane_and_ridge_is_ranked_best_first() {
     assert_eq!(single.results[0].score, best.score);
     assert!(report.lane_steps_per_second > 0.0);
     let t = report.timings;
-    assert!(t.total_seconds >= t.run_seconds + t.solve_seconds + t.data_seconds);
+    assert!(t.total_seconds >= t.run_seconds + t.data_seconds);
 }
 
 #[test]

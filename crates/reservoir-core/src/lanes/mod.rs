@@ -15,7 +15,7 @@ use crate::config::ReservoirConfig;
 use crate::error::{ConfigError, ReservoirError, Result};
 use crate::esn::cpu_reservoir;
 use crate::fit::accumulate_run;
-use crate::readout::RidgeAccumulator;
+use crate::readout::{RidgeAccumulator, SumScores};
 use crate::reservoir::with_run_threads;
 use crate::weights::WeightDraws;
 
@@ -144,6 +144,39 @@ pub struct LaneSums {
     pub validation: RidgeAccumulator,
 }
 
+impl LaneSums {
+    /// Host bytes one lane's sums take for `features` features and `outputs` outputs.
+    pub fn bytes(features: usize, outputs: usize) -> usize {
+        // faer stores each column of a matrix padded to 64 bytes (8 values).
+        let column = features.div_ceil(8) * 8;
+        2 * 8 * (column * (features + outputs) + features + 2 * outputs)
+    }
+
+    /// Solves the readout for `ridge` from the training sums and scores it on both sets.
+    ///
+    /// # Errors
+    /// [`RidgeAccumulator::solve`]'s and [`RidgeAccumulator::score`]'s.
+    pub fn score(&self, ridge: f64) -> Result<LaneScores> {
+        let fit = self.train.solve(ridge)?;
+        Ok(LaneScores {
+            train_nrmse: fit.train_nrmse,
+            validation: self.validation.score(&fit.readout)?,
+        })
+    }
+}
+
+/// A lane's readout for one ridge value, scored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LaneScores {
+    /// NRMSE on the training rows, averaged over the outputs.
+    pub train_nrmse: f64,
+    /// Scores on the validation rows.
+    pub validation: SumScores,
+}
+
+/// The outcome of every ridge value of consecutive lanes: `outcomes[lane][ridge]`.
+pub type LaneOutcomes = Vec<Vec<Result<LaneScores>>>;
+
 /// Runs the lanes of a sweep; the CPU and the GPU backends implement it.
 pub trait LaneRunner {
     /// Runs every lane (each made from `base` by [`Lane::new`]) from the zero state over
@@ -178,6 +211,53 @@ pub trait LaneRunner {
             visit(index, sums)?;
         }
         Ok(())
+    }
+
+    /// Runs `lanes`, solves a readout for every ridge value of every lane from its training
+    /// sums and scores it ([`LaneSums::score`]), and hands the outcomes of consecutive lanes to
+    /// `visit(first_lane, outcomes)`, in the order of the lanes. A (lane, ridge) that cannot
+    /// be solved or scored is an `Err` among the outcomes, not an error of the run.
+    ///
+    /// The provided method runs the lanes in batches whose sums take at most `host_bytes` on
+    /// the host ([`LaneSums::bytes`]; at least one lane a batch) and solves them there, on all
+    /// cores. A GPU runner solves on its devices and copies back only the scores.
+    ///
+    /// # Errors
+    /// Any error of [`LaneRunner::run_batches`], and the first error `visit` returns.
+    fn score_lanes(
+        &mut self,
+        base: &ReservoirConfig,
+        lanes: &[Lane],
+        data: &LaneData<'_>,
+        ridges: &[f64],
+        host_bytes: usize,
+        visit: &mut dyn FnMut(usize, LaneOutcomes) -> Result<()>,
+    ) -> Result<()> {
+        let per_lane = LaneSums::bytes(base.size(), data.targets.ncols());
+        let batch = (host_bytes / per_lane).max(1);
+        let batches: Vec<&[Lane]> = lanes.chunks(batch).collect();
+        self.run_batches(base, &batches, data, &mut |index, sums| {
+            if sums.len() != batches[index].len() {
+                return Err(ReservoirError::shape(
+                    "lane sums",
+                    format!("{} lanes", batches[index].len()),
+                    format!("{} lanes", sums.len()),
+                ));
+            }
+            let pairs: Vec<(usize, f64)> = (0..sums.len())
+                .flat_map(|lane| ridges.iter().map(move |&ridge| (lane, ridge)))
+                .collect();
+            let mut scored = pairs
+                .par_iter()
+                .map(|&(lane, ridge)| sums[lane].score(ridge))
+                .collect::<Vec<_>>()
+                .into_iter();
+            let outcomes = sums
+                .iter()
+                .map(|_| scored.by_ref().take(ridges.len()).collect())
+                .collect();
+            visit(index * batch, outcomes)
+        })
     }
 }
 

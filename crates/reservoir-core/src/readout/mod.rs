@@ -8,6 +8,9 @@ mod rls;
 mod rows;
 
 pub use linear::LinearReadout;
-pub use ridge::{ridge_bytes, RidgeAccumulator, RidgeFit, SumScores};
+pub use ridge::{
+    check_solvable, not_positive_definite, ridge_bytes, ReadoutProducts, RidgeAccumulator,
+    RidgeFit, SumScores, TargetSums,
+};
 pub use rls::Rls;
 pub use rows::ridge_from_rows;

@@ -345,18 +345,7 @@ impl RidgeAccumulator {
     /// No rows, a negative or non-finite `ridge`, or a system that is not positive definite
     /// (collinear states with `ridge = 0`: raise `ridge`).
     pub fn solve(&self, ridge: f64) -> Result<RidgeFit> {
-        if !(ridge.is_finite() && ridge >= 0.0) {
-            return Err(ReservoirError::invalid(
-                "ridge solve",
-                format!("ridge must be >= 0, got {ridge}"),
-            ));
-        }
-        if self.rows == 0 {
-            return Err(ReservoirError::invalid(
-                "ridge solve",
-                "no rows were accumulated (washout too long?)",
-            ));
-        }
+        check_solvable(ridge, self.rows)?;
         let (f, m) = (self.n_features(), self.n_outputs());
         let n = self.rows as f64;
         let mut a = try_zeros(f + 1, f + 1)?;
@@ -375,12 +364,9 @@ impl RidgeAccumulator {
             }
             b[(f, k)] = self.target_sums[k];
         }
-        let llt = a.llt(Side::Lower).map_err(|_| {
-            ReservoirError::numerical(
-                "ridge solve",
-                format!("the normal equations are not positive definite with ridge = {ridge}; increase readout.ridge"),
-            )
-        })?;
+        let llt = a
+            .llt(Side::Lower)
+            .map_err(|_| not_positive_definite(ridge))?;
         let mut solution = b.clone();
         llt.solve_in_place(solution.as_mut());
 
@@ -429,7 +415,6 @@ impl RidgeAccumulator {
                 "no rows were accumulated",
             ));
         }
-        let n = self.rows as f64;
         let w = readout.weights();
         let w = faer_view(w.view()).ok_or_else(|| layout_error("readout weights"))?;
         // XᵀX·W from the stored lower triangle L (XᵀX = L + strict(L)ᵀ): L·W + strict(L)ᵀ·W.
@@ -458,24 +443,142 @@ impl RidgeAccumulator {
                 self.par,
             );
         }
+        let products: Vec<ReadoutProducts> = (0..m)
+            .map(|k| {
+                let (mut gram, mut sums, mut cross) = (0.0, 0.0, 0.0);
+                for i in 0..f {
+                    gram += w[(i, k)] * gram_w[(i, k)];
+                    sums += w[(i, k)] * self.feature_sums[i];
+                    cross += w[(i, k)] * self.cross[(i, k)];
+                }
+                ReadoutProducts {
+                    intercept: readout.intercept()[k],
+                    gram,
+                    sums,
+                    cross,
+                }
+            })
+            .collect();
+        self.targets().score(&products)
+    }
+
+    /// The target side of the sums, which scores a readout from its products with them.
+    pub fn targets(&self) -> TargetSums<'_> {
+        TargetSums {
+            rows: self.rows,
+            shift: &self.target_shift,
+            sums: &self.target_sums,
+            squares: &self.target_squares,
+        }
+    }
+}
+
+/// An error unless a ridge regression can be solved with penalty `ridge` from sums of `rows`
+/// rows.
+///
+/// # Errors
+/// A negative or non-finite `ridge`, or no rows.
+pub fn check_solvable(ridge: f64, rows: usize) -> Result<()> {
+    if !(ridge.is_finite() && ridge >= 0.0) {
+        return Err(ReservoirError::invalid(
+            "ridge solve",
+            format!("ridge must be >= 0, got {ridge}"),
+        ));
+    }
+    if rows == 0 {
+        return Err(ReservoirError::invalid(
+            "ridge solve",
+            "no rows were accumulated (washout too long?)",
+        ));
+    }
+    Ok(())
+}
+
+/// The error of normal equations whose Cholesky factorisation failed.
+pub fn not_positive_definite(ridge: f64) -> ReservoirError {
+    ReservoirError::numerical(
+        "ridge solve",
+        format!(
+            "the normal equations are not positive definite with ridge = {ridge}; increase \
+             readout.ridge"
+        ),
+    )
+}
+
+/// A readout's products with the sums of one output k, all that scoring it from the sums
+/// needs of it: with weights w and intercept c, wᵀ(XᵀX)w, wᵀΣX and wᵀXᵀ(Y − s)ₖ.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ReadoutProducts {
+    /// The readout's intercept cₖ, for the targets as given (not shifted).
+    pub intercept: f64,
+    /// wᵀ(XᵀX)w.
+    pub gram: f64,
+    /// wᵀΣX.
+    pub sums: f64,
+    /// wᵀXᵀ(Y − s)ₖ.
+    pub cross: f64,
+}
+
+/// The target side of ridge sums over `rows` rows: the shift s and Σ(y − s), Σ(y − s)² per
+/// output. With a readout's [`ReadoutProducts`] they give its scores on those rows; the
+/// products may come from the host ([`RidgeAccumulator::score`]) or from a GPU that holds the
+/// feature sums.
+#[derive(Debug, Clone, Copy)]
+pub struct TargetSums<'a> {
+    /// Rows summed.
+    pub rows: usize,
+    /// The shift s per output.
+    pub shift: &'a [f64],
+    /// Σ(y − s) per output.
+    pub sums: &'a [f64],
+    /// Σ(y − s)² per output.
+    pub squares: &'a [f64],
+}
+
+impl TargetSums<'_> {
+    /// Scores a readout from its products with the sums, one per output.
+    ///
+    /// Per output k, with c the intercept for the shifted targets: Σŷ = wᵀΣX + n·c,
+    /// Σŷ² = wᵀ(XᵀX)w + 2c·wᵀΣX + n·c², Σyŷ = wᵀ(XᵀY)ₖ + c·ΣYₖ, and the residual sum of
+    /// squares Σ(y − ŷ)² = ΣYₖ² − 2Σyŷ + Σŷ².
+    ///
+    /// # Errors
+    /// A shape error when the products or target sums do not have one value per output, an
+    /// invalid-input error when there are no rows or a target column is constant (its NRMSE
+    /// is undefined), a numerical error when an NRMSE overflows.
+    pub fn score(&self, products: &[ReadoutProducts]) -> Result<SumScores> {
+        let m = products.len();
+        if [self.shift.len(), self.sums.len(), self.squares.len()] != [m; 3] {
+            return Err(ReservoirError::shape(
+                "ridge score",
+                format!("target sums of {m} outputs"),
+                format!(
+                    "{}, {} and {} values",
+                    self.shift.len(),
+                    self.sums.len(),
+                    self.squares.len()
+                ),
+            ));
+        }
+        if self.rows == 0 {
+            return Err(ReservoirError::invalid(
+                "ridge score",
+                "no rows were accumulated",
+            ));
+        }
+        let n = self.rows as f64;
         let mut scores = SumScores {
             rows: self.rows,
             nrmse: Vec::with_capacity(m),
             squared_correlation: Vec::with_capacity(m),
         };
-        for k in 0..m {
+        for (k, p) in products.iter().enumerate() {
             // The readout's intercept for the shifted targets the sums are of.
-            let c = readout.intercept()[k] - self.target_shift[k];
-            let (mut w_gram_w, mut w_sums, mut w_cross) = (0.0, 0.0, 0.0);
-            for i in 0..f {
-                w_gram_w += w[(i, k)] * gram_w[(i, k)];
-                w_sums += w[(i, k)] * self.feature_sums[i];
-                w_cross += w[(i, k)] * self.cross[(i, k)];
-            }
-            let (sum_y, sum_y2) = (self.target_sums[k], self.target_squares[k]);
-            let sum_pred = w_sums + n * c;
-            let sum_pred2 = w_gram_w + 2.0 * c * w_sums + n * c * c;
-            let sum_y_pred = w_cross + c * sum_y;
+            let c = p.intercept - self.shift[k];
+            let (sum_y, sum_y2) = (self.sums[k], self.squares[k]);
+            let sum_pred = p.sums + n * c;
+            let sum_pred2 = p.gram + 2.0 * c * p.sums + n * c * c;
+            let sum_y_pred = p.cross + c * sum_y;
             let rss = (sum_y2 - 2.0 * sum_y_pred + sum_pred2).max(0.0);
             let mean = sum_y / n;
             let variance = sum_y2 / n - mean * mean;

@@ -7,8 +7,8 @@ pub use crate::experiment::{SweepConfig, SweepParams};
 use std::cmp::Ordering;
 use std::time::Instant;
 
-use rayon::prelude::*;
-use reservoir_core::lanes::{Lane, LaneData, LaneRunner, LaneSums};
+use reservoir_core::lanes::{Lane, LaneData, LaneRunner};
+use reservoir_core::readout::SumScores;
 use reservoir_core::{ConfigError, ReservoirConfig, ReservoirError};
 use serde::Serialize;
 
@@ -42,6 +42,18 @@ impl SweepScore {
             SweepScore::ValidationNrmse => "validation_nrmse",
             SweepScore::MemoryCapacity => "memory_capacity",
             SweepScore::ValidationAccuracy => "validation_accuracy",
+        }
+    }
+
+    /// This score of a readout's validation scores.
+    fn of(self, validation: &SumScores) -> reservoir_core::Result<f64> {
+        match self {
+            SweepScore::ValidationNrmse => Ok(validation.mean_nrmse()),
+            SweepScore::MemoryCapacity => Ok(validation.total_squared_correlation()),
+            SweepScore::ValidationAccuracy => Err(ReservoirError::invalid(
+                "sweep",
+                "a series task is not scored by accuracy",
+            )),
         }
     }
 
@@ -90,12 +102,9 @@ pub struct SweepFailure {
 pub struct SweepTimings {
     /// Building the task's data.
     pub data_seconds: f64,
-    /// Running every lane into its sums (weights included), as the runner reports back: the
-    /// runner's seconds not spent solving (where batches run on several GPUs, solving one
-    /// overlaps running the next).
+    /// Running every lane (weights included) and solving and scoring every (lane, ridge)
+    /// from its sums: on the host for CPU lanes, on the GPUs for GPU lanes.
     pub run_seconds: f64,
-    /// Solving and scoring every (lane, ridge) from the sums.
-    pub solve_seconds: f64,
     /// The whole sweep.
     pub total_seconds: f64,
 }
@@ -231,58 +240,53 @@ fn sweep_in_batches(
 
     let work = Workload::single(rows.data.inputs.nrows());
     let (mut runner, backend) = runner_for(&base, lanes.len(), work)?;
-    let batch = lanes_per_batch(
-        base.size(),
-        rows.data.targets.ncols(),
-        lanes.len(),
-        lanes.len() * ridges.len(),
-        budget_bytes,
-    );
-    let mut solve_seconds = 0.0;
+    let grid = lanes.len() * std::mem::size_of::<Lane>()
+        + lanes.len() * ridges.len() * std::mem::size_of::<SweepResult>();
     let (mut results, mut failures) = (Vec::new(), Vec::new());
-    let batches: Vec<&[Lane]> = lanes.chunks(batch).collect();
     let started = Instant::now();
-    runner.run_batches(&base, &batches, &data, &mut |batch_index, sums| {
-        let batch_lanes = batches[batch_index];
-        if sums.len() != batch_lanes.len() {
-            return Err(ReservoirError::shape(
-                "sweep lane sums",
-                format!("{} lanes", batch_lanes.len()),
-                format!("{} lanes", sums.len()),
-            ));
-        }
-        let t = Instant::now();
-        let pairs: Vec<(usize, f64)> = (0..batch_lanes.len())
-            .flat_map(|offset| ridges.iter().map(move |&ridge| (offset, ridge)))
-            .collect();
-        let outcomes: Vec<reservoir_core::Result<(f64, f64)>> = pairs
-            .par_iter()
-            .map(|&(offset, ridge)| solve_and_score(&sums[offset], ridge, score))
-            .collect();
-        for (&(offset, ridge), outcome) in pairs.iter().zip(outcomes) {
-            let (lane, params) = (batch_index * batch + offset, batch_lanes[offset].clone());
-            match outcome {
-                Ok((train_nrmse, value)) => results.push(SweepResult {
-                    lane,
-                    params,
-                    ridge,
-                    train_nrmse,
-                    score: value,
-                }),
-                Err(e) => failures.push(SweepFailure {
-                    lane,
-                    params,
-                    ridge,
-                    error: e.to_string(),
-                }),
+    runner.score_lanes(
+        &base,
+        &lanes,
+        &data,
+        &ridges,
+        budget_bytes.saturating_sub(grid),
+        &mut |first, outcomes| {
+            for (offset, per_ridge) in outcomes.into_iter().enumerate() {
+                let lane = first + offset;
+                let params = lanes
+                    .get(lane)
+                    .ok_or_else(|| {
+                        ReservoirError::shape(
+                            "sweep lane scores",
+                            format!("{} lanes", lanes.len()),
+                            format!("lane {lane}"),
+                        )
+                    })?
+                    .clone();
+                for (&ridge, outcome) in ridges.iter().zip(per_ridge) {
+                    let scored =
+                        outcome.and_then(|s| Ok((s.train_nrmse, score.of(&s.validation)?)));
+                    match scored {
+                        Ok((train_nrmse, value)) => results.push(SweepResult {
+                            lane,
+                            params: params.clone(),
+                            ridge,
+                            train_nrmse,
+                            score: value,
+                        }),
+                        Err(e) => failures.push(SweepFailure {
+                            lane,
+                            params: params.clone(),
+                            ridge,
+                            error: e.to_string(),
+                        }),
+                    }
+                }
             }
-        }
-        solve_seconds += t.elapsed().as_secs_f64();
-        Ok(())
-    })?;
-    // Where batches run side by side, solving one overlaps running the next: the run's
-    // seconds are those not spent solving.
-    let run_seconds = started.elapsed().as_secs_f64() - solve_seconds;
+            Ok(())
+        },
+    )?;
+    let run_seconds = started.elapsed().as_secs_f64();
     if results.is_empty() {
         let first = failures.first().map_or("no lanes", |f| f.error.as_str());
         return Err(ReservoirError::numerical(
@@ -310,53 +314,15 @@ fn sweep_in_batches(
         timings: SweepTimings {
             data_seconds,
             run_seconds,
-            solve_seconds,
             total_seconds: start.elapsed().as_secs_f64(),
         },
         lane_steps_per_second: (lanes.len() * steps) as f64 / run_seconds,
     })
 }
 
-/// Lanes whose sums fit in what `budget_bytes` leaves after the grid of `lanes` lanes and its
-/// `readouts` results (at least one lane).
-fn lanes_per_batch(
-    features: usize,
-    outputs: usize,
-    lanes: usize,
-    readouts: usize,
-    budget_bytes: usize,
-) -> usize {
-    // faer stores each column of a matrix padded to 64 bytes (8 values).
-    let column = features.div_ceil(8) * 8;
-    let per_accumulator = 8 * (column * (features + outputs) + features + 2 * outputs);
-    let grid = lanes * std::mem::size_of::<Lane>() + readouts * std::mem::size_of::<SweepResult>();
-    (budget_bytes.saturating_sub(grid) / (2 * per_accumulator)).max(1)
-}
-
-/// The readout for `ridge` from the training sums: its training NRMSE and validation score.
-fn solve_and_score(
-    sums: &LaneSums,
-    ridge: f64,
-    score: SweepScore,
-) -> reservoir_core::Result<(f64, f64)> {
-    let fit = sums.train.solve(ridge)?;
-    let validation = sums.validation.score(&fit.readout)?;
-    let value = match score {
-        SweepScore::ValidationNrmse => validation.mean_nrmse(),
-        SweepScore::MemoryCapacity => validation.total_squared_correlation(),
-        SweepScore::ValidationAccuracy => {
-            return Err(ReservoirError::invalid(
-                "sweep",
-                "a series task is not scored by accuracy",
-            ))
-        }
-    };
-    Ok((fit.train_nrmse, value))
-}
-
 #[cfg(test)]
 mod tests {
-    use reservoir_core::lanes::CpuLaneRunner;
+    use reservoir_core::lanes::{CpuLaneRunner, LaneSums};
 
     use super::*;
 
@@ -387,10 +353,9 @@ mod tests {
         // time, or as a batch of four and a batch of two.
         let grid = 6 * std::mem::size_of::<Lane>() + 12 * std::mem::size_of::<SweepResult>();
         let four = grid + 8_416 * 4;
-        assert_eq!(lanes_per_batch(20, 1, 6, 12, four), 4);
-        assert_eq!(lanes_per_batch(20, 1, 6, 12, four - 1), 3);
+        assert_eq!(LaneSums::bytes(20, 1), 8_416);
         let whole = sweep_in_batches(&config, &mut cpu_runner, SWEEP_SUMS_BUDGET_BYTES).unwrap();
-        for budget in [1, four] {
+        for budget in [1, four - 1, four] {
             let batched = sweep_in_batches(&config, &mut cpu_runner, budget).unwrap();
             assert_eq!(batched.results, whole.results, "budget {budget}");
         }
