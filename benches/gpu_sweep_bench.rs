@@ -10,9 +10,10 @@
 //! measured in the same process. It checks itself: the GPU lanes' validation NRMSE must match the CPU
 //! lanes' within 1e-3 relative, or it exits with status 1. Start-up is reported separately.
 //!
-//! With two or more GPUs it also times 256 lanes of N = 1000 over the series on GPU 0 alone and
-//! spread over every GPU (`MultiGpuLaneRunner`), and checks that both give the same bits
-//! (`--multi-only`: that comparison alone).
+//! With two or more GPUs it also times 256 lanes of N = 1000 over the series into readouts
+//! solved on the GPUs (`score_lanes`) on GPU 0 alone and spread over every GPU
+//! (`MultiGpuLaneRunner`), with the lanes alone and the first runs apart, and checks that both
+//! give the same bits (`--multi-only`: that comparison alone).
 //!
 //! Build with `cargo build --release -p reservoir-benches --bins` and run on a machine with a
 //! GPU: `target/release/gpu_sweep_bench`. Exits 0 with a message when there is no GPU.
@@ -26,7 +27,7 @@ use gpu_reservoir::{
     LANE_GROUP,
 };
 use reservoir_benches::median_micros_per_step;
-use reservoir_core::lanes::{CpuLaneRunner, Lane, LaneData, LaneRunner, LaneSums};
+use reservoir_core::lanes::{CpuLaneRunner, Lane, LaneData, LaneOutcomes, LaneRunner, LaneSums};
 use reservoir_core::{ReservoirConfig, ReservoirParams};
 use reservoir_runtime::tasks::narma::narma10;
 
@@ -238,9 +239,12 @@ fn main() -> Result<()> {
     several_gpus(&mut runner, &data)
 }
 
-/// 256 lanes of N = 1000 over the whole series on GPU 0 alone and spread over every GPU of
-/// the host (median of 5 each, taken in turns after a warm-up run of each), and the check that
-/// both give the same bits. Exits 1 if they do not.
+/// 256 lanes of N = 1000 over the whole series, into readouts solved and scored on the GPUs
+/// for two ridge values (`score_lanes`, as `reservoir sweep` runs them), on GPU 0 alone and
+/// spread over every GPU of the host: median of 5 each, taken in turns after a first run of
+/// each (the first run of the spread runner opens the other GPUs), with the lanes alone
+/// (no ridge value: the recurrence and the sums) timed the same way. Checks that both give the
+/// same bits, or exits 1.
 fn several_gpus(one: &mut GpuLaneRunner, data: &LaneData<'_>) -> Result<()> {
     let count = probe().devices.len();
     if count < 2 {
@@ -257,42 +261,64 @@ fn several_gpus(one: &mut GpuLaneRunner, data: &LaneData<'_>) -> Result<()> {
     let all = lanes(&base, 256)?;
     let ordinals: Vec<usize> = (0..count).collect();
     let mut multi = MultiGpuLaneRunner::new(&ordinals)?;
-    let mut sums = (Vec::new(), Vec::new());
-    one.run_lanes(&base, &all, data)?;
-    multi.run_lanes(&base, &all, data)?;
-    // Taken in turns, so that a drift of the host (its memory growing, say) hits both alike.
-    let (mut one_times, mut multi_times) = (Vec::new(), Vec::new());
-    for _ in 0..REPEATS {
-        let t = Instant::now();
-        sums.0 = one.run_lanes(&base, &all, data)?;
-        one_times.push(t.elapsed().as_secs_f64());
-        let t = Instant::now();
-        sums.1 = multi.run_lanes(&base, &all, data)?;
-        multi_times.push(t.elapsed().as_secs_f64());
-    }
-    let median = |mut v: Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    };
-    let (one_s, multi_s) = (median(one_times), median(multi_times));
-    let bits = |lanes: &[LaneSums]| -> Vec<u64> {
-        lanes
+    let ridges = [1e-8, 1e-6];
+    let bits = |outcomes: &LaneOutcomes| -> Vec<u64> {
+        outcomes
             .iter()
-            .flat_map(|l| {
-                l.train
-                    .gram()
-                    .iter()
-                    .chain(l.validation.gram().iter())
-                    .map(|v| v.to_bits())
-                    .collect::<Vec<_>>()
+            .flatten()
+            .flat_map(|o| match o {
+                Ok(s) => vec![s.train_nrmse.to_bits(), s.validation.mean_nrmse().to_bits()],
+                Err(_) => vec![u64::MAX],
             })
             .collect()
     };
-    let same = bits(&sums.0) == bits(&sums.1);
+    let timed = |runner: &mut dyn LaneRunner, ridges: &[f64]| -> Result<(f64, Vec<u64>)> {
+        let mut outcomes = Vec::new();
+        let t = Instant::now();
+        runner.score_lanes(&base, &all, data, ridges, 0, &mut |_, scored| {
+            outcomes.extend(scored);
+            Ok(())
+        })?;
+        Ok((t.elapsed().as_secs_f64(), bits(&outcomes)))
+    };
+    let (first_one, _) = timed(one, &ridges)?;
+    let (first_multi, _) = timed(&mut multi, &ridges)?;
+    // Taken in turns, so that a drift of the host hits both alike.
+    let mut times = [(); 4].map(|()| Vec::new());
+    let mut scores = (Vec::new(), Vec::new());
+    for _ in 0..REPEATS {
+        times[0].push(timed(one, &[])?.0);
+        let (seconds, got) = timed(one, &ridges)?;
+        times[1].push(seconds);
+        scores.0 = got;
+        times[2].push(timed(&mut multi, &[])?.0);
+        let (seconds, got) = timed(&mut multi, &ridges)?;
+        times[3].push(seconds);
+        scores.1 = got;
+    }
+    let [lanes_one, scored_one, lanes_multi, scored_multi] = times.map(|mut v| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    });
+    let same = scores.0 == scores.1;
     println!(
-        "\nseveral GPUs: 256 lanes, N = 1000, run_lanes over {STEPS} steps (groups of {LANE_GROUP} lanes, median of {REPEATS} in turns): GPU 0 alone {one_s:.3} s, {count} GPUs {multi_s:.3} s ({:.2}×); the same bits: {same}",
-        one_s / multi_s
+        "\nseveral GPUs: 256 lanes, N = 1000, {STEPS} steps, groups of {LANE_GROUP} lanes, readouts for 2 ridge values solved on the GPUs (median of {REPEATS} in turns):"
     );
+    println!("| | GPU 0 alone | {count} GPUs | speed-up |");
+    println!("|---|---|---|---|");
+    for (what, a, b) in [
+        ("lanes into scores (s)", scored_one, scored_multi),
+        ("lanes alone, no readout (s)", lanes_one, lanes_multi),
+        (
+            "solving and scoring 512 readouts (difference, s)",
+            scored_one - lanes_one,
+            scored_multi - lanes_multi,
+        ),
+        ("first run (s)", first_one, first_multi),
+    ] {
+        println!("| {what} | {a:.3} | {b:.3} | {:.2}× |", a / b);
+    }
+    println!("the same bits: {same}");
     if !same {
         println!("FAILED: the lanes over several GPUs differ from one GPU's");
         std::process::exit(1);

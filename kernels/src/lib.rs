@@ -139,19 +139,30 @@ pub mod lanes {
     };
 }
 
-/// `ridge.cu`: the widening of f32 states before the device's f64 ridge sums (CPU reference:
-/// `reservoir_core::readout::RidgeAccumulator`).
+/// `ridge.cu`: the widening of f32 states before the device's f64 ridge sums, and the kernels
+/// of ridge readouts solved on the device (CPU reference:
+/// `reservoir_core::readout::RidgeAccumulator`, its `solve` and `score`).
 pub mod ridge {
     use super::Module;
 
     /// `dst[i] = (double)src[i]`.
     pub const WIDEN: &str = "widen_f32_to_f64";
+    /// The augmented normal equations of every (lane, ridge), padded to whole blocks.
+    pub const BUILD_SYSTEMS: &str = "ridge_build_systems";
+    /// Cholesky factor of one diagonal block of every system, and its inverse.
+    pub const FACTOR_DIAGONAL: &str = "ridge_factor_diagonal";
+    /// A solved readout's products with the training and validation sums.
+    pub const READOUT_PRODUCTS: &str = "ridge_readout_products";
+    /// Rows and columns of the solve's blocks (`RIDGE_BLOCK`).
+    pub const SOLVE_BLOCK: usize = 64;
+    /// Threads of a `ridge_readout_products` block (`RIDGE_PRODUCT_THREADS`).
+    pub const PRODUCT_THREADS: u32 = 256;
 
     /// The module.
     pub const MODULE: Module = Module {
         name: "ridge.cu",
         source: include_str!("../ridge.cu"),
-        entry_points: &[WIDEN],
+        entry_points: &[WIDEN, BUILD_SYSTEMS, FACTOR_DIAGONAL, READOUT_PRODUCTS],
     };
 }
 
@@ -265,6 +276,26 @@ mod tests {
         assert_eq!(lif_feature::TRACE, enum_value("LIF_FEATURE_TRACE"));
         assert_eq!(lif_feature::MEMBRANE, enum_value("LIF_FEATURE_MEMBRANE"));
         assert_eq!(lif_feature::COUNTS, enum_value("LIF_FEATURE_COUNTS"));
+    }
+
+    #[test]
+    fn the_sizes_rust_launches_with_are_the_kernels_defines() {
+        let define = |name: &str| -> usize {
+            let line = ridge::MODULE
+                .source
+                .lines()
+                .find(|l| l.starts_with(&format!("#define {name} ")))
+                .unwrap_or_else(|| panic!("{name} is not defined in ridge.cu"));
+            line.rsplit(' ')
+                .next()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| panic!("{line}"))
+        };
+        assert_eq!(ridge::SOLVE_BLOCK, define("RIDGE_BLOCK"));
+        assert_eq!(
+            ridge::PRODUCT_THREADS as usize,
+            define("RIDGE_PRODUCT_THREADS")
+        );
     }
 
     #[test]

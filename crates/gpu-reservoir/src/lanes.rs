@@ -8,7 +8,7 @@ use cudarc::cublas::CudaBlas;
 use cudarc::driver::{CudaGraph, CudaSlice, CudaStream};
 use ndarray::{s, ArrayView2};
 use rand_chacha::ChaCha8Rng;
-use reservoir_core::lanes::{Lane, LaneData, LaneRunner, LaneSums};
+use reservoir_core::lanes::{Lane, LaneData, LaneOutcomes, LaneRunner, LaneSums};
 use reservoir_core::random::{stream_rng, Stream};
 use reservoir_core::{Precision, ReservoirConfig, ReservoirError, ReservoirWeights};
 
@@ -19,6 +19,7 @@ use crate::esn::CHUNK_STEPS;
 use crate::noise::noise_values;
 use crate::ops::esn::activation_code;
 use crate::ops::lanes::{lane_step, LaneKernels, LaneParameters, LaneStepInputs};
+use crate::ops::ridge::RidgeKernels;
 use crate::ridge_sums::DeviceRidgeSums;
 
 /// Most bytes of f32 states one chunk of a sweep holds (all lanes): a chunk has
@@ -116,8 +117,12 @@ impl CaptureStream {
 }
 
 impl GpuLaneRunner {
-    /// A runner on `device` (compiles the lane kernel on first use per device).
+    /// A runner on `device`, ready to run: its kernels compiled (or loaded from the cache) and
+    /// the device's cuBLAS handle made, so that a runner made in a thread of its own starts
+    /// its GPU beside other work.
     pub fn new(device: &GpuDevice) -> Result<Self> {
+        device.blas()?;
+        device.kernels::<RidgeKernels>()?;
         Ok(Self {
             kernels: device.kernels::<LaneKernels>()?,
             device: device.clone(),
@@ -438,6 +443,46 @@ impl GpuLaneRunner {
     }
 }
 
+impl GpuLaneRunner {
+    /// Runs one group of at most [`LANE_GROUP`] lanes over `data` (checked) and solves and
+    /// scores every lane's readout for every ridge value on the device
+    /// ([`DeviceRidgeSums::solve_and_score`]).
+    pub(crate) fn score_group(
+        &mut self,
+        base: &ReservoirConfig,
+        lanes: &[Lane],
+        data: &LaneData<'_>,
+        ridges: &[f64],
+    ) -> Result<LaneOutcomes> {
+        match self.sum_group(base, lanes, data)? {
+            Some(sums) => sums.train.solve_and_score(&sums.validation, ridges),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// Runs every lane over `data`, solves and scores its readouts on the device and hands
+    /// each group's outcomes to `visit(first_lane, outcomes)` in order (see
+    /// [`LaneRunner::score_lanes`]): only the scores come back to the host.
+    ///
+    /// # Errors
+    /// As [`GpuLaneRunner::run`]; the first error `visit` returns.
+    pub fn score(
+        &mut self,
+        base: &ReservoirConfig,
+        lanes: &[Lane],
+        data: &LaneData<'_>,
+        ridges: &[f64],
+        visit: &mut dyn FnMut(usize, LaneOutcomes) -> reservoir_core::Result<()>,
+    ) -> Result<()> {
+        data.check(base)?;
+        for (index, group) in lanes.chunks(LANE_GROUP).enumerate() {
+            let outcomes = self.score_group(base, group, data, ridges)?;
+            visit(index * LANE_GROUP, outcomes)?;
+        }
+        Ok(())
+    }
+}
+
 /// A group's training and validation sums, still on the device.
 #[derive(Debug)]
 pub(crate) struct GroupSums {
@@ -466,5 +511,18 @@ impl LaneRunner for GpuLaneRunner {
         data: &LaneData<'_>,
     ) -> reservoir_core::Result<Vec<LaneSums>> {
         Ok(self.run(base, lanes, data)?)
+    }
+
+    /// Solves on the device; `host_bytes` does not apply (only scores come back).
+    fn score_lanes(
+        &mut self,
+        base: &ReservoirConfig,
+        lanes: &[Lane],
+        data: &LaneData<'_>,
+        ridges: &[f64],
+        _host_bytes: usize,
+        visit: &mut dyn FnMut(usize, LaneOutcomes) -> reservoir_core::Result<()>,
+    ) -> reservoir_core::Result<()> {
+        Ok(self.score(base, lanes, data, ridges, visit)?)
     }
 }

@@ -34,6 +34,7 @@ mod lif;
 mod multi_gpu;
 mod noise;
 mod ops;
+mod ridge_solve;
 mod ridge_sums;
 mod sharded;
 pub mod spectral;

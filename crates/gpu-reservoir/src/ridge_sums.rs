@@ -7,7 +7,7 @@ use std::sync::Arc;
 use cudarc::driver::{CudaSlice, CudaView};
 use ndarray::{Array2, ArrayView2};
 use reservoir_core::checks::check_targets;
-use reservoir_core::readout::RidgeAccumulator;
+use reservoir_core::readout::{RidgeAccumulator, TargetSums};
 use reservoir_core::ReservoirError;
 
 use crate::collective::Collective;
@@ -94,6 +94,49 @@ impl DeviceRidgeSums {
     /// Rows added so far.
     pub fn rows(&self) -> usize {
         self.rows
+    }
+
+    /// Features F of each block.
+    pub fn features(&self) -> usize {
+        self.features
+    }
+
+    /// Outputs M.
+    pub fn outputs(&self) -> usize {
+        self.outputs
+    }
+
+    /// Blocks (reservoirs side by side).
+    pub fn blocks(&self) -> usize {
+        self.blocks
+    }
+
+    /// The target side of the sums: the shift and the sums of the shifted targets.
+    pub fn targets(&self) -> TargetSums<'_> {
+        TargetSums {
+            rows: self.rows,
+            shift: &self.target_shift,
+            sums: &self.target_sums,
+            squares: &self.target_squares,
+        }
+    }
+
+    pub(crate) fn device(&self) -> &GpuDevice {
+        &self.device
+    }
+
+    pub(crate) fn kernels(&self) -> &RidgeKernels {
+        &self.kernels
+    }
+
+    /// XᵀX of each block, F × F at b·F².
+    pub(crate) fn gram(&self) -> &CudaSlice<f64> {
+        &self.gram
+    }
+
+    /// Xᵀ[Y, 1], column-major (blocks·F) × (M + 1).
+    pub(crate) fn cross(&self) -> &CudaSlice<f64> {
+        &self.cross
     }
 
     /// Takes the targets' shift from `shift` (M values) rather than from the first row added.

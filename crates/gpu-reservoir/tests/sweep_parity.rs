@@ -321,9 +321,9 @@ fn lanes_over_several_gpus_give_the_bits_of_one_gpu() {
 }
 
 #[test]
-fn batches_over_several_gpus_give_the_bits_of_one_gpu_in_order() {
+fn readouts_solved_on_the_gpus_match_the_host_and_one_gpus_bits() {
     let Some(device) = gpu() else { return };
-    let mut rng = ChaCha8Rng::seed_from_u64(fresh_seed("multi_gpu_batches"));
+    let mut rng = ChaCha8Rng::seed_from_u64(fresh_seed("multi_gpu_scores"));
     let (u, y) = task(&mut rng, 500);
     let data = LaneData {
         inputs: u.view(),
@@ -337,39 +337,66 @@ fn batches_over_several_gpus_give_the_bits_of_one_gpu_in_order() {
         .seed(rng.random())
         .check()
         .expect("config");
-    // Batches of 7, 130 (two groups), 9, 40 and 3 lanes.
-    let lanes = random_lanes(&mut rng, &base, 189);
-    let mut batches: Vec<&[Lane]> = Vec::new();
-    let mut start = 0;
-    for size in [7, 130, 9, 40, 3] {
-        batches.push(&lanes[start..start + size]);
-        start += size;
-    }
+    // Three groups: 128, 128 and 33 lanes.
+    let lanes = random_lanes(&mut rng, &base, 2 * gpu_reservoir::LANE_GROUP + 33);
+    let ridges = [1e-8, 1e-4];
     let mut one = GpuLaneRunner::new(&device).expect("runner");
-    let expected: Vec<Vec<LaneSums>> = batches
-        .iter()
-        .map(|batch| one.run(&base, batch, &data).expect("one GPU"))
-        .collect();
+    let sums = one.run(&base, &lanes, &data).expect("sums");
+    let mut solved = Vec::new();
+    let mut firsts = Vec::new();
+    one.score(&base, &lanes, &data, &ridges, &mut |first, outcomes| {
+        firsts.push(first);
+        solved.extend(outcomes);
+        Ok(())
+    })
+    .expect("scores on one GPU");
+    assert_eq!(firsts, vec![0, 128, 256]);
+    assert_eq!(solved.len(), lanes.len());
+    // The host's solve of the same sums, to the rounding of another factorisation order.
+    for (lane, (sums, outcomes)) in sums.iter().zip(&solved).enumerate() {
+        for (&ridge, outcome) in ridges.iter().zip(outcomes) {
+            let host = sums.score(ridge).expect("host solve");
+            let device = outcome.as_ref().expect("device solve");
+            let relative = |a: f64, b: f64| (a - b).abs() / b.abs();
+            assert!(
+                relative(device.train_nrmse, host.train_nrmse) < 1e-6
+                    && relative(device.validation.mean_nrmse(), host.validation.mean_nrmse())
+                        < 1e-6,
+                "lane {lane}, ridge {ridge}: {device:?} vs {host:?}"
+            );
+        }
+    }
     let count = gpu_reservoir::probe().devices.len();
     let ordinals: Vec<usize> = (0..count).collect();
     let mut multi = MultiGpuLaneRunner::new(&ordinals).expect("runner");
-    let mut seen = Vec::new();
+    let mut spread = Vec::new();
     multi
-        .run_batches(&base, &batches, &data, &mut |index, sums| {
-            assert!(
-                sums_bits(&sums) == sums_bits(&expected[index]),
-                "batch {index} over {count} GPUs differs from one GPU's"
-            );
-            seen.push(index);
+        .score_lanes(&base, &lanes, &data, &ridges, 0, &mut |first, outcomes| {
+            assert_eq!(first, spread.len(), "outcomes out of order");
+            spread.extend(outcomes);
             Ok(())
         })
-        .expect("batches");
-    assert_eq!(seen, vec![0, 1, 2, 3, 4]);
-    // An error of `visit` ends the run with that error, whatever the GPUs are doing.
-    let mut visits = 0;
+        .expect("scores over the GPUs");
+    let bits = |outcomes: &[Vec<reservoir_core::Result<reservoir_core::lanes::LaneScores>>]| {
+        outcomes
+            .iter()
+            .flatten()
+            .map(|o| {
+                let s = o.as_ref().expect("solved");
+                let mut v = vec![s.train_nrmse.to_bits()];
+                v.extend(s.validation.nrmse.iter().map(|x| x.to_bits()));
+                v.extend(s.validation.squared_correlation.iter().map(|x| x.to_bits()));
+                v
+            })
+            .collect::<Vec<_>>()
+    };
+    assert!(
+        bits(&spread) == bits(&solved),
+        "the scores over {count} GPUs differ from one GPU's"
+    );
+    // An error of `visit` ends the run with that error.
     let error = multi
-        .run_batches(&base, &batches, &data, &mut |_, _| {
-            visits += 1;
+        .score_lanes(&base, &lanes, &data, &ridges, 0, &mut |_, _| {
             Err(reservoir_core::ReservoirError::invalid(
                 "visit",
                 "stop here",
@@ -377,5 +404,4 @@ fn batches_over_several_gpus_give_the_bits_of_one_gpu_in_order() {
         })
         .expect_err("visit fails");
     assert!(error.to_string().contains("stop here"), "{error}");
-    assert_eq!(visits, 1);
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use gpu_reservoir::collective::exchange_id;
 use gpu_reservoir::{
     shards_pay, Collective, DeviceInfo, GpuDevice, GpuLaneRunner, GpuLifNetwork,
-    GpuReservoirComputer, MultiGpuLaneRunner, ShardedReservoir, Startup,
+    GpuReservoirComputer, MultiGpuLaneRunner, ShardedReservoir, Startup, LANE_GROUP,
 };
 use reservoir_core::lanes::{CpuLaneRunner, LaneRunner};
 use reservoir_core::lif::{LifConfig, LifNetwork, LifWeights};
@@ -301,7 +301,13 @@ impl Dispatch {
         let Some(device) = gpu else {
             return Ok(Box::new(CpuLaneRunner::all_cores()));
         };
-        match self.listed_gpus(&device)?.as_slice() {
+        // Only the GPUs that get a group of lanes.
+        let mut ordinals = self.listed_gpus(&device)?;
+        ordinals.truncate(lanes.div_ceil(LANE_GROUP).max(1));
+        if let Some((_, Placement::Cuda { others, .. })) = self.placements.last_mut() {
+            others.truncate(ordinals.len() - 1);
+        }
+        match ordinals.as_slice() {
             [_] => Ok(Box::new(GpuLaneRunner::new(&device)?)),
             ordinals => Ok(Box::new(MultiGpuLaneRunner::new(ordinals)?)),
         }

@@ -1,7 +1,7 @@
 //! Jobs over several GPUs through `Dispatch`: a sequence classifier fitted on a GPU (its ridge
 //! sums on the device) and spread over every GPU of the host (sums added by an NCCL
 //! all-reduce) against the same fit on the CPU, and a large dense reservoir split over the
-//! GPUs against one GPU. Skips with a printed reason without a GPU (or, for the spread, without
+//! GPUs against one GPU, and a sweep's lanes spread over the GPUs against one GPU. Skips with a printed reason without a GPU (or, for the spread, without
 //! NCCL or a second GPU); fails instead with `RESERVOIR_REQUIRE_GPU=1`.
 
 use ndarray::{Array2, ArrayView2};
@@ -201,4 +201,47 @@ fn devices_split_a_large_dense_reservoir_and_leave_a_small_one_on_one_gpu() {
     all.echo_state(&small, weights, Workload::single(50))
         .expect("small");
     assert_eq!(all.placements()[0].1.name(), "cuda");
+}
+
+#[test]
+fn a_sweep_spreads_its_lane_groups_over_the_gpus_with_one_gpus_results() {
+    let Some(count) = usable_gpus() else { return };
+    // 17 × 17 = 289 lanes: three groups of lanes.
+    let radii: Vec<String> = (0..17)
+        .map(|i| format!("{}", 0.5 + 0.03 * i as f64))
+        .collect();
+    let leaks: Vec<String> = (0..17)
+        .map(|i| format!("{}", 0.2 + 0.05 * i as f64))
+        .collect();
+    let toml = format!(
+        "[task]\nkind = \"narma10\"\ntrain = 300\ntest = 100\nseed = 4\n\
+         [reservoir]\nsize = 40\nseed = 5\n[readout]\nwashout = 30\n\
+         [sweep]\nspectral_radius = [{}]\nleak_rate = [{}]\nridge = [1e-8, 1e-4]\n",
+        radii.join(", "),
+        leaks.join(", ")
+    );
+    let config = ExperimentConfig::from_toml(&toml, "<test>").expect("config");
+    let mut one = Dispatch::new(Device::Cuda(0));
+    let alone = reservoir_runtime::sweep::run_sweep(&config, &mut one).expect("one GPU");
+    let first = Device::Cuda(0).to_string();
+    assert_eq!(one.placements()[0].1.name(), first);
+    let mut all = Dispatch::new(Device::Cuda(0)).with_devices(Some(Devices::All));
+    let spread = reservoir_runtime::sweep::run_sweep(&config, &mut all).expect("all GPUs");
+    let name = all.placements()[0].1.name();
+    // Three groups go to up to three GPUs.
+    assert_eq!(name.split(',').count(), count.min(3), "{name}");
+    assert_eq!(spread.results, alone.results, "{name}");
+    assert_eq!(spread.results.len(), 2 * 289);
+    // One group of lanes leaves the other GPUs out, and says so.
+    let small = ExperimentConfig::from_toml(
+        &toml.replace(
+            &format!("leak_rate = [{}]", leaks.join(", ")),
+            "leak_rate = [0.5]",
+        ),
+        "<test>",
+    )
+    .expect("config");
+    let mut all = Dispatch::new(Device::Cuda(0)).with_devices(Some(Devices::All));
+    reservoir_runtime::sweep::run_sweep(&small, &mut all).expect("one group");
+    assert_eq!(all.placements()[0].1.name(), first);
 }

@@ -195,3 +195,116 @@ pub(crate) fn add_grams_f64(
     // and as B), C written only.
     unsafe { blas.gemm_strided_batched(cfg, a, a, c) }.map_err(|e| blas_error(context, e))
 }
+
+/// A stack of column-major f64 matrices in one buffer for a strided-batched product: matrix b
+/// starts at `b·stride`, holds `rows × cols` with leading dimension `ld` (≥ rows), and enters
+/// the product transposed when `transpose` is set.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Stacked {
+    pub(crate) rows: usize,
+    pub(crate) cols: usize,
+    pub(crate) ld: usize,
+    pub(crate) stride: usize,
+    pub(crate) transpose: bool,
+}
+
+impl Stacked {
+    /// `rows × cols` matrices, not transposed, with leading dimension `ld`, `stride` apart.
+    pub(crate) fn new(rows: usize, cols: usize, ld: usize, stride: usize) -> Self {
+        Self {
+            rows,
+            cols,
+            ld,
+            stride,
+            transpose: false,
+        }
+    }
+
+    /// The same matrices, transposed in the product.
+    pub(crate) fn t(self) -> Self {
+        Self {
+            transpose: true,
+            ..self
+        }
+    }
+
+    /// Rows and columns as they enter the product.
+    fn shape(&self) -> (usize, usize) {
+        if self.transpose {
+            (self.cols, self.rows)
+        } else {
+            (self.rows, self.cols)
+        }
+    }
+
+    /// An error unless `batch` such matrices end within `len` values.
+    fn check(&self, len: usize, batch: usize, context: &'static str) -> Result<()> {
+        if self.ld < self.rows.max(1) {
+            return Err(
+                ReservoirError::invalid(context, "leading dimension below the rows").into(),
+            );
+        }
+        if batch == 0 || self.rows == 0 || self.cols == 0 {
+            return Ok(());
+        }
+        let last = self.stride * (batch - 1) + self.ld * (self.cols - 1) + self.rows;
+        fits(len, last, context)
+    }
+
+    fn op(&self) -> cublasOperation_t {
+        if self.transpose {
+            cublasOperation_t::CUBLAS_OP_T
+        } else {
+            cublasOperation_t::CUBLAS_OP_N
+        }
+    }
+}
+
+/// `C_b = alpha·op(A_b)·op(B_b) + beta·C_b` in f64 for `batch` matrices, one strided-batched
+/// DGEMM; the shapes must agree (op(A) m × k, op(B) k × n, C m × n, never transposed) and
+/// every matrix lie within its buffer, else an error.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn product_batched_f64(
+    blas: &CudaBlas,
+    (a, a_shape): (&CudaView<'_, f64>, Stacked),
+    (b, b_shape): (&CudaView<'_, f64>, Stacked),
+    (c, c_shape): (&mut CudaViewMut<'_, f64>, Stacked),
+    (alpha, beta): (f64, f64),
+    batch: usize,
+    context: &'static str,
+) -> Result<()> {
+    let ((m, k), (k_b, n)) = (a_shape.shape(), b_shape.shape());
+    if k != k_b || c_shape.transpose || (c_shape.rows, c_shape.cols) != (m, n) {
+        return Err(ReservoirError::invalid(context, "the product's shapes disagree").into());
+    }
+    a_shape.check(a.len(), batch, context)?;
+    b_shape.check(b.len(), batch, context)?;
+    c_shape.check(c.len(), batch, context)?;
+    if batch == 0 || m == 0 || n == 0 {
+        return Ok(());
+    }
+    let stride = |s: usize| -> Result<i64> {
+        i64::try_from(s).map_err(|_| ReservoirError::invalid(context, "stride beyond i64").into())
+    };
+    let cfg = StridedBatchedConfig {
+        gemm: GemmConfig {
+            transa: a_shape.op(),
+            transb: b_shape.op(),
+            m: dim(m, context)?,
+            n: dim(n, context)?,
+            k: dim(k, context)?,
+            alpha,
+            lda: dim(a_shape.ld, context)?,
+            ldb: dim(b_shape.ld, context)?,
+            beta,
+            ldc: dim(c_shape.ld, context)?,
+        },
+        batch_size: dim(batch, context)?,
+        stride_a: stride(a_shape.stride)?,
+        stride_b: stride(b_shape.stride)?,
+        stride_c: stride(c_shape.stride)?,
+    };
+    // SAFETY: each of the batch's matrices of A, B and C lies within its buffer with its
+    // leading dimension (checked above), and the shapes agree.
+    unsafe { blas.gemm_strided_batched(cfg, a, b, c) }.map_err(|e| blas_error(context, e))
+}

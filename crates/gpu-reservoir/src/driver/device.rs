@@ -86,9 +86,13 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// The process-wide devices of [`GpuDevice::shared`], by ordinal.
-fn registry() -> &'static Mutex<HashMap<usize, GpuDevice>> {
-    static DEVICES: OnceLock<Mutex<HashMap<usize, GpuDevice>>> = OnceLock::new();
+/// A GPU of [`GpuDevice::shared`]: empty until it is first opened.
+type Slot = Arc<Mutex<Option<GpuDevice>>>;
+
+/// The process-wide devices of [`GpuDevice::shared`], a slot per ordinal, so that threads
+/// open different GPUs at the same time and one GPU once.
+fn registry() -> &'static Mutex<HashMap<usize, Slot>> {
+    static DEVICES: OnceLock<Mutex<HashMap<usize, Slot>>> = OnceLock::new();
     DEVICES.get_or_init(|| Mutex::new(HashMap::new()))
 }
 
@@ -99,12 +103,13 @@ impl GpuDevice {
     /// [`GpuError::Unavailable`] naming what is missing (driver, NVRTC, the device), or the
     /// driver's error creating the context.
     pub fn shared(ordinal: usize) -> Result<Self> {
-        let mut devices = lock(registry());
-        if let Some(device) = devices.get(&ordinal) {
+        let slot = lock(registry()).entry(ordinal).or_default().clone();
+        let mut slot = lock(&slot);
+        if let Some(device) = slot.as_ref() {
             return Ok(device.clone());
         }
         let device = Self::open(ordinal)?;
-        devices.insert(ordinal, device.clone());
+        *slot = Some(device.clone());
         Ok(device)
     }
 
