@@ -444,16 +444,31 @@ impl GpuLaneRunner {
 }
 
 impl GpuLaneRunner {
-    /// Runs one group of at most [`LANE_GROUP`] lanes over `data` (checked) and solves and
-    /// scores every lane's readout for every ridge value on the device
-    /// ([`DeviceRidgeSums::solve_and_score`]).
-    pub(crate) fn score_group(
+    /// Runs one group of at most [`LANE_GROUP`] lanes over `data` and solves and scores every
+    /// lane's readout for every ridge value on the device
+    /// ([`DeviceRidgeSums::solve_and_score`]): the unit of work that runners over several
+    /// GPUs or processes hand out. A lane's outcome depends on its group alone.
+    ///
+    /// # Errors
+    /// More than [`LANE_GROUP`] lanes; as [`GpuLaneRunner::run`].
+    pub fn score_group(
         &mut self,
         base: &ReservoirConfig,
         lanes: &[Lane],
         data: &LaneData<'_>,
         ridges: &[f64],
     ) -> Result<LaneOutcomes> {
+        if lanes.len() > LANE_GROUP {
+            return Err(ReservoirError::invalid(
+                "sweep lanes",
+                format!(
+                    "a group has at most {LANE_GROUP} lanes, got {}",
+                    lanes.len()
+                ),
+            )
+            .into());
+        }
+        data.check(base)?;
         match self.sum_group(base, lanes, data)? {
             Some(sums) => sums.train.solve_and_score(&sums.validation, ridges),
             None => Ok(Vec::new()),

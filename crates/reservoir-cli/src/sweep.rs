@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use reservoir_runtime::sweep::{run_sweep, SweepReport, SweepScore};
-use reservoir_runtime::{Devices, Dispatch};
+use reservoir_runtime::{Devices, Dispatch, Launch};
 
 use crate::data::parse_column_list;
 use crate::device::{self, DeviceArg};
@@ -85,8 +85,22 @@ pub fn run(args: &SweepArgs) -> Result<()> {
                 .to_string(),
         });
     }
+    let launch =
+        Launch::from_env().map_err(|e| CliError::core("reading the launcher's environment", e))?;
+    if launch.is_some() && args.train.is_some() {
+        return Err(CliError::Argument {
+            flag: "--train",
+            message: "a launch of several processes (WORLD_SIZE above 1) sweeps a config's \
+                      [task]; a sweep of sequences runs in one process"
+                .to_string(),
+        });
+    }
+    // Under a launch every rank holds the whole sweep; rank 0 alone prints it.
+    let prints = launch.as_ref().is_none_or(|l| l.rank == 0);
     let devices = args.devices.clone().or_else(|| config.devices().cloned());
-    let mut dispatch = Dispatch::new(args.device.or(config.device())).with_devices(devices);
+    let mut dispatch = Dispatch::new(args.device.or(config.device()))
+        .with_devices(devices)
+        .with_launch(launch);
     if let Some(train) = &args.train {
         return sweep_sequences(args, &config, train, &mut dispatch);
     }
@@ -94,6 +108,9 @@ pub fn run(args: &SweepArgs) -> Result<()> {
     device::describe(&dispatch);
     device::startup(&dispatch);
     let report = result.map_err(|e| CliError::config(&args.config, e))?;
+    if !prints {
+        return Ok(());
+    }
     let text = if args.json {
         json_line(&report)?
     } else {

@@ -230,3 +230,34 @@ fn a_sweep_of_thousands_of_lanes_runs_to_the_end() {
     assert_eq!(number(&report, "lanes"), 2000.0);
     assert_eq!(report["failures"].as_array().map(Vec::len), Some(0));
 }
+
+#[test]
+fn a_launched_sweep_is_checked_before_anything_runs() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = write(&dir, "small.toml", &small(1.0, 1.0, 1e-5, SWEEP));
+    let launched = |extra: &[&str], needle: &str| {
+        let mut args = vec!["sweep", path.as_str()];
+        args.extend_from_slice(extra);
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_reservoir"))
+            .current_dir(std::env::temp_dir())
+            .args(&args)
+            .envs([
+                ("WORLD_SIZE", "2"),
+                ("RANK", "1"),
+                ("LOCAL_RANK", "1"),
+                ("MASTER_ADDR", "127.0.0.1"),
+                ("MASTER_PORT", "29512"),
+            ])
+            .output()
+            .expect("the reservoir binary runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "stderr: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(stderr.contains(needle), "{stderr}");
+    };
+    launched(&["--device", "cpu"], "runs on GPUs");
+    launched(
+        &["--train", path.as_str(), "--inputs", "u"],
+        "sweep of sequences runs in one process",
+    );
+}

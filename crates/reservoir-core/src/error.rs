@@ -81,6 +81,14 @@ pub enum ReservoirError {
         available: Option<u64>,
     },
 
+    /// An error that another process of the same job met and sent here (a rank of a launch
+    /// over several machines), with its message as that process gave it.
+    #[error("{message}")]
+    Reported {
+        /// The other process's message.
+        message: String,
+    },
+
     /// A compute backend (e.g. CUDA) failed; the backend's own error is kept as the source, so
     /// this crate does not depend on the driver crate.
     #[error("{backend} backend: {source}")]

@@ -11,6 +11,8 @@ use gpu_reservoir::{
     GpuReservoirComputer, MultiGpuLaneRunner, ShardedReservoir, Startup, LANE_GROUP,
 };
 use reservoir_core::lanes::{CpuLaneRunner, LaneRunner};
+
+use crate::sweep::RankLaneRunner;
 use reservoir_core::lif::{LifConfig, LifNetwork, LifWeights};
 use reservoir_core::{cpu_reservoir, Precision, Reservoir, ReservoirConfig, ReservoirWeights};
 
@@ -200,34 +202,14 @@ impl Dispatch {
         weights: ReservoirWeights,
         work: Workload,
     ) -> Result<Built> {
-        if let Some(launch) = &self.launch {
-            if self.device == Device::Cpu {
-                return Err(RuntimeError::Device {
-                    device: self.device,
-                    reason: "a launch of several processes runs on GPUs; use --device cuda"
-                        .to_string(),
-                });
-            }
-            self.device = Device::Cuda(launch.local_rank);
-        }
+        self.launch_on_local_gpu()?;
         let shape = Shape::of_weights(weights.recurrent(), weights.input());
         let Some(device) = self.gpu_for("esn", gpu_precision(config.precision()), shape, work)?
         else {
             return Ok(Built::One(cpu_reservoir(config, weights)?));
         };
-        let collective = match self.launch.clone() {
-            Some(launch) => {
-                let id = exchange_id(
-                    launch.rank,
-                    launch.world,
-                    &launch.address,
-                    RENDEZVOUS_TIMEOUT,
-                )?;
-                if let Some((_, Placement::Cuda { rank, .. })) = self.placements.last_mut() {
-                    *rank = Some((launch.rank, launch.world));
-                }
-                Collective::process(&device, launch.rank, launch.world, id)?
-            }
+        let collective = match self.launch {
+            Some(_) => self.join_launch(&device)?,
             None => match self.listed_gpus(&device)?.as_slice() {
                 [_] => Collective::solo(&device),
                 ordinals => Collective::local(ordinals)?,
@@ -290,6 +272,7 @@ impl Dispatch {
         lanes: usize,
         work: Workload,
     ) -> Result<Box<dyn LaneRunner>> {
+        self.launch_on_local_gpu()?;
         let per_row = |density: f64| ((density * base.size() as f64).round() as usize).max(1);
         let shape = Shape {
             size: base.size(),
@@ -301,6 +284,11 @@ impl Dispatch {
         let Some(device) = gpu else {
             return Ok(Box::new(CpuLaneRunner::all_cores()));
         };
+        if self.launch.is_some() {
+            let collective = self.join_launch(&device)?;
+            let runner = GpuLaneRunner::new(&device)?;
+            return Ok(Box::new(RankLaneRunner::new(runner, collective)));
+        }
         // Only the GPUs that get a group of lanes.
         let mut ordinals = self.listed_gpus(&device)?;
         ordinals.truncate(lanes.div_ceil(LANE_GROUP).max(1));
@@ -311,6 +299,49 @@ impl Dispatch {
             [_] => Ok(Box::new(GpuLaneRunner::new(&device)?)),
             ordinals => Ok(Box::new(MultiGpuLaneRunner::new(ordinals)?)),
         }
+    }
+
+    /// Under a launch, puts the job on this process's GPU (`LOCAL_RANK`).
+    ///
+    /// # Errors
+    /// A launch with the CPU asked for.
+    fn launch_on_local_gpu(&mut self) -> Result<()> {
+        if let Some(launch) = &self.launch {
+            if self.device == Device::Cpu {
+                return Err(RuntimeError::Device {
+                    device: self.device,
+                    reason: "a launch of several processes runs on GPUs; use --device cuda"
+                        .to_string(),
+                });
+            }
+            self.device = Device::Cuda(launch.local_rank);
+        }
+        Ok(())
+    }
+
+    /// Meets the other ranks of the launch (NCCL's unique id from rank 0) and joins them in a
+    /// collective of one GPU per process, `device` this process's; the placement records the
+    /// rank.
+    ///
+    /// # Errors
+    /// No launch; any error of the rendezvous or of NCCL.
+    fn join_launch(&mut self, device: &GpuDevice) -> Result<Collective> {
+        let Some(launch) = self.launch.clone() else {
+            return Err(RuntimeError::from(reservoir_core::ReservoirError::invalid(
+                "launch",
+                "this process is not a rank of a launch",
+            )));
+        };
+        let id = exchange_id(
+            launch.rank,
+            launch.world,
+            &launch.address,
+            RENDEZVOUS_TIMEOUT,
+        )?;
+        if let Some((_, Placement::Cuda { rank, .. })) = self.placements.last_mut() {
+            *rank = Some((launch.rank, launch.world));
+        }
+        Ok(Collective::process(device, launch.rank, launch.world, id)?)
     }
 
     /// The GPUs a job placed on `first` spreads over: `first`, then the others of `devices`

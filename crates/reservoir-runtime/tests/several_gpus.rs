@@ -203,23 +203,29 @@ fn devices_split_a_large_dense_reservoir_and_leave_a_small_one_on_one_gpu() {
     assert_eq!(all.placements()[0].1.name(), "cuda");
 }
 
-#[test]
-fn a_sweep_spreads_its_lane_groups_over_the_gpus_with_one_gpus_results() {
-    let Some(count) = usable_gpus() else { return };
-    // 17 × 17 = 289 lanes: three groups of lanes.
+/// A sweep config of 17 spectral radii × `leaks` leak rates (17 × 17 = 289 lanes: three
+/// groups of lanes), and the text of its leak rates.
+fn sweep_config(leaks: usize) -> (String, String) {
     let radii: Vec<String> = (0..17)
         .map(|i| format!("{}", 0.5 + 0.03 * i as f64))
         .collect();
-    let leaks: Vec<String> = (0..17)
+    let leaks: Vec<String> = (0..leaks)
         .map(|i| format!("{}", 0.2 + 0.05 * i as f64))
         .collect();
+    let leaks = format!("leak_rate = [{}]", leaks.join(", "));
     let toml = format!(
         "[task]\nkind = \"narma10\"\ntrain = 300\ntest = 100\nseed = 4\n\
          [reservoir]\nsize = 40\nseed = 5\n[readout]\nwashout = 30\n\
-         [sweep]\nspectral_radius = [{}]\nleak_rate = [{}]\nridge = [1e-8, 1e-4]\n",
+         [sweep]\nspectral_radius = [{}]\n{leaks}\nridge = [1e-8, 1e-4]\n",
         radii.join(", "),
-        leaks.join(", ")
     );
+    (toml, leaks)
+}
+
+#[test]
+fn a_sweep_spreads_its_lane_groups_over_the_gpus_with_one_gpus_results() {
+    let Some(count) = usable_gpus() else { return };
+    let (toml, leaks) = sweep_config(17);
     let config = ExperimentConfig::from_toml(&toml, "<test>").expect("config");
     let mut one = Dispatch::new(Device::Cuda(0));
     let alone = reservoir_runtime::sweep::run_sweep(&config, &mut one).expect("one GPU");
@@ -233,15 +239,60 @@ fn a_sweep_spreads_its_lane_groups_over_the_gpus_with_one_gpus_results() {
     assert_eq!(spread.results, alone.results, "{name}");
     assert_eq!(spread.results.len(), 2 * 289);
     // One group of lanes leaves the other GPUs out, and says so.
-    let small = ExperimentConfig::from_toml(
-        &toml.replace(
-            &format!("leak_rate = [{}]", leaks.join(", ")),
-            "leak_rate = [0.5]",
-        ),
-        "<test>",
-    )
-    .expect("config");
+    let small = ExperimentConfig::from_toml(&toml.replace(&leaks, "leak_rate = [0.5]"), "<test>")
+        .expect("config");
     let mut all = Dispatch::new(Device::Cuda(0)).with_devices(Some(Devices::All));
     reservoir_runtime::sweep::run_sweep(&small, &mut all).expect("one group");
     assert_eq!(all.placements()[0].1.name(), first);
+}
+
+/// Set in the second rank of the two-process sweep, which this test binary runs as a child.
+const SWEEP_CHILD: &str = "RESERVOIR_TEST_SWEEP_RANK";
+
+#[test]
+fn a_sweep_over_two_processes_gives_every_rank_one_gpus_results() {
+    let child = std::env::var(SWEEP_CHILD).is_ok();
+    let Some(_) = several_gpus() else { return };
+    let port = match std::env::var("RESERVOIR_TEST_PORT") {
+        Ok(port) => port,
+        Err(_) => std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port()
+            .to_string(),
+    };
+    let rank = usize::from(child);
+    let spawned = (!child).then(|| {
+        std::process::Command::new(std::env::current_exe().expect("test binary"))
+            .args([
+                "--exact",
+                "a_sweep_over_two_processes_gives_every_rank_one_gpus_results",
+                "--nocapture",
+            ])
+            .env(SWEEP_CHILD, "1")
+            .env("RESERVOIR_TEST_PORT", &port)
+            .spawn()
+            .expect("the second rank")
+    });
+    let config = ExperimentConfig::from_toml(&sweep_config(17).0, "<test>").expect("config");
+    let launch = reservoir_runtime::Launch {
+        rank,
+        world: 2,
+        local_rank: rank,
+        address: format!("127.0.0.1:{port}"),
+    };
+    let mut ranked = Dispatch::new(Device::Cuda(0)).with_launch(Some(launch));
+    let spread = reservoir_runtime::sweep::run_sweep(&config, &mut ranked).expect("launch");
+    let name = ranked.placements()[0].1.name();
+    assert!(name.ends_with(&format!("rank {rank} of 2")), "{name}");
+    let mut one = Dispatch::new(Device::Cuda(rank));
+    let alone = reservoir_runtime::sweep::run_sweep(&config, &mut one).expect("one GPU");
+    assert_eq!(spread.results, alone.results, "rank {rank}");
+    assert_eq!(spread.results.len(), 2 * 289);
+    if let Some(mut other) = spawned {
+        assert!(
+            other.wait().expect("second rank").success(),
+            "the second rank failed"
+        );
+    }
 }

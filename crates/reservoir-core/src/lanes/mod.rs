@@ -9,7 +9,7 @@
 
 use ndarray::{s, ArrayView2};
 use rayon::prelude::*;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::config::ReservoirConfig;
 use crate::error::{ConfigError, ReservoirError, Result};
@@ -166,7 +166,7 @@ impl LaneSums {
 }
 
 /// A lane's readout for one ridge value, scored.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LaneScores {
     /// NRMSE on the training rows, averaged over the outputs.
     pub train_nrmse: f64,

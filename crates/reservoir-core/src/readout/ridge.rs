@@ -611,7 +611,7 @@ impl TargetSums<'_> {
 
 /// A readout's scores on the rows of a [`RidgeAccumulator`], from its sums alone
 /// ([`RidgeAccumulator::score`]).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SumScores {
     /// Rows scored.
     pub rows: usize,

@@ -2,7 +2,10 @@
 //! task, then a readout solved for every lane and ridge value from the lane's sums, and every
 //! (lane, ridge) ranked by its validation score.
 
+mod ranks;
+
 pub use crate::experiment::{SweepConfig, SweepParams};
+pub(crate) use ranks::RankLaneRunner;
 
 use std::cmp::Ordering;
 use std::time::Instant;
