@@ -13,7 +13,7 @@ use reservoir_core::{Precision, Reservoir, ReservoirConfig, ReservoirError, Rese
 use crate::collective::Collective;
 use crate::driver::blas::product_row_major;
 use crate::driver::GpuDevice;
-use crate::error::{DriverContext, GpuError, Result};
+use crate::error::{DriverContext, Result};
 use crate::ops::esn::{activation_code, elementwise, input_drive, EsnKernels, Update};
 use crate::ops::persistent::ShardStep;
 
@@ -82,9 +82,11 @@ impl Shard {
     }
 }
 
-/// An echo-state reservoir whose W is split by rows over the GPUs of a [`Collective`] of this
-/// process (f32, as every GPU reservoir). The shards are equal (N rounded up to a multiple of
-/// 4 × the GPU count with zero rows and columns, which stay zero).
+/// An echo-state reservoir whose W is split by rows over the GPUs of a [`Collective`] (f32, as
+/// every GPU reservoir): the GPUs of this process, or one GPU in each process of a launch,
+/// each process holding the shards of its own GPUs. The shards are equal (N rounded up to a
+/// multiple of 4 × the GPU count with zero rows and columns, which stay zero); every GPU holds
+/// the whole state after each step.
 ///
 /// Each step launches, on every GPU, one kernel that streams its rows of W from HBM and
 /// updates them (`esn_shard_dense_step`, a warp per row summing in a fixed order), then its
@@ -96,7 +98,11 @@ impl Shard {
 #[derive(Debug)]
 pub struct ShardedReservoir {
     collective: Collective,
+    /// The shards of this process's GPUs, for ranks `first_rank..` of the collective.
     shards: Vec<Shard>,
+    first_rank: usize,
+    /// GPUs over all processes.
+    world: usize,
     size: usize,
     input_size: usize,
     /// Rows per shard.
@@ -107,25 +113,20 @@ pub struct ShardedReservoir {
 }
 
 impl ShardedReservoir {
-    /// The reservoir of `config` with `weights`, split over the GPUs of `collective`, which
-    /// must all belong to this process.
+    /// The reservoir of `config` with `weights`, split over the GPUs of `collective`: this
+    /// process builds the shards of its own ranks. Every process of a collective that spans
+    /// several must build it from the same config and weights, and run the same inputs.
     ///
     /// # Errors
-    /// A collective with ranks in other processes; weights that do not match the config; a
-    /// config asking for f64 or for state noise (neither runs sharded); any error of
-    /// uploading the shards or compiling the kernels.
+    /// Weights that do not match the config; a config asking for f64 or for state noise
+    /// (neither runs sharded); any error of uploading the shards or compiling the kernels.
     pub fn new(
         config: &ReservoirConfig,
         weights: &ReservoirWeights,
         collective: Collective,
     ) -> Result<Self> {
-        let devices = collective.devices();
-        if collective.world() != devices.len() {
-            return Err(GpuError::Unsupported {
-                what: "a reservoir sharded over several processes".to_string(),
-                reason: "its GPUs must all belong to this process".to_string(),
-            });
-        }
+        let (devices, ranks, world) =
+            (collective.devices(), collective.ranks(), collective.world());
         if config.precision() == Precision::F64 {
             return Err(ReservoirError::invalid(
                 "precision",
@@ -153,7 +154,6 @@ impl ShardedReservoir {
             )
             .into());
         }
-        let world = devices.len();
         // Rows of a multiple of 4 make every row whole 16-byte groups for the streamed step.
         let rows = n.div_ceil(world).next_multiple_of(4);
         let padded = rows * world;
@@ -162,8 +162,8 @@ impl ShardedReservoir {
         let (row_ptr, col_idx, values) = (csr.row_ptr(), csr.col_idx(), csr.values());
         let shards = devices
             .into_iter()
-            .enumerate()
-            .map(|(rank, device)| {
+            .zip(ranks.clone())
+            .map(|(device, rank)| {
                 let first = rank * rows;
                 let mut w = vec![0f32; rows * padded];
                 let mut w_in = vec![0f32; rows * k];
@@ -209,6 +209,8 @@ impl ShardedReservoir {
         Ok(Self {
             collective,
             shards,
+            first_rank: ranks.start,
+            world,
             size: n,
             input_size: k,
             rows,
@@ -229,7 +231,7 @@ impl ShardedReservoir {
     /// step's whole state in each shard's `states` and the last in `state`.
     fn run_chunk(&mut self, inputs: &[f32], steps: usize) -> Result<()> {
         let (rows, k) = (self.rows, self.input_size);
-        let padded = rows * self.shards.len();
+        let padded = rows * self.world;
         for shard in &mut self.shards {
             let stream = shard.device.stream().clone();
             stream
@@ -247,7 +249,7 @@ impl ShardedReservoir {
             )?;
         }
         for t in 0..steps {
-            for (rank, shard) in self.shards.iter_mut().enumerate() {
+            for (rank, shard) in (self.first_rank..).zip(self.shards.iter_mut()) {
                 let previous = if t == 0 {
                     shard.state.slice(..)
                 } else {
@@ -342,7 +344,7 @@ impl Reservoir for ShardedReservoir {
 
     fn set_state(&mut self, state: ArrayView1<f64>) -> reservoir_core::Result<()> {
         check_state(self.size, &state)?;
-        let mut host = vec![0f32; self.rows * self.shards.len()];
+        let mut host = vec![0f32; self.rows * self.world];
         for (d, &v) in host.iter_mut().zip(state.iter()) {
             *d = v as f32;
         }
@@ -362,7 +364,7 @@ impl Reservoir for ShardedReservoir {
         mut states: ArrayViewMut2<f64>,
     ) -> reservoir_core::Result<()> {
         check_run(self.size, self.input_size, &inputs, &states)?;
-        let padded = self.rows * self.shards.len();
+        let padded = self.rows * self.world;
         let mut first = 0;
         while first < inputs.nrows() {
             let steps = self.chunk.min(inputs.nrows() - first);

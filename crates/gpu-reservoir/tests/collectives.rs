@@ -1,5 +1,5 @@
 //! NCCL across the GPUs of this host: ridge sums added over GPUs (in one process and in two),
-//! gathers, and a reservoir sharded by rows, each against one GPU. With one GPU the
+//! gathers, and a reservoir sharded by rows (in one process and in two), each against one GPU. With one GPU the
 //! collectives run with one rank, which checks the code paths but not the traffic.
 
 mod common;
@@ -266,6 +266,27 @@ fn two_processes_add_their_sums_through_nccl() {
     let d = difference(&got, &expected);
     eprintln!("rank {rank} of {world}: sums differ by {d:e} of the largest");
     assert!(d < 1e-12, "{d}");
+    // A reservoir sharded over the two processes (each builds its rank's shard) gives the
+    // states of one GPU holding every row, bit for bit.
+    let config = ReservoirConfig::default()
+        .to_params()
+        .size(1001)
+        .input_size(3)
+        .connection_prob(0.2)
+        .seed(seed)
+        .check()
+        .expect("config");
+    let (weights, _) = ReservoirWeights::generate(&config).expect("weights");
+    let inputs = random(&mut rng, 300, 3);
+    let mut spread = ShardedReservoir::new(&config, &weights, collective).expect("sharded");
+    let got = spread.run(inputs.view()).expect("sharded run");
+    let alone = Collective::local(&[ordinals[rank]]).expect("one GPU");
+    let mut whole = ShardedReservoir::new(&config, &weights, alone).expect("one shard");
+    let expected = whole.run(inputs.view()).expect("one shard run");
+    assert!(
+        got == expected,
+        "rank {rank}: the states over two processes differ"
+    );
     if let Some(mut other) = spawned {
         assert!(
             other.wait().expect("second rank").success(),

@@ -8,7 +8,7 @@ use reservoir_runtime::experiment::{
     run_full, ExperimentConfig, RunHooks, RunOutcome, TaskConfig, TrainedModel,
 };
 use reservoir_runtime::files::Staged;
-use reservoir_runtime::Dispatch;
+use reservoir_runtime::{Dispatch, Launch};
 
 use crate::device::{self, DeviceArg};
 use crate::error::{CliError, CoreContext, Result};
@@ -90,10 +90,16 @@ pub fn read_config_text(path: &Path) -> Result<String> {
 
 /// Runs `reservoir run`.
 pub fn run(args: &RunArgs) -> Result<()> {
-    let model_path = model_path(args);
-    let outputs: Vec<(&'static str, &Path)> = [("--model", &model_path), ("--plot", &args.plot)]
+    let launch =
+        Launch::from_env().map_err(|e| CliError::core("reading the launcher's environment", e))?;
+    // Under a launch every rank runs the job (a large reservoir split over them); rank 0 alone
+    // writes and prints.
+    let writes = launch.as_ref().is_none_or(|l| l.rank == 0);
+    let model_path = model_path(args).filter(|_| writes);
+    let plot = args.plot.as_ref().filter(|_| writes);
+    let outputs: Vec<(&'static str, &Path)> = [("--model", model_path.as_ref()), ("--plot", plot)]
         .into_iter()
-        .filter_map(|(flag, p)| p.as_deref().map(|p| (flag, p)))
+        .filter_map(|(flag, p)| p.map(|p| (flag, p.as_path())))
         .collect();
     let inputs: Vec<(&str, &Path)> = args
         .config
@@ -126,11 +132,16 @@ pub fn run(args: &RunArgs) -> Result<()> {
         || "the embedded default config".to_string(),
         |p| p.display().to_string(),
     );
-    let mut dispatch =
-        Dispatch::new(args.device.or(config.device())).with_devices(config.devices().cloned());
+    let mut dispatch = Dispatch::new(args.device.or(config.device()))
+        .with_devices(config.devices().cloned())
+        .with_launch(launch);
     let mut stages = Stages::default();
     let result = {
-        let mut progress = |stage: &str, done, total| stages.update(stage, done, total);
+        let mut progress = |stage: &str, done, total| {
+            if writes {
+                stages.update(stage, done, total);
+            }
+        };
         let mut hooks = RunHooks {
             progress: Some(&mut progress),
             keep_model: model_path.is_some() && !memory_capacity,
@@ -145,13 +156,16 @@ pub fn run(args: &RunArgs) -> Result<()> {
         Some(path) => CliError::config(path, e),
         None => CliError::core(format!("running {origin}"), e),
     })?;
+    if !writes {
+        return Ok(());
+    }
     // Staged once the run has succeeded, put in place together once all are staged.
     let (mut saved, mut outputs) = (Vec::new(), Vec::new());
     if let (Some(path), false) = (&model_path, memory_capacity) {
         outputs.push(("model file", stage_model(path, outcome.model.as_ref())?));
         saved.push(("model", path.display().to_string()));
     }
-    if let Some(path) = &args.plot {
+    if let Some(path) = plot {
         outputs.push(("plot file", draw(path, &config, &outcome)?));
         saved.push(("plot", path.display().to_string()));
     }

@@ -212,3 +212,26 @@ fn spike_classification_config_classifies_with_both_reservoirs_and_detects_templ
     );
     assert!(number(&report, "total_seconds") > 0.0);
 }
+
+#[test]
+fn a_launched_run_on_the_cpu_is_refused_and_writes_nothing() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let model = dir.path().join("model.bin");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_reservoir"))
+        .current_dir(dir.path())
+        .args(["run", "--device", "cpu", "--model"])
+        .arg(&model)
+        .envs([
+            ("WORLD_SIZE", "2"),
+            ("RANK", "0"),
+            ("LOCAL_RANK", "0"),
+            ("MASTER_ADDR", "127.0.0.1"),
+            ("MASTER_PORT", "29513"),
+        ])
+        .output()
+        .expect("the reservoir binary runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "stderr: {stderr}");
+    assert!(stderr.contains("runs on GPUs"), "{stderr}");
+    assert!(!model.exists());
+}

@@ -156,22 +156,34 @@ impl Dispatch {
 
     /// The echo-state reservoir for `config` on `weights`, for a job of `work`. A GPU
     /// computes in f32, so a config asking for f64 runs on the CPU under `auto` and is an
-    /// error under `cuda`.
+    /// error under `cuda`. With several GPUs listed, or under a launch (on GPU `LOCAL_RANK`),
+    /// a reservoir worth splitting ([`shards_pay`]) is split over the GPUs or the ranks.
     ///
     /// # Errors
-    /// A GPU that was asked for and is not usable; any error of building the reservoir.
+    /// A GPU that was asked for and is not usable; a launch with the CPU asked for; any error
+    /// of meeting the other ranks or of building the reservoir.
     pub fn echo_state(
         &mut self,
         config: &ReservoirConfig,
         weights: ReservoirWeights,
         work: Workload,
     ) -> Result<Box<dyn Reservoir>> {
+        self.launch_on_local_gpu()?;
         let shape = Shape::of_weights(weights.recurrent(), weights.input());
         let gpu = self.gpu_for("esn", gpu_precision(config.precision()), shape, work)?;
         let Some(device) = gpu else {
             return cpu_reservoir(config, weights).map_err(Into::into);
         };
-        if self.devices.is_some() {
+        // Under a launch a reservoir worth splitting is split over the ranks, one shard per
+        // process; a smaller one runs whole on every rank.
+        if let Some(world) = self.launch.as_ref().map(|l| l.world) {
+            if shards_pay(config, world) {
+                let collective = self.join_launch(&device)?;
+                return Ok(Box::new(ShardedReservoir::new(
+                    config, &weights, collective,
+                )?));
+            }
+        } else if self.devices.is_some() {
             let ordinals = self.listed_gpus(&device)?;
             if shards_pay(config, ordinals.len()) {
                 let collective = Collective::local(&ordinals)?;
