@@ -82,6 +82,21 @@ __device__ __forceinline__ unsigned char lif_update(
     return spiked;
 }
 
+// Compaction of a warp's spikes: one atomic per warp reserves the warp's slots in list (length
+// *total), lanes fill them in order. Every lane of the warp must call it.
+__device__ __forceinline__ void append_spike(unsigned char spiked, int i,
+                                             unsigned int* __restrict__ list,
+                                             unsigned int* __restrict__ total) {
+    unsigned int mask = __ballot_sync(0xffffffffu, spiked);
+    if (mask != 0u) {
+        int lane = threadIdx.x & 31;
+        unsigned int base = 0u;
+        if (lane == 0) base = atomicAdd(total, (unsigned int)__popc(mask));
+        base = __shfl_sync(0xffffffffu, base, 0);
+        if (spiked) list[base + __popc(mask & ((1u << lane) - 1u))] = (unsigned int)i;
+    }
+}
+
 // One step by gather of gridDim.y sequences: the reference path, and the faster one for
 // small W.
 extern "C" __global__ void lif_step_kernel(
@@ -159,15 +174,17 @@ extern "C" __global__ void lif_event_step_kernel(
                             feature, features, n);
         spiked_now[i] = spiked;
     }
-    // Compaction: one atomic per warp reserves the warp's slots, lanes fill them in order.
-    unsigned int mask = __ballot_sync(0xffffffffu, spiked);
-    if (mask != 0u) {
-        int lane = threadIdx.x & 31;
-        unsigned int base = 0u;
-        if (lane == 0) base = atomicAdd(spike_total, (unsigned int)__popc(mask));
-        base = __shfl_sync(0xffffffffu, base, 0);
-        if (spiked) spike_list[base + __popc(mask & ((1u << lane) - 1u))] = (unsigned int)i;
-    }
+    append_spike(spiked, i, spike_list, spike_total);
+}
+
+// The neurons whose flag is set among n (flags of every GPU's neurons, gathered), appended to
+// list, whose length *total must be 0 on entry: the spike list a delivery walks when the
+// network is split over GPUs. blockDim.x must be a multiple of 32.
+extern "C" __global__ void lif_flags_to_list(const unsigned char* __restrict__ flags, int n,
+                                             unsigned int* __restrict__ list,
+                                             unsigned int* __restrict__ total) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    append_spike(i < n ? flags[i] : (unsigned char)0, i, list, total);
 }
 
 // Delivers the spikes of spike_list (length *spike_total): a block per spike (grid-stride),

@@ -228,12 +228,14 @@ pub mod lif {
     pub const EVENT_STEP: &str = "lif_event_step_kernel";
     /// Drops the outgoing synapses of the listed neurons into their targets' inboxes.
     pub const DELIVER: &str = "lif_deliver_kernel";
+    /// The list of the neurons whose spike flag is set (a network split over GPUs).
+    pub const FLAGS_TO_LIST: &str = "lif_flags_to_list";
 
     /// The module.
     pub const MODULE: Module = Module {
         name: "lif.cu",
         source: include_str!("../lif.cu"),
-        entry_points: &[STEP, EVENT_STEP, DELIVER],
+        entry_points: &[STEP, EVENT_STEP, DELIVER, FLAGS_TO_LIST],
     };
 }
 

@@ -1,5 +1,6 @@
 //! NCCL across the GPUs of this host: ridge sums added over GPUs (in one process and in two),
-//! gathers, and a reservoir sharded by rows (in one process and in two), each against one GPU. With one GPU the
+//! gathers, a reservoir sharded by rows (in one process and in two) and a LIF network split by
+//! neuron, each against one GPU or the CPU. With one GPU the
 //! collectives run with one rank, which checks the code paths but not the traffic.
 
 mod common;
@@ -10,11 +11,13 @@ use std::time::Duration;
 use common::{fresh_seed, gpu};
 use gpu_reservoir::collective::{exchange_id, nccl_loadable, share};
 use gpu_reservoir::{
-    probe, Collective, DeviceRidgeSums, GpuDevice, GpuReservoirComputer, ShardedReservoir,
+    probe, Collective, DeviceRidgeSums, GpuDevice, GpuReservoirComputer, ShardedLifNetwork,
+    ShardedReservoir,
 };
 use ndarray::Array2;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use reservoir_core::lif::{LifFeatures, LifNetwork, LifParams, LifWeights};
 use reservoir_core::readout::RidgeAccumulator;
 use reservoir_core::{Reservoir, ReservoirConfig, ReservoirWeights};
 
@@ -207,6 +210,59 @@ fn a_sharded_reservoir_gives_the_states_of_one_gpu_over_1000_steps() {
     let collective = Collective::local(&ordinals[..1]).expect("collective");
     let error = ShardedReservoir::new(&noisy, &weights, collective).expect_err("noise");
     assert!(error.to_string().contains("noise_level"), "{error}");
+}
+
+#[test]
+fn a_lif_network_split_over_the_gpus_spikes_as_the_cpu_does() {
+    let Some(ordinals) = all_gpus() else { return };
+    let mut rng = ChaCha8Rng::seed_from_u64(fresh_seed("sharded_lif"));
+    for (case, (size, density)) in [(5003, 0.02), (2000, 0.1)].into_iter().enumerate() {
+        // Strong drive and recurrence: bursts overflow some inboxes, so the gather fallback
+        // (which reads every GPU's flags) runs too.
+        let config = LifParams::new()
+            .size(size)
+            .input_size(2)
+            .connection_prob(density)
+            .spectral_radius(rng.random_range(1.5..3.0))
+            .bias_current(rng.random_range(0.85..0.97))
+            .input_scaling(rng.random_range(1.0..3.0))
+            .features([LifFeatures::Trace, LifFeatures::Counts][case])
+            .count_window_steps(40)
+            .seed(rng.random())
+            .check()
+            .expect("config");
+        let weights = LifWeights::generate(&config).expect("weights");
+        let inputs = Array2::from_shape_fn((700, 2), |_| {
+            if rng.random_bool(0.3) {
+                rng.random_range(0.0..2.0)
+            } else {
+                0.0
+            }
+        });
+        let mut cpu = LifNetwork::from_weights(&config, weights.clone()).expect("cpu");
+        let expected = cpu.run(inputs.view()).expect("cpu run");
+        let spikes = cpu.spike_count();
+        assert!(spikes > 0, "case {case}: the network is silent");
+        for gpus in [&ordinals[..1], &ordinals[..]] {
+            let collective = Collective::local(gpus).expect("collective");
+            let mut split = ShardedLifNetwork::new(&config, &weights, collective).expect("split");
+            let got = split.run(inputs.view()).expect("split run");
+            let differing = got
+                .iter()
+                .zip(&expected)
+                .filter(|(a, b)| a.to_bits() != b.to_bits())
+                .count();
+            eprintln!("case {case}, N = {size} over {gpus:?}: {spikes} spikes, {differing} features differ");
+            assert_eq!(differing, 0, "case {case} over {gpus:?}");
+            // Reset and a second run: the same again.
+            split.reset().expect("reset");
+            let again = split.run(inputs.view()).expect("again");
+            assert!(
+                again == got,
+                "case {case} over {gpus:?}: a run after reset differs"
+            );
+        }
+    }
 }
 
 /// The environment variable that makes this test binary a child rank.

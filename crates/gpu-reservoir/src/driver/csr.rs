@@ -12,6 +12,8 @@ pub(crate) struct DeviceCsr<T> {
     pub row_ptr: CudaSlice<i32>,
     pub col_idx: CudaSlice<i32>,
     pub values: CudaSlice<T>,
+    /// The matrix's number of columns: every column index is below it.
+    columns: usize,
 }
 
 fn to_i32(values: &[u32]) -> Result<Vec<i32>> {
@@ -32,6 +34,18 @@ impl<T> DeviceCsr<T> {
     /// Number of rows.
     pub(crate) fn rows(&self) -> usize {
         self.row_ptr.len().saturating_sub(1)
+    }
+
+    /// An error unless every column index is below `columns` (recorded at upload).
+    pub(crate) fn check_columns(&self, columns: usize, what: &str) -> Result<()> {
+        if self.columns > columns {
+            return Err(ReservoirError::invalid(
+                what,
+                format!("a matrix of {} columns for {columns}", self.columns),
+            )
+            .into());
+        }
+        Ok(())
     }
 }
 
@@ -56,6 +70,7 @@ impl<T: DeviceRepr> DeviceCsr<T> {
             values: s
                 .clone_htod(&values)
                 .alloc_context::<T>(WHAT, values.len())?,
+            columns: matrix.ncols(),
         })
     }
 }

@@ -39,8 +39,10 @@ use crate::ops::lif::{
 };
 
 mod path;
+mod sharded;
 
 pub use path::{LifStepPath, LIF_EVENT_MIN_SYNAPSES};
+pub use sharded::ShardedLifNetwork;
 
 /// Most steps per chunk: the inputs, features and spike flags of a chunk live on the device
 /// together and are copied back once per chunk.
@@ -150,7 +152,7 @@ impl GpuLifNetwork {
             },
             out_degree,
             input_by_channel: s.clone_htod(&input_t).context("uploading W_in")?,
-            neurons: Neurons::at_rest(s, config, 1)?,
+            neurons: Neurons::at_rest(s, config, n, 1)?,
             head: 0,
             last_spikes: s.alloc_zeros(n).context("allocating the state")?,
             constants: LifConstants::new(config),
@@ -324,7 +326,7 @@ impl GpuLifNetwork {
         let u = s
             .clone_htod(&host_u)
             .context("uploading the batch's inputs")?;
-        let mut neurons = Neurons::at_rest(&s, &self.config, sequences)?;
+        let mut neurons = Neurons::at_rest(&s, &self.config, self.config.size(), sequences)?;
         let no_spikes = s
             .alloc_zeros::<u8>(row)
             .context("allocating the spike flags")?;
@@ -486,7 +488,7 @@ impl GpuLifNetwork {
                         &mut inboxes,
                         ev.inbox_valid,
                         &mut list,
-                        update,
+                        (update, n),
                     )?;
                     deliver(
                         device,
@@ -495,7 +497,7 @@ impl GpuLifNetwork {
                         &list,
                         &mut inboxes,
                         next_total,
-                        (ev.deliver_blocks, DELIVER_THREADS),
+                        (ev.deliver_blocks, DELIVER_THREADS, n),
                     )?;
                     ev.parity = 1 - ev.parity;
                     ev.inbox_valid = true;

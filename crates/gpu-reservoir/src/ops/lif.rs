@@ -21,6 +21,7 @@ pub(crate) struct LifKernels {
     step: CudaFunction,
     event_step: CudaFunction,
     deliver: CudaFunction,
+    flags_to_list: CudaFunction,
 }
 
 impl KernelSet for LifKernels {
@@ -30,6 +31,7 @@ impl KernelSet for LifKernels {
             step: module.function(lif::STEP)?,
             event_step: module.function(lif::EVENT_STEP)?,
             deliver: module.function(lif::DELIVER)?,
+            flags_to_list: module.function(lif::FLAGS_TO_LIST)?,
         })
     }
 }
@@ -62,13 +64,15 @@ pub(crate) struct Neurons {
 }
 
 impl Neurons {
-    /// The resting state of `sequences` sequences of `config`'s network.
+    /// The resting state of `neurons` neurons of `config`'s network (all of them, or a
+    /// GPU's share), for `sequences` sequences.
     pub(crate) fn at_rest(
         stream: &Arc<CudaStream>,
         config: &LifConfig,
+        neurons: usize,
         sequences: usize,
     ) -> Result<Self> {
-        let values = config.size().saturating_mul(sequences);
+        let values = neurons.saturating_mul(sequences);
         let window_steps = config.count_window_steps();
         let what = "allocating the LIF state";
         Ok(Self {
@@ -247,7 +251,9 @@ pub(crate) struct SpikeList<'a> {
 
 /// One event-driven step: the recurrent input from the inboxes (or the gather over `w` where
 /// an inbox overflowed, or for every neuron when `inboxes_valid` is false), the update, and
-/// the neurons that spiked appended to `list` (whose length must be 0).
+/// the neurons that spiked appended to `list` (whose length must be 0). `w` has a row per
+/// neuron stepped and a column per neuron of the network (a GPU's share of the rows, when the
+/// network is split), whose last flags `update.before` holds: `columns` of them.
 pub(crate) fn event_step(
     device: &GpuDevice,
     kernels: &LifKernels,
@@ -255,11 +261,13 @@ pub(crate) fn event_step(
     inboxes: &mut Inboxes<'_>,
     inboxes_valid: bool,
     list: &mut SpikeList<'_>,
-    mut update: NeuronUpdate<'_>,
+    (mut update, columns): (NeuronUpdate<'_>, usize),
 ) -> Result<()> {
     const WHAT: &str = "event-driven LIF step";
     let n = w.rows();
     let scalars = update.check(n)?;
+    fits(update.before.len(), columns, WHAT)?;
+    w.check_columns(columns, WHAT)?;
     if update.neurons.sequences != 1 {
         return Err(
             reservoir_core::ReservoirError::invalid(WHAT, "runs one sequence at a time").into(),
@@ -289,7 +297,8 @@ pub(crate) fn event_step(
         .arg(&mut *list.neurons)
         .arg(&mut *list.total);
     update.push(&scalars, &mut launch);
-    // SAFETY: as for gather_step; in addition out_values holds nnz values and every inbox
+    // SAFETY: as for gather_step, with every column of W < columns ≤ len(before) (checked);
+    // in addition out_values holds nnz values and every inbox
     // entry is a synapse index < nnz written by the delivery; the counts hold n, the slots
     // n·capacity; the list holds n entries, enough for every neuron, and its length (one
     // u32) is 0 (zeroed by the last delivery or at allocation). The grid covers whole warps,
@@ -298,9 +307,9 @@ pub(crate) fn event_step(
     Ok(())
 }
 
-/// Delivers the spikes of `list` through `outgoing` (Wᵀ: row j = neuron j's targets) into the
-/// inboxes, `blocks` blocks of `threads`, and zeroes `next_total`, the length of the list the
-/// next step appends to.
+/// Delivers the spikes of `list` through `outgoing` (Wᵀ: row j = neuron j's targets, of
+/// `targets` neurons: all, or a GPU's share) into the inboxes, `blocks` blocks of `threads`,
+/// and zeroes `next_total`, the length of the list the next step appends to.
 pub(crate) fn deliver(
     device: &GpuDevice,
     kernels: &LifKernels,
@@ -308,16 +317,17 @@ pub(crate) fn deliver(
     list: &SpikeList<'_>,
     inboxes: &mut Inboxes<'_>,
     next_total: &mut CudaSlice<u32>,
-    (blocks, threads): (u32, u32),
+    (blocks, threads, targets): (u32, u32, usize),
 ) -> Result<()> {
     const WHAT: &str = "LIF spike delivery";
     let n = outgoing.rows();
     fits(list.neurons.len(), n, WHAT)?;
     fits(list.total.len(), 1, WHAT)?;
-    fits(inboxes.count.len(), n, WHAT)?;
+    outgoing.check_columns(targets, WHAT)?;
+    fits(inboxes.count.len(), targets, WHAT)?;
     fits(
         inboxes.slots.len(),
-        n.saturating_mul(inboxes.capacity),
+        targets.saturating_mul(inboxes.capacity),
         WHAT,
     )?;
     fits(next_total.len(), 1, WHAT)?;
@@ -337,10 +347,39 @@ pub(crate) fn deliver(
         block_dim: (threads, 1, 1),
         shared_mem_bytes: 0,
     };
-    // SAFETY: Wᵀ's CSR is n×n (row j = targets of neuron j, all < n, row_ptr ending at
-    // nnz < 2^31); the list holds *total ≤ n neuron indices < n (written by the step); the
-    // counts hold n, the slots n·capacity, and slots ≥ capacity are not written; next_total
-    // is one u32 (checked above).
+    // SAFETY: Wᵀ's CSR has n rows (row j = targets of neuron j, all < targets (checked),
+    // row_ptr ending at nnz < 2^31); the list holds *total ≤ n neuron indices < n (written
+    // by a step or by flags_to_list); the counts hold targets values, the slots
+    // targets·capacity, and slots ≥ capacity are not written; next_total is one u32 (checked
+    // above).
     unsafe { launch.launch(config) }.context("launching lif_deliver_kernel")?;
+    Ok(())
+}
+
+/// Sets `list` (its length must be 0) to the neurons whose flag is set among the first `n` of
+/// `flags`: the spikes of every GPU's neurons, gathered, for the delivery of a network split
+/// over GPUs.
+pub(crate) fn flags_to_list(
+    device: &GpuDevice,
+    kernels: &LifKernels,
+    flags: &CudaView<'_, u8>,
+    n: usize,
+    list: &mut SpikeList<'_>,
+) -> Result<()> {
+    const WHAT: &str = "listing the spikes";
+    fits(flags.len(), n, WHAT)?;
+    fits(list.neurons.len(), n, WHAT)?;
+    fits(list.total.len(), 1, WHAT)?;
+    let n_i = dim(n, WHAT)?;
+    let mut launch = device.stream().launch_builder(&kernels.flags_to_list);
+    launch
+        .arg(flags)
+        .arg(&n_i)
+        .arg(&mut *list.neurons)
+        .arg(&mut *list.total);
+    // SAFETY: flags hold n values and the list n entries, enough for every neuron, its length
+    // one u32 (0, as the caller ensures); the grid covers whole warps, so every lane of a
+    // warp reaches the ballot; guarded i < n.
+    unsafe { launch.launch(per_item(n)?) }.context("launching lif_flags_to_list")?;
     Ok(())
 }
