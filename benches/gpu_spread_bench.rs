@@ -15,11 +15,22 @@
 //!   law to radius 0.9) rather than by `ReservoirWeights::generate`, whose spectral estimate at
 //!   this size is not what is timed.
 //!
+//! - `lif`: the benchmark LIF network of `gpu_lif_bench` (one held input channel) at 10⁵
+//!   neurons 1 % connected and 10⁶ neurons 0.1 % connected (`--lif-sizes`): µs per step of
+//!   1000 steps (after 100 of warm-up, from rest) of `GpuLifNetwork` event-driven on GPU 0 and
+//!   of `ShardedLifNetwork` on GPU 0 alone and split over every GPU, the spikes per step, and
+//!   whether the split network's features equal one GPU's bit for bit (exits 1 if not);
+//!   drawing the weights and uploading them are timed apart.
+//!
 //! Build with `cargo build --release -p reservoir-benches --bins`; run
-//! `target/release/gpu_spread_bench [fit|sharded|all] [--sequences S] [--repeats R] [--sizes N,N] [--density D]`.
+//! `target/release/gpu_spread_bench [fit|sharded|lif|all] [--sequences S] [--repeats R] [--sizes N,N] [--density D] [--lif-sizes N:P,N:P]`.
 //! Exits 0 with a message when there is no GPU.
 
 use std::time::Instant;
+
+// The benchmark network of `gpu_lif_bench`; its CPU timing is not used here.
+#[allow(dead_code)]
+mod lif_setup;
 
 use gpu_reservoir::{probe, Collective, ShardedReservoir};
 use ndarray::{Array1, Array2, ArrayView2};
@@ -353,6 +364,75 @@ fn gather_micros(n: usize, ordinals: &[usize]) -> Result<f64, Failure> {
     Ok(started.elapsed().as_secs_f64() * 1e6 / 1000.0)
 }
 
+/// Seconds of `steps` steps of `network` from its state, and its features.
+fn timed_lif(
+    network: &mut dyn Reservoir,
+    inputs: &Array2<f64>,
+) -> Result<(f64, Array2<f64>), Failure> {
+    let started = Instant::now();
+    let features = network.run(inputs.view())?;
+    Ok((started.elapsed().as_secs_f64(), features))
+}
+
+fn bench_lif(sizes: &[(usize, f64)]) -> Result<(), Failure> {
+    use gpu_reservoir::{GpuDevice, GpuLifNetwork, LifStepPath, ShardedLifNetwork};
+    use reservoir_core::lif::LifWeights;
+    let gpus: Vec<usize> = probe().devices.iter().map(|d| d.ordinal).collect();
+    let (warm, steps) = (100, 1000);
+    let inputs = lif_setup::held_input(warm + steps, 100);
+    let (warm_inputs, timed_inputs) = (
+        inputs.slice(ndarray::s![..warm, ..]).to_owned(),
+        inputs.slice(ndarray::s![warm.., ..]).to_owned(),
+    );
+    println!("\n| N | connection | synapses | weights drawn (s) | one GPU, µs/step | split, GPU 0 alone | split, {} GPUs | speed-up | spikes/step | same bits |", gpus.len());
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    for &(n, p) in sizes {
+        let config = lif_setup::lif_config(n, p)?;
+        let started = Instant::now();
+        let weights = LifWeights::generate(&config)?;
+        let drawn = started.elapsed().as_secs_f64();
+        let started = Instant::now();
+        let mut one =
+            GpuLifNetwork::from_weights(&config, weights.clone(), &GpuDevice::shared(gpus[0])?)?
+                .with_step_path(LifStepPath::EventDriven);
+        one.run(warm_inputs.view())?;
+        let (one_s, expected) = timed_lif(&mut one, &timed_inputs)?;
+        let spikes = one.spike_count() as f64 / (warm + steps) as f64;
+        let synapses = weights.recurrent().nnz();
+        drop(one);
+        let mut split_s = Vec::new();
+        let mut same = true;
+        for ordinals in [&gpus[..1], &gpus[..]] {
+            let mut split =
+                ShardedLifNetwork::new(&config, &weights, Collective::local(ordinals)?)?;
+            split.run(warm_inputs.view())?;
+            let (seconds, got) = timed_lif(&mut split, &timed_inputs)?;
+            same &= got
+                .iter()
+                .zip(&expected)
+                .all(|(a, b)| a.to_bits() == b.to_bits());
+            split_s.push(seconds);
+        }
+        eprintln!(
+            "N = {n}: weights and uploads {:.1} s",
+            started.elapsed().as_secs_f64()
+        );
+        let micros = |s: f64| s * 1e6 / steps as f64;
+        println!(
+            "| {n} | {p} | {synapses} | {drawn:.1} | {:.1} | {:.1} | {:.1} | {:.2}× | {spikes:.1} | {same} |",
+            micros(one_s),
+            micros(split_s[0]),
+            micros(split_s[1]),
+            one_s / split_s[1]
+        );
+        if !same {
+            println!("FAILED: the split network's features differ from one GPU's");
+            std::process::exit(1);
+        }
+    }
+    Ok(())
+}
+
 fn main() -> Result<(), Failure> {
     let support = probe();
     if let Some(problem) = support.problem {
@@ -389,6 +469,17 @@ fn main() -> Result<(), Failure> {
     let density = value("--density").map_or(Ok(1.0), |s| s.parse())?;
     if what == "sharded" || what == "all" {
         bench_sharded(&sizes, density)?;
+    }
+    if what == "lif" || what == "all" {
+        let lif_sizes: Vec<(usize, f64)> = value("--lif-sizes")
+            .unwrap_or_else(|| "100000:0.01,1000000:0.001".to_string())
+            .split(',')
+            .map(|pair| -> Result<(usize, f64), Failure> {
+                let (n, p) = pair.split_once(':').ok_or("--lif-sizes takes N:P,N:P")?;
+                Ok((n.parse()?, p.parse()?))
+            })
+            .collect::<Result<_, _>>()?;
+        bench_lif(&lif_sizes)?;
     }
     Ok(())
 }

@@ -1,6 +1,6 @@
-//! What the LIF benchmark binaries (`gpu_lif_bench`, `cpu_lif_bench`) share: the benchmark
-//! network's config, its held input and the timing of the CPU step, so that their CPU rows
-//! measure the same network the same way.
+//! What the LIF benchmark binaries (`gpu_lif_bench`, `cpu_lif_bench`, `gpu_spread_bench lif`)
+//! share: the benchmark network's config, its held input and the timing of the CPU step, so
+//! that their rows measure the same network the same way.
 
 use std::time::Instant;
 
