@@ -75,9 +75,6 @@ pub struct ShardedLifNetwork {
     head: usize,
     /// Which of each shard's `flags` holds the last step's spikes.
     parity: usize,
-    /// Whether the inboxes hold the last step's spikes (false only before any step of a run
-    /// that started from a state set by hand).
-    inbox_valid: bool,
 }
 
 impl ShardedLifNetwork {
@@ -122,7 +119,6 @@ impl ShardedLifNetwork {
             chunk,
             head: 0,
             parity: 0,
-            inbox_valid: true,
         })
     }
 
@@ -185,7 +181,9 @@ impl ShardedLifNetwork {
                     kernels,
                     recurrent,
                     &mut inboxes,
-                    self.inbox_valid,
+                    // Every step is event-driven, so the inboxes always hold the last step's
+                    // spikes (none before the first).
+                    true,
                     &mut list,
                     (update, padded),
                 )?;
@@ -240,7 +238,6 @@ impl ShardedLifNetwork {
                 )?;
             }
             self.parity = now;
-            self.inbox_valid = true;
             self.head = (self.head + 1) % self.config.count_window_steps();
         }
         Ok(())
@@ -250,7 +247,7 @@ impl ShardedLifNetwork {
         for shard in &mut self.shards {
             shard.reset(&self.config)?;
         }
-        (self.head, self.parity, self.inbox_valid) = (0, 0, true);
+        (self.head, self.parity) = (0, 0);
         Ok(())
     }
 }
