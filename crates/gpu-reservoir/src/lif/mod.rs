@@ -25,7 +25,7 @@ use std::time::Instant;
 use cudarc::driver::{CudaSlice, CudaView, CudaViewMut};
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2, ArrayViewMut2};
 use reservoir_core::checks::{check_inputs, check_run};
-use reservoir_core::lif::{LifConfig, LifConstants, LifFeatures, LifInputMode, LifWeights};
+use reservoir_core::lif::{LifConfig, LifConstants, LifInputMode, LifWeights};
 use reservoir_core::reservoir::{run_one_by_one, SequenceVisitor};
 use reservoir_core::spikes::{Spike, SpikePattern};
 use reservoir_core::{Reservoir, ReservoirError};
@@ -593,15 +593,9 @@ impl Reservoir for GpuLifNetwork {
     }
 
     fn state(&self) -> reservoir_core::Result<Array1<f64>> {
-        let s = self.device.stream();
-        let values = match self.config.features() {
-            LifFeatures::Trace => s.clone_dtoh(&self.neurons.trace),
-            LifFeatures::Membrane => s.clone_dtoh(&self.neurons.v),
-            LifFeatures::Counts => s
-                .clone_dtoh(&self.neurons.counts)
-                .map(|c| c.into_iter().map(|x| x as f32).collect()),
-        }
-        .context("copying the state back")?;
+        let values = self
+            .neurons
+            .reported(self.device.stream(), self.config.features())?;
         Ok(values.into_iter().map(f64::from).collect())
     }
 

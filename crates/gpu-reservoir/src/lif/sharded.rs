@@ -7,7 +7,7 @@ use std::sync::Arc;
 use cudarc::driver::CudaSlice;
 use ndarray::{s, Array1, ArrayView1, ArrayView2, ArrayViewMut2};
 use reservoir_core::checks::check_run;
-use reservoir_core::lif::{LifConfig, LifConstants, LifFeatures, LifInputMode, LifWeights};
+use reservoir_core::lif::{LifConfig, LifConstants, LifInputMode, LifWeights};
 use reservoir_core::{CsrMatrix, Reservoir, ReservoirError};
 
 use super::{check_finite, chunk_steps, DELIVER_THREADS, LIF_INBOX_CAPACITY};
@@ -176,6 +176,8 @@ impl ShardedLifNetwork {
                     neurons: own_list,
                     total: own_total,
                 };
+                // The step's own list is not delivered; the delivery below empties it for
+                // the next step.
                 event_step(
                     device,
                     kernels,
@@ -187,11 +189,6 @@ impl ShardedLifNetwork {
                     &mut list,
                     (update, padded),
                 )?;
-                // The step's own list is not delivered: empty it for the next step.
-                device
-                    .stream()
-                    .memset_zeros(own_total)
-                    .context("emptying a share's spike list")?;
             }
             {
                 let (sends, mut receives): (Vec<_>, Vec<_>) = self
@@ -367,15 +364,9 @@ impl Reservoir for ShardedLifNetwork {
     fn state(&self) -> reservoir_core::Result<Array1<f64>> {
         let mut state = Vec::with_capacity(self.config.size());
         for shard in &self.shards {
-            let s = shard.device.stream();
-            let values = match self.config.features() {
-                LifFeatures::Trace => s.clone_dtoh(&shard.neurons.trace),
-                LifFeatures::Membrane => s.clone_dtoh(&shard.neurons.v),
-                LifFeatures::Counts => s
-                    .clone_dtoh(&shard.neurons.counts)
-                    .map(|c| c.into_iter().map(|x| x as f32).collect()),
-            }
-            .context("copying the state back")?;
+            let values = shard
+                .neurons
+                .reported(shard.device.stream(), self.config.features())?;
             state.extend(values.into_iter().map(f64::from));
         }
         Ok(Array1::from(state))

@@ -92,6 +92,24 @@ impl Neurons {
     }
 }
 
+impl Neurons {
+    /// What the network reports as its state: the quantity of its features, per neuron.
+    pub(crate) fn reported(
+        &self,
+        stream: &Arc<CudaStream>,
+        features: LifFeatures,
+    ) -> Result<Vec<f32>> {
+        match features {
+            LifFeatures::Trace => stream.clone_dtoh(&self.trace),
+            LifFeatures::Membrane => stream.clone_dtoh(&self.v),
+            LifFeatures::Counts => stream
+                .clone_dtoh(&self.counts)
+                .map(|c| c.into_iter().map(|x| x as f32).collect()),
+        }
+        .context("copying the state back")
+    }
+}
+
 /// What both step kernels take after their recurrent-input arguments: last step's and this
 /// step's spike flags, the input, the neuron state, the constants and this step's features,
 /// each a row per sequence of the neurons.
