@@ -10,33 +10,23 @@
 //! `us_per_step`, `rate_hz` (spikes of the last run / N / its model time),
 //! `synaptic_events_per_s`, `spikes`, `cpu` (model name from `/proc/cpuinfo`).
 //!
-//! With `--export DIR` it first writes the network for `benches/python/lif_vs_brian2.py`, per
-//! size N: `nN.json` (parameters), `nN_pre.u32` / `nN_post.u32` / `nN_w.f64` (each synapse's
-//! source j, target i and weight W[i, j], raw little-endian, W's row order), `nN_w_in.f64`
-//! (W_in, N × K row-major), `nN_u.f64` (the input levels, one per hold, K per level) and
-//! `nN_spikes.u32` (the spikes of the first 1000 steps from rest, as (step, neuron) pairs).
+//! With `--export DIR` it first writes the network, with its synapses, for
+//! `benches/python/lif_vs_brian2.py` (the files: `lif_export.rs`).
 //!
 //! `cargo run --release -p reservoir-benches --bin cpu_lif_bench -- [--sizes 10000,100000]
 //! [--steps S] [--runs R] [--threads 1,2] [--export DIR]` (defaults: both sizes; S = 10,000
 //! at N ≤ 10^4, 2000 above; R = 5; one thread).
 
+mod lif_export;
 mod lif_setup;
 
-use std::fs::File;
-use std::io::{BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
+use lif_export::{export_network, export_synapses, HOLD_STEPS};
 use lif_setup::{held_input, lif_config, time_cpu};
-use ndarray::Array2;
 use reservoir_benches::cpu_model;
 use reservoir_core::lif::{LifNetwork, LifWeights, MIN_PART_NEURONS};
 use reservoir_core::{Reservoir, ReservoirError, Result};
-
-/// Steps the input level is held: 10 ms at dt = 0.1 ms.
-const HOLD_STEPS: usize = 100;
-
-/// Steps from rest whose spikes `--export` writes, for a simulator to check its model against.
-const CHECK_STEPS: usize = 1000;
 
 /// The command line.
 struct Options {
@@ -105,85 +95,6 @@ fn options() -> Result<Options> {
     Ok(options)
 }
 
-fn io_error(path: &Path) -> impl Fn(std::io::Error) -> ReservoirError + '_ {
-    move |e| ReservoirError::invalid("cpu_lif_bench export", format!("{}: {e}", path.display()))
-}
-
-/// Writes `values` as raw little-endian bytes to `dir/name`.
-fn write_raw<T: Copy, const B: usize>(
-    dir: &Path,
-    name: &str,
-    values: impl IntoIterator<Item = T>,
-    to_bytes: impl Fn(T) -> [u8; B],
-) -> Result<()> {
-    let path = dir.join(name);
-    let mut out = BufWriter::new(File::create(&path).map_err(io_error(&path))?);
-    for v in values {
-        out.write_all(&to_bytes(v)).map_err(io_error(&path))?;
-    }
-    out.flush().map_err(io_error(&path))
-}
-
-/// Writes the network, its input levels and its first spikes for the Brian2 script (module
-/// docs); `network` is at rest and is left so.
-fn export(
-    dir: &Path,
-    network: &mut LifNetwork,
-    inputs: &Array2<f64>,
-    steps: usize,
-    runs: usize,
-) -> Result<()> {
-    let (config, weights) = (network.config(), network.weights());
-    std::fs::create_dir_all(dir).map_err(io_error(dir))?;
-    let n = config.size();
-    let w = weights.recurrent();
-    let posts = w
-        .row_ptr()
-        .windows(2)
-        .enumerate()
-        .flat_map(|(i, r)| std::iter::repeat_n(i as u32, (r[1] - r[0]) as usize));
-    write_raw(dir, &format!("n{n}_post.u32"), posts, u32::to_le_bytes)?;
-    let pres = w.col_idx().iter().copied();
-    write_raw(dir, &format!("n{n}_pre.u32"), pres, u32::to_le_bytes)?;
-    let values = w.values().iter().copied();
-    write_raw(dir, &format!("n{n}_w.f64"), values, f64::to_le_bytes)?;
-    let w_in = weights.input().iter().copied();
-    write_raw(dir, &format!("n{n}_w_in.f64"), w_in, f64::to_le_bytes)?;
-    let levels = inputs
-        .rows()
-        .into_iter()
-        .step_by(HOLD_STEPS)
-        .flatten()
-        .copied();
-    write_raw(dir, &format!("n{n}_u.f64"), levels, f64::to_le_bytes)?;
-    let meta = format!(
-        "{{\"n\": {n}, \"input_size\": {}, \"synapses\": {}, \"dt_ms\": {}, \"tau_m_ms\": {}, \
-         \"tau_syn_ms\": {}, \"threshold\": {}, \"v_rest\": {}, \"v_reset\": {}, \
-         \"refractory_steps\": {}, \"resistance\": {}, \"bias\": {}, \"hold_steps\": {}, \
-         \"steps\": {steps}, \"runs\": {runs}, \"check_steps\": {CHECK_STEPS}}}\n",
-        config.input_size(),
-        w.nnz(),
-        config.dt_ms(),
-        config.tau_m_ms(),
-        config.tau_syn_ms(),
-        config.threshold(),
-        config.v_rest(),
-        config.v_reset(),
-        config.refractory_steps(),
-        config.resistance(),
-        config.bias_current(),
-        HOLD_STEPS,
-    );
-    let path = dir.join(format!("n{n}.json"));
-    std::fs::write(&path, meta).map_err(io_error(&path))?;
-    let mut first = Vec::new();
-    for (t, u) in inputs.rows().into_iter().take(CHECK_STEPS).enumerate() {
-        first.extend(network.step(u)?.iter().flat_map(|&j| [t as u32, j]));
-    }
-    network.reset()?;
-    write_raw(dir, &format!("n{n}_spikes.u32"), first, u32::to_le_bytes)
-}
-
 fn main() -> Result<()> {
     let options = options()?;
     let cpu = cpu_model();
@@ -197,8 +108,16 @@ fn main() -> Result<()> {
         let synapses = weights.recurrent().nnz();
         let mut network = LifNetwork::from_weights(&config, weights)?;
         if let Some(dir) = &options.export {
-            let all = held_input((steps * (options.runs + 1)).max(CHECK_STEPS), HOLD_STEPS);
-            export(dir, &mut network, &all, steps, options.runs)?;
+            export_network(
+                dir,
+                &config,
+                network.weights(),
+                &inputs,
+                1,
+                options.runs,
+                true,
+            )?;
+            export_synapses(dir, &mut network, &inputs)?;
         }
         let mut measured = Vec::new();
         for &threads in &options.threads {

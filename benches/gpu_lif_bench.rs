@@ -18,24 +18,142 @@
 //! Build with `cargo build --release -p reservoir-benches --bins` and run on a machine with a
 //! GPU: `target/release/gpu_lif_bench`. Without a GPU it says so and measures the CPU rows only
 //! (`cargo run --release -p reservoir-benches --bin gpu_lif_bench`).
+//!
+//! Options: `--sizes N:p,...` (sizes and connection probabilities instead of the two cases),
+//! `--steps S`, `--runs R` and `--warmup-runs W` (steps per run, timed runs, and untimed runs
+//! before them on the GPU: default 1; a large network's first steps from rest are silent),
+//! `--gpu-only` (no CPU rows and
+//! no path-rule table) and `--export DIR` (the network for
+//! `benches/python/lif_vs_gpu_simulators.py`, with its synapses up to
+//! [`EXPORT_MAX_SYNAPSES`]; files: `lif_export.rs`). Each GPU row is also printed as a JSON
+//! line (`tool`, `path`, `n`, `synapses`, `steps`, `runs`, `us_per_step`, `rate_hz`,
+//! `synaptic_events_per_s`, `spikes`, start-up seconds, `gpu`).
 
+mod lif_export;
 mod lif_setup;
 
+use std::path::PathBuf;
 use std::time::Instant;
 
 use gpu_reservoir::internals::LifSteps;
 use gpu_reservoir::{
     probe, GpuDevice, GpuError, GpuLifNetwork, LifStepPath, Result, LIF_EVENT_MIN_SYNAPSES,
 };
+use lif_export::{export_network, export_synapses, HOLD_STEPS};
 use lif_setup::{held_input, lif_config, time_cpu, LifStepTiming};
 use ndarray::ArrayView2;
 use reservoir_benches::median_micros_per_step;
 use reservoir_core::lif::{spectral_products, LifConfig, LifNetwork, LifWeights};
 use reservoir_core::{Reservoir, ReservoirError};
 
-/// (N, steps per timed run, timed runs). Every path runs as many timed runs, so that the last
-/// runs coincide; steps per run fit one GPU chunk.
-const CASES: [(usize, usize, usize); 2] = [(10_000, 4000, 5), (100_000, 500, 5)];
+/// (N, steps per timed run) at 1 % connectivity, 5 timed runs. Every path runs as many timed
+/// runs, so that the last runs coincide; steps per run fit one GPU chunk.
+const CASES: [(usize, usize); 2] = [(10_000, 4000), (100_000, 500)];
+
+/// The most synapses `--export` writes (2.4 GB of files); a larger network's simulators draw
+/// their own synapses alike.
+const EXPORT_MAX_SYNAPSES: usize = 200_000_000;
+
+/// One size to measure.
+struct Case {
+    n: usize,
+    connection_prob: f64,
+    steps: usize,
+}
+
+/// The command line.
+struct Options {
+    cases: Vec<Case>,
+    warmup_runs: usize,
+    runs: usize,
+    gpu_only: bool,
+    export: Option<PathBuf>,
+}
+
+fn usage(problem: &str) -> GpuError {
+    ReservoirError::invalid(
+        "gpu_lif_bench",
+        format!(
+            "{problem}; usage: gpu_lif_bench [--sizes N:p,...] [--steps S] [--runs R] \
+             [--warmup-runs W] [--gpu-only] [--export DIR]"
+        ),
+    )
+    .into()
+}
+
+fn positive(flag: &str, value: &str) -> Result<usize> {
+    value
+        .trim()
+        .parse::<usize>()
+        .ok()
+        .filter(|&x| x > 0)
+        .ok_or_else(|| usage(&format!("{flag}: {value:?} is not a positive integer")))
+}
+
+fn options() -> Result<Options> {
+    let mut options = Options {
+        cases: CASES
+            .iter()
+            .map(|&(n, steps)| Case {
+                n,
+                connection_prob: 0.01,
+                steps,
+            })
+            .collect(),
+        warmup_runs: 1,
+        runs: 5,
+        gpu_only: false,
+        export: None,
+    };
+    let mut steps = None;
+    let mut args = std::env::args().skip(1);
+    while let Some(flag) = args.next() {
+        let mut value = || {
+            args.next()
+                .ok_or_else(|| usage(&format!("{flag} needs a value")))
+        };
+        match flag.as_str() {
+            "--sizes" => {
+                options.cases = value()?
+                    .split(',')
+                    .map(|item| {
+                        let (n, p) = item
+                            .split_once(':')
+                            .ok_or_else(|| usage(&format!("--sizes: {item:?} is not N:p")))?;
+                        let connection_prob = p
+                            .trim()
+                            .parse::<f64>()
+                            .ok()
+                            .filter(|p| *p > 0.0 && *p <= 1.0)
+                            .ok_or_else(|| usage(&format!("--sizes: {p:?} is not in (0, 1]")))?;
+                        let n = positive("--sizes", n)?;
+                        // One GPU chunk holds 5N bytes a step in 256 MiB: 53 steps at 10^6.
+                        let steps = match n {
+                            0..=10_000 => 4000,
+                            10_001..=100_000 => 500,
+                            _ => 50,
+                        };
+                        Ok(Case {
+                            n,
+                            connection_prob,
+                            steps,
+                        })
+                    })
+                    .collect::<Result<_>>()?
+            }
+            "--steps" => steps = Some(positive(&flag, &value()?)?),
+            "--runs" => options.runs = positive(&flag, &value()?)?,
+            "--warmup-runs" => options.warmup_runs = positive(&flag, &value()?)?,
+            "--gpu-only" => options.gpu_only = true,
+            "--export" => options.export = Some(PathBuf::from(value()?)),
+            other => return Err(usage(&format!("unknown argument {other:?}"))),
+        }
+    }
+    if let Some(steps) = steps {
+        options.cases.iter_mut().for_each(|case| case.steps = steps);
+    }
+    Ok(options)
+}
 
 /// (N, p) of the path-rule table: synapse counts from 10^5 to 4·10^6 around
 /// `LIF_EVENT_MIN_SYNAPSES`, both GPU paths timed on 2000 steps (5 runs).
@@ -55,15 +173,21 @@ struct Row {
 }
 
 /// Times `runs` runs of `inputs` on the GPU network from its evolving state (features and
-/// flags left on the device) after one warm-up run: CUDA events, median.
+/// flags left on the device) after `warmup_runs` (at least one) untimed runs: CUDA events,
+/// median.
 fn time_gpu(
     gpu: &mut GpuLifNetwork,
     inputs: ArrayView2<f64>,
+    warmup_runs: usize,
     runs: usize,
 ) -> Result<LifStepTiming> {
     let device = gpu.device().clone();
     let mut bench = LifSteps::new(gpu, inputs)?;
     let steps = bench.steps();
+    // `median_micros_per_step` runs the last warm-up run itself.
+    for _ in 1..warmup_runs {
+        bench.enqueue()?;
+    }
     let micros_per_step = median_micros_per_step(&device, steps, runs, || bench.enqueue())?;
     let (spikes, synaptic_events) = bench.last_run_counts()?;
     Ok(LifStepTiming {
@@ -79,7 +203,8 @@ struct Startup {
     synapses: usize,
     generate_s: f64,
     spectral_products: usize,
-    cpu_build_s: f64,
+    /// The CPU network's construction, unless `--gpu-only`.
+    cpu_build_s: Option<f64>,
     /// Upload time and device bytes, when there is a GPU.
     gpu: Option<(f64, usize)>,
 }
@@ -115,20 +240,42 @@ fn check_same(what: String, counts: &[(u64, u64)]) -> Result<()> {
 }
 
 fn main() -> Result<()> {
+    let options = options()?;
     let gpu_device = gpu_device()?;
+    let gpu_name = gpu_device
+        .as_ref()
+        .map_or_else(String::new, |(device, _, _)| device.info().name.clone());
+    let runs = options.runs;
     let mut rows = Vec::new();
     let mut startups = Vec::new();
-    for (n, steps, runs) in CASES {
-        let config = lif_config(n, 0.01)?;
+    for &Case {
+        n,
+        connection_prob,
+        steps,
+    } in &options.cases
+    {
+        let config = lif_config(n, connection_prob)?;
         let t = Instant::now();
         let weights = LifWeights::generate(&config)?;
         let generate_s = t.elapsed().as_secs_f64();
         let synapses = weights.recurrent().nnz();
-        let cpu_weights = weights.clone();
-        let t = Instant::now();
-        let mut cpu = LifNetwork::from_weights(&config, cpu_weights)?;
-        let cpu_build_s = t.elapsed().as_secs_f64();
-        let inputs = held_input(steps, 100);
+        let inputs = held_input(steps, HOLD_STEPS);
+        let export_synapses_too = synapses <= EXPORT_MAX_SYNAPSES;
+        if let Some(dir) = &options.export {
+            let (warmup, synapses_too) = (options.warmup_runs, export_synapses_too);
+            export_network(dir, &config, &weights, &inputs, warmup, runs, synapses_too)?;
+            if export_synapses_too {
+                let mut network = LifNetwork::from_weights(&config, weights.clone())?;
+                export_synapses(dir, &mut network, &inputs)?;
+            }
+        }
+        let mut cpu = None;
+        let mut cpu_build_s = None;
+        if !options.gpu_only {
+            let t = Instant::now();
+            cpu = Some(LifNetwork::from_weights(&config, weights.clone())?);
+            cpu_build_s = Some(t.elapsed().as_secs_f64());
+        }
         let mut timings = Vec::new();
         let mut gpu_startup = None;
         if let Some((device, _, _)) = &gpu_device {
@@ -152,17 +299,38 @@ fn main() -> Result<()> {
             ] {
                 gpu = gpu.with_step_path(path);
                 gpu.reset()?;
-                timings.push((label, time_gpu(&mut gpu, inputs.view(), runs)?));
+                let warmup = options.warmup_runs;
+                timings.push((label, time_gpu(&mut gpu, inputs.view(), warmup, runs)?));
             }
         }
-        cpu.reset()?;
-        let cpu_label = "CPU LifNetwork (1 core)";
-        timings.push((cpu_label, time_cpu(&mut cpu, &inputs, runs)?));
+        if let Some(cpu) = &mut cpu {
+            cpu.reset()?;
+            timings.push(("CPU LifNetwork (1 core)", time_cpu(cpu, &inputs, runs)?));
+        }
         let counts: Vec<(u64, u64)> = timings
             .iter()
             .map(|(_, t)| (t.spikes, t.synaptic_events))
             .collect();
         check_same(format!("N = {n}"), &counts)?;
+        let model_s = steps as f64 * config.dt_ms() * 1e-3;
+        for (path, timing) in timings.iter().filter(|(path, _)| path.starts_with("GPU")) {
+            let seconds = timing.micros_per_step * 1e-6 * steps as f64;
+            let (upload_s, device_bytes) = gpu_startup.unwrap_or((0.0, 0));
+            println!(
+                "{{\"tool\": \"reservoir gpu_lif_bench\", \"path\": \"{path}\", \"n\": {n}, \
+                 \"connection_prob\": {connection_prob}, \"synapses\": {synapses}, \"steps\": \
+                 {steps}, \"warmup_runs\": {}, \"runs\": {runs}, \"us_per_step\": {:.3}, \
+                 \"rate_hz\": {:.3}, \
+                 \"synaptic_events_per_s\": {:.4e}, \"spikes\": {}, \"generate_s\": \
+                 {generate_s:.3}, \"upload_s\": {upload_s:.3}, \"device_bytes\": {device_bytes}, \
+                 \"gpu\": \"{gpu_name}\"}}",
+                options.warmup_runs,
+                timing.micros_per_step,
+                timing.spikes as f64 / n as f64 / model_s,
+                timing.synaptic_events as f64 / seconds,
+                timing.spikes,
+            );
+        }
         rows.extend(timings.iter().map(|&(path, timing)| Row {
             n,
             path,
@@ -181,7 +349,7 @@ fn main() -> Result<()> {
 
     let mut rule_rows = Vec::new();
     for (n, p) in RULE_CASES {
-        let Some((device, _, _)) = &gpu_device else {
+        let (Some((device, _, _)), false) = (&gpu_device, options.gpu_only) else {
             break;
         };
         let config = lif_config(n, p)?;
@@ -192,7 +360,7 @@ fn main() -> Result<()> {
         for path in [LifStepPath::EventDriven, LifStepPath::Gather] {
             gpu = gpu.with_step_path(path);
             gpu.reset()?;
-            timings.push(time_gpu(&mut gpu, inputs.view(), 5)?);
+            timings.push(time_gpu(&mut gpu, inputs.view(), 1, 5)?);
         }
         let counts: Vec<(u64, u64)> = timings
             .iter()
@@ -229,13 +397,15 @@ fn main() -> Result<()> {
             ),
             None => ("—".to_string(), "—".to_string()),
         };
+        let cpu_build = s
+            .cpu_build_s
+            .map_or_else(|| "—".to_string(), |seconds| format!("{seconds:.2} s"));
         println!(
-            "| {} | {} | {:.2} s | {} | {:.2} s | {upload} | {:.2} GB | {device_bytes} |",
+            "| {} | {} | {:.2} s | {} | {cpu_build} | {upload} | {:.2} GB | {device_bytes} |",
             s.n,
             s.synapses,
             s.generate_s,
             s.spectral_products,
-            s.cpu_build_s,
             // W in f64 (value + column index) and Wᵀ in f32 (value + target).
             (s.synapses * (12 + 8)) as f64 / 1e9
         );

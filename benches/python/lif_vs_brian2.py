@@ -116,25 +116,45 @@ def run_ours(binary: Path, n: int, args: argparse.Namespace, export: Path | None
 
 
 class BrianNetwork:
-    """The exported network of size n, compiled once by Brian2's cpp_standalone device."""
+    """The exported network of size n, compiled once by Brian2's cpp_standalone device (or
+    Brian2CUDA's cuda_standalone)."""
 
-    def __init__(self, folder: Path, n: int, args: argparse.Namespace, build: Path):
+    def __init__(
+        self,
+        folder: Path,
+        n: int,
+        args: argparse.Namespace,
+        build: Path,
+        device: str = "cpp_standalone",
+    ):
         import brian2 as b2
 
+        if device == "cuda_standalone":
+            import brian2cuda  # noqa: F401  (registers the device)
+
         self.b2 = b2
+        self.device = device
         meta = json.loads((folder / f"n{n}.json").read_text())
         self.meta = meta
         b2.device.reinit()
         b2.device.activate()
-        b2.set_device("cpp_standalone", directory=str(build), build_on_run=False)
+        b2.set_device(device, directory=str(build), build_on_run=False)
         b2.prefs.reset_to_defaults()
         b2.prefs.devices.cpp_standalone.openmp_threads = 0
+        if device == "cuda_standalone":
+            # CUDA 13's Thrust and CUB need C++17; Brian2's default flags ask for C++11.
+            gcc = b2.prefs.codegen.cpp.extra_compile_args_gcc
+            b2.prefs.codegen.cpp.extra_compile_args_gcc = [
+                "-std=c++17" if flag == "-std=c++11" else flag for flag in gcc
+            ]
         if args.float32:
             b2.prefs.core.default_float_dtype = np.float32
         ms = b2.ms
         dt = meta["dt_ms"] * ms
         b2.defaultclock.dt = dt
-        steps, runs, hold = meta["steps"], meta["runs"], meta["hold_steps"]
+        steps, hold = meta["steps"], meta["hold_steps"]
+        # Runs before the timed one: the warm-up runs and all but the last timed run.
+        runs = meta.get("warmup_runs", 1) + meta["runs"] - 1
         k = meta["input_size"]
         if k != 1:
             raise SystemExit("the script drives one input channel")
@@ -229,7 +249,7 @@ class BrianNetwork:
         spikes = int(self.monitor.num_spikes)
         model_s = steps * meta["dt_ms"] * 1e-3
         return {
-            "tool": "Brian2 cpp_standalone",
+            "tool": f"Brian2 {self.device}",
             "version": b2.__version__,
             "n": meta["n"],
             "synapses": meta["synapses"],
