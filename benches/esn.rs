@@ -1,6 +1,6 @@
 //! CPU engine benchmarks: the reservoir run (steps/s, on one thread and on all), the sparse
-//! mat-vec with each kernel, spectral radius, ridge accumulation, and the end-to-end fit of the
-//! ReservoirPy comparison.
+//! mat-vec with each kernel, spectral radius, ridge accumulation, the end-to-end fit of the
+//! ReservoirPy comparison, and drawing a row's sorted columns.
 //!
 //! `cargo bench -p reservoir-benches --bench esn`; the device is the machine it runs on.
 
@@ -163,6 +163,35 @@ fn fit_end_to_end(c: &mut Criterion) {
     group.finish();
 }
 
+/// One row's sorted columns, as weight generation draws them: `rand::seq::index::sample` and a
+/// sort against `SortedSampler` (the same indices), at N = 10^6 with 1000 per row (rand's
+/// rejection sampler) and N = 10^5 with 1000 per row (its partial Fisher–Yates).
+fn sorted_sample(c: &mut Criterion) {
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
+    use reservoir_core::random::SortedSampler;
+
+    let mut group = c.benchmark_group("sorted_sample");
+    for length in [999_999, 99_999] {
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        group.bench_function(
+            BenchmarkId::new("rand index::sample + sort, of", length),
+            |b| {
+                b.iter(|| {
+                    let mut picked = rand::seq::index::sample(&mut rng, length, 1000).into_vec();
+                    picked.sort_unstable();
+                    picked
+                });
+            },
+        );
+        let mut sampler = SortedSampler::new(length).expect("sampler");
+        group.bench_function(BenchmarkId::new("SortedSampler, of", length), |b| {
+            b.iter(|| sampler.sample(&mut rng, 1000).expect("sample").len());
+        });
+    }
+    group.finish();
+}
+
 criterion_group!(
     benches,
     reservoir_run,
@@ -170,6 +199,7 @@ criterion_group!(
     run_threads,
     spectral_radius,
     ridge_accumulate,
-    fit_end_to_end
+    fit_end_to_end,
+    sorted_sample
 );
 criterion_main!(benches);

@@ -1,7 +1,6 @@
 //! Seeded generation of the reservoir's weights: sparse W scaled to a spectral radius, W_in, b.
 
 use ndarray::{Array1, Array2};
-use rand::seq::index;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::StandardNormal;
@@ -12,7 +11,7 @@ use crate::config::{
 };
 use crate::error::{ReservoirError, Result};
 use crate::memory::{bytes_of, ensure_available, try_with_capacity};
-use crate::random::{stream_rng, Stream};
+use crate::random::{stream_rng, SortedSampler, Stream};
 use crate::sparse::CsrMatrix;
 use crate::spectral::{SpectralEstimate, SpectralOptions};
 
@@ -87,13 +86,6 @@ fn draw(rng: &mut ChaCha8Rng, distribution: WeightDistribution) -> f64 {
     }
 }
 
-/// `count` distinct indices below `n`, sorted.
-fn sorted_sample(rng: &mut ChaCha8Rng, n: usize, count: usize) -> Vec<usize> {
-    let mut picked = index::sample(rng, n, count).into_vec();
-    picked.sort_unstable();
-    picked
-}
-
 /// The random draws behind a config's weights, before W is scaled to a spectral radius and
 /// W_in by the input scaling: what every config that differs only in `spectral_radius` and
 /// `input_scaling` shares (the lanes of a sweep). Draw once, then [`WeightDraws::scaled`]
@@ -143,8 +135,9 @@ impl WeightDraws {
 
         let mut rng = stream_rng(config.seed(), Stream::Input);
         let mut input = Array2::zeros((n, config.input_size()));
+        let mut units = SortedSampler::new(n)?;
         for channel in 0..config.input_size() {
-            for unit in sorted_sample(&mut rng, n, fan(config.input_connectivity(), n)) {
+            for &unit in units.sample(&mut rng, fan(config.input_connectivity(), n))? {
                 input[(unit, channel)] = draw(&mut rng, config.weight_distribution());
             }
         }
@@ -277,8 +270,9 @@ impl ReservoirWeights {
         let mut col_idx = try_with_capacity("the recurrent weights' columns", nnz)?;
         let mut values = try_with_capacity("the recurrent weights", nnz)?;
         row_ptr.push(0u32);
+        let mut columns = SortedSampler::new(n)?;
         for _ in 0..n {
-            for col in sorted_sample(&mut rng, n, per_row) {
+            for &col in columns.sample(&mut rng, per_row)? {
                 col_idx.push(col as u32);
                 values.push(draw(&mut rng, config.weight_distribution()));
             }

@@ -2,7 +2,6 @@
 //! radius, and the input matrix.
 
 use ndarray::Array2;
-use rand::seq::index;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
@@ -10,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::config::LifConfig;
 use crate::error::{ReservoirError, Result};
 use crate::memory::{bytes_of, ensure_available, try_with_capacity};
+use crate::random::SortedSampler;
 use crate::sparse::CsrMatrix;
 use crate::spectral::SpectralOptions;
 
@@ -93,13 +93,6 @@ pub fn spectral_products(synapses: usize) -> usize {
 /// against ~0.05 ms to start the threads).
 const PARALLEL_PRODUCT_SYNAPSES: usize = 1 << 20;
 
-/// `count` distinct indices below `n`, sorted.
-fn sorted_sample(rng: &mut ChaCha8Rng, n: usize, count: usize) -> Vec<usize> {
-    let mut picked = index::sample(rng, n, count).into_vec();
-    picked.sort_unstable();
-    picked
-}
-
 impl LifWeights {
     /// Draws W and W_in for `config`.
     ///
@@ -132,8 +125,9 @@ impl LifWeights {
         let mut stream = rng(config.seed(), STREAM_INPUT);
         let mut input = Array2::zeros((n, config.input_size()));
         let fan_in = ((config.input_connectivity() * n as f64).round() as usize).clamp(1, n);
+        let mut units = SortedSampler::new(n)?;
         for channel in 0..config.input_size() {
-            for unit in sorted_sample(&mut stream, n, fan_in) {
+            for &unit in units.sample(&mut stream, fan_in)? {
                 input[(unit, channel)] = config.input_scaling() * stream.random_range(-1.0..1.0);
             }
         }
@@ -168,9 +162,10 @@ impl LifWeights {
         let mut col_idx = try_with_capacity("the LIF synapses' columns", nnz)?;
         let mut values = try_with_capacity("the LIF synapses", nnz)?;
         row_ptr.push(0u32);
+        let mut others = SortedSampler::new(n - 1)?;
         for row in 0..n {
             // Sample among the n − 1 other neurons; skipping `row` keeps the order sorted.
-            for pick in sorted_sample(&mut stream, n - 1, per_row) {
+            for &pick in others.sample(&mut stream, per_row)? {
                 let col = if pick >= row { pick + 1 } else { pick };
                 let magnitude = 1.0 - stream.random::<f64>();
                 col_idx.push(col as u32);

@@ -7,6 +7,9 @@
 //! generator a GPU kernel reproduces bit for bit.
 
 pub mod counter;
+mod sample;
+
+pub use sample::SortedSampler;
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
