@@ -111,6 +111,15 @@ impl SortedSampler {
     /// The partial Fisher–Yates shuffle of rand's `sample_inplace`, on a permutation kept as
     /// the identity between draws.
     fn inplace<R: Rng + ?Sized>(&mut self, rng: &mut R, amount: u32) {
+        if amount == self.length {
+            // Every index (a dense row): the shuffle's draws are made, but its result, sorted,
+            // is 0..length whatever they are.
+            for i in 0..amount {
+                let _: u32 = rng.random_range(i..self.length);
+            }
+            self.picked.extend(0..amount as usize);
+            return;
+        }
         if self.permutation.is_empty() {
             self.permutation = (0..self.length).collect();
         }
@@ -178,6 +187,8 @@ mod tests {
             (1, 0),
             (1, 1),
             (10, 10),
+            (400, 400),
+            (16_384, 16_384),
             (100, 11),
             (100, 12),
             (1000, 162),
