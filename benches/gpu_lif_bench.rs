@@ -22,11 +22,10 @@
 //! Options: `--sizes N:p,...` (sizes and connection probabilities instead of the two cases),
 //! `--steps S`, `--runs R` and `--warmup-runs W` (steps per run, timed runs, and untimed runs
 //! before them on the GPU: default 1; a large network's first steps from rest are silent),
-//! `--gpu-only` (no CPU rows and
-//! no path-rule table) and `--export DIR` (the network for
-//! `benches/python/lif_vs_gpu_simulators.py`, with its synapses up to
-//! [`EXPORT_MAX_SYNAPSES`]; files: `lif_export.rs`). Each GPU row is also printed as a JSON
-//! line (`tool`, `path`, `n`, `synapses`, `steps`, `runs`, `us_per_step`, `rate_hz`,
+//! `--gpu-only` (no CPU rows and no path-rule table) and `--export DIR` (the network for
+//! `benches/python/lif_vs_gpu_simulators.py`, with its synapses up to [`EXPORT_MAX_SYNAPSES`];
+//! files: `lif_export.rs`). Each GPU row is also printed as a JSON line (`tool`, `path`, `n`,
+//! `synapses`, `steps`, `warmup_runs`, `runs`, `us_per_step`, `rate_hz`,
 //! `synaptic_events_per_s`, `spikes`, start-up seconds, `gpu`).
 
 mod lif_export;
@@ -305,6 +304,12 @@ fn main() -> Result<()> {
         }
         if let Some(cpu) = &mut cpu {
             cpu.reset()?;
+            // `time_cpu` runs the last warm-up run itself, as on the GPU.
+            for _ in 1..options.warmup_runs {
+                for u in inputs.rows() {
+                    cpu.step(u)?;
+                }
+            }
             timings.push(("CPU LifNetwork (1 core)", time_cpu(cpu, &inputs, runs)?));
         }
         let counts: Vec<(u64, u64)> = timings
