@@ -43,3 +43,13 @@ def test_gpu_reservoir_states_agree_with_the_cpu(gpu, narma):
     cpu = reservoir.EchoStateNetwork(size=200, seed=9, device="cpu").run(u[:500])
     cuda = reservoir.EchoStateNetwork(size=200, seed=9, device="cuda").run(u[:500])
     np.testing.assert_allclose(cuda, cpu, rtol=1e-4, atol=1e-5)
+
+
+def test_gpu_classifier_over_every_gpu_agrees_with_one(gpu, labelled):
+    # `devices="all"` spreads the sequences over every GPU (one where there is one) and adds
+    # their readout sums in f64: the fit is one GPU's to rounding.
+    X, y = labelled
+    one = ESNClassifier(size=100, device="cuda").fit(X, y)
+    every = ESNClassifier(size=100, device="cuda", devices="all").fit(X, y)
+    assert every.device_.startswith("cuda"), every.device_
+    assert np.mean(every.predict(X) == one.predict(X)) > 0.99
