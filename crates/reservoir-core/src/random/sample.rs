@@ -143,8 +143,8 @@ impl SortedSampler {
         if self.taken.is_empty() {
             self.taken = vec![0; (self.length as usize).div_ceil(64)];
         }
-        // rand's `Method::choose` takes rejection only for amount < length, so the range is
-        // not empty.
+        // `Method::choose` (rand's rule) takes rejection only for amount < length, so the
+        // range is not empty.
         let uniform = Uniform::new(0u32, self.length)
             .map_err(|e| ReservoirError::invalid("index sampler", e.to_string()))?;
         let taken = &mut self.taken;
