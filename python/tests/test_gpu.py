@@ -50,6 +50,12 @@ def test_gpu_classifier_over_every_gpu_agrees_with_one(gpu, labelled):
     # their readout sums in f64: the fit is one GPU's to rounding.
     X, y = labelled
     one = ESNClassifier(size=100, device="cuda").fit(X, y)
-    every = ESNClassifier(size=100, device="cuda", devices="all").fit(X, y)
+    try:
+        every = ESNClassifier(size=100, device="cuda", devices="all").fit(X, y)
+    except reservoir.GpuError as error:
+        # Several GPUs need NCCL; its absence skips, as the Rust tests over GPUs do.
+        if "NCCL" not in str(error) or os.environ.get("RESERVOIR_REQUIRE_GPU") == "1":
+            raise
+        pytest.skip(f"several GPUs but no NCCL: {error}")
     assert every.device_.startswith("cuda"), every.device_
     assert np.mean(every.predict(X) == one.predict(X)) > 0.99
