@@ -98,24 +98,24 @@ impl LifClusterPlan {
             Ok(()) => 16,
             Err(_) => 8,
         };
-        // The fewest blocks that give every thread at most four neurons; fewer blocks make
-        // the barriers cheaper.
-        let blocks = n.div_ceil(THREADS as usize).clamp(1, max_blocks) as u32;
-        if (blocks * THREADS) as usize * 4 < n {
-            return Ok(None);
-        }
-        let plan = Self {
-            function,
-            launch: ClusterLaunch {
+        // A power of two of blocks: a thread per neuron where 16 blocks allow it, else up to
+        // four; halved while the device cannot hold the cluster and four per thread suffice.
+        let mut blocks = n
+            .div_ceil(THREADS as usize)
+            .next_power_of_two()
+            .min(max_blocks) as u32;
+        while blocks >= 1 && (blocks * THREADS) as usize * 4 >= n {
+            let launch = ClusterLaunch {
                 blocks,
                 threads: THREADS,
                 shared_bytes: 0,
-            },
-        };
-        if plan.launch.resident(device, &plan.function)? == 0 {
-            return Ok(None);
+            };
+            if launch.resident(device, &function)? > 0 {
+                return Ok(Some(Self { function, launch }));
+            }
+            blocks /= 2;
         }
-        Ok(Some(plan))
+        Ok(None)
     }
 
     /// Runs `run.steps` steps in one cluster launch.
