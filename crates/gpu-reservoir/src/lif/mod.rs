@@ -451,68 +451,97 @@ impl GpuLifNetwork {
         flags: &mut CudaSlice<u8>,
         steps: usize,
     ) -> Result<()> {
-        let (n, k) = (self.config.size(), self.config.input_size());
         if steps == 0 {
             return Ok(());
         }
+        if self.path == LifStepPath::EventCluster {
+            self.enqueue_cluster_run(u, features, flags, steps)?;
+        } else {
+            self.enqueue_launched_steps(u, features, flags, steps)?;
+        }
+        let n = self.config.size();
+        self.device
+            .stream()
+            .memcpy_dtod(&flags.slice((steps - 1) * n..), &mut self.last_spikes)
+            .context("keeping the last spikes")
+    }
+
+    /// The steps of [`GpuLifNetwork::enqueue_steps`] in one cluster launch.
+    fn enqueue_cluster_run(
+        &mut self,
+        u: &CudaSlice<f32>,
+        features: &mut CudaSlice<f32>,
+        flags: &mut CudaSlice<u8>,
+        steps: usize,
+    ) -> Result<()> {
+        let k = self.config.input_size();
         let synaptic_input = self.config.input_mode() == LifInputMode::Synaptic;
         let features_kind = self.config.features();
-        if self.path == LifStepPath::EventCluster {
-            self.cluster_plan()?;
-            let Self {
-                device,
+        self.cluster_plan()?;
+        let Self {
+            device,
+            recurrent,
+            events: ev,
+            input_by_channel,
+            neurons,
+            head,
+            last_spikes,
+            constants,
+            cluster,
+            ..
+        } = self;
+        let Some(Some(plan)) = cluster.as_ref() else {
+            return Err(ReservoirError::invalid(
+                "LIF step path",
+                "EventCluster needs compute capability 9.0 or later, at most \
+                 LIF_CLUSTER_MAX_NEURONS neurons and a resident cluster",
+            )
+            .into());
+        };
+        plan.launch(
+            device,
+            LifClusterRun {
                 recurrent,
-                events: ev,
+                outgoing: &ev.outgoing,
+                inbox_count: &mut ev.inbox_count,
+                inbox: &mut ev.inbox,
+                capacity: LIF_INBOX_CAPACITY,
+                inbox_valid: ev.inbox_valid,
+                lists: &mut ev.lists,
+                totals: &mut ev.totals,
+                parity: ev.parity,
+                initial_flags: last_spikes,
+                flags,
                 input_by_channel,
+                u,
+                k,
                 neurons,
-                head,
-                last_spikes,
-                constants,
-                cluster,
-                ..
-            } = self;
-            let Some(Some(plan)) = cluster.as_ref() else {
-                return Err(ReservoirError::invalid(
-                    "LIF step path",
-                    "EventCluster needs compute capability 9.0 or later, at most \
-                     LIF_CLUSTER_MAX_NEURONS neurons and a resident cluster",
-                )
-                .into());
-            };
-            plan.launch(
-                device,
-                LifClusterRun {
-                    recurrent,
-                    outgoing: &ev.outgoing,
-                    inbox_count: &mut ev.inbox_count,
-                    inbox: &mut ev.inbox,
-                    capacity: LIF_INBOX_CAPACITY,
-                    inbox_valid: ev.inbox_valid,
-                    lists: &mut ev.lists,
-                    totals: &mut ev.totals,
-                    parity: ev.parity,
-                    initial_flags: last_spikes,
-                    flags,
-                    input_by_channel,
-                    u,
-                    k,
-                    neurons,
-                    head: *head,
-                    constants: *constants,
-                    synaptic_input,
-                    features_kind,
-                    features,
-                    steps,
-                },
-            )?;
-            ev.parity = (ev.parity + steps) % 2;
-            ev.inbox_valid = true;
-            *head = (*head + steps) % neurons.window_steps;
-            return device
-                .stream()
-                .memcpy_dtod(&flags.slice((steps - 1) * n..), last_spikes)
-                .context("keeping the last spikes");
-        }
+                head: *head,
+                constants: *constants,
+                synaptic_input,
+                features_kind,
+                features,
+                steps,
+            },
+        )?;
+        ev.parity = (ev.parity + steps) % 2;
+        ev.inbox_valid = true;
+        *head = (*head + steps) % neurons.window_steps;
+        Ok(())
+    }
+
+    /// The steps of [`GpuLifNetwork::enqueue_steps`] launched one by one (gather or
+    /// event-driven).
+    fn enqueue_launched_steps(
+        &mut self,
+        u: &CudaSlice<f32>,
+        features: &mut CudaSlice<f32>,
+        flags: &mut CudaSlice<u8>,
+        steps: usize,
+    ) -> Result<()> {
+        let (n, k) = (self.config.size(), self.config.input_size());
+        let synaptic_input = self.config.input_mode() == LifInputMode::Synaptic;
+        let features_kind = self.config.features();
         let Self {
             device,
             kernels,
@@ -588,10 +617,7 @@ impl GpuLifNetwork {
             }
             *head = (*head + 1) % neurons.window_steps;
         }
-        device
-            .stream()
-            .memcpy_dtod(&flags.slice((steps - 1) * n..), last_spikes)
-            .context("keeping the last spikes")
+        Ok(())
     }
 
     fn reset_state(&mut self) -> Result<()> {
