@@ -1,12 +1,14 @@
 //! GPU benchmark of the LIF reservoir at scale: N = 10,000 and 100,000 neurons at 1 %
-//! connectivity (10^6 and 10^8 synapses), the event-driven GPU step next to the gather GPU
-//! step and the CPU `LifNetwork`, all measured in this process on the same weights and inputs.
+//! connectivity (10^6 and 10^8 synapses), the event-driven GPU step (two launches per step,
+//! and where the device has thread-block clusters and N ≤ 65,536 a whole run in one cluster
+//! launch) next to the gather GPU step and the CPU `LifNetwork`, all measured in this process
+//! on the same weights and inputs.
 //!
 //! Per path: µs per step (GPU: median of timed runs from CUDA events, one warm-up run first,
 //! features and spike flags left on the device; CPU: median wall time of timed runs of
 //! `LifNetwork::step`, one warm-up run first), neuron updates/s (N per step), synaptic
 //! events/s (spikes × out-degree), spikes/s and the mean firing rate in Hz, each from the
-//! last timed run. The three paths run the same trajectory from rest (same weights, inputs and
+//! last timed run. The paths run the same trajectory from rest (same weights, inputs and
 //! number of runs, bit-identical steps), so their last runs hold the same spikes and synaptic
 //! events: the benchmark checks that and exits with an error otherwise. Start-up (context,
 //! NVRTC, weight generation, the CPU network's Wᵀ, the GPU upload) is reported separately.
@@ -292,10 +294,17 @@ fn main() -> Result<()> {
                 "N = {n}: {synapses} synapses; auto path {:?}",
                 gpu.step_path()
             );
-            for (path, label) in [
+            let mut paths = vec![
                 (LifStepPath::EventDriven, "GPU event-driven"),
                 (LifStepPath::Gather, "GPU gather"),
-            ] {
+            ];
+            if gpu.cluster_run_available()? {
+                paths.push((
+                    LifStepPath::EventCluster,
+                    "GPU event-driven, one cluster launch",
+                ));
+            }
+            for (path, label) in paths {
                 gpu = gpu.with_step_path(path);
                 gpu.reset()?;
                 let warmup = options.warmup_runs;

@@ -20,7 +20,9 @@
 //!   1000 steps (after 100 of warm-up, from rest) of `GpuLifNetwork` event-driven on GPU 0 and
 //!   of `ShardedLifNetwork` on GPU 0 alone and split over every GPU, the spikes per step, and
 //!   whether the split network's features equal one GPU's bit for bit (exits 1 if not);
-//!   drawing the weights and uploading them are timed apart.
+//!   drawing the weights and uploading them are timed apart. Then the steps alone, continuing
+//!   those runs: the same three, each run one chunk of steps with the features left on the
+//!   GPUs (what `run` copies back and widens per chunk dominates the first table at 10⁶).
 //!
 //! Build with `cargo build --release -p reservoir-benches --bins`; run
 //! `target/release/gpu_spread_bench [fit|sharded|lif|all] [--sequences S] [--repeats R] [--sizes N,N] [--density D] [--lif-sizes N:P,N:P]`.
@@ -374,7 +376,26 @@ fn timed_lif(
     Ok((started.elapsed().as_secs_f64(), features))
 }
 
+/// Median wall-clock µs per step of `runs` calls of `run` (each `steps` steps, waited for)
+/// after one untimed call.
+fn micros_per_step(
+    steps: usize,
+    runs: usize,
+    mut run: impl FnMut() -> Result<(), Failure>,
+) -> Result<f64, Failure> {
+    run()?;
+    let mut samples = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let started = Instant::now();
+        run()?;
+        samples.push(started.elapsed().as_secs_f64() * 1e6 / steps as f64);
+    }
+    samples.sort_by(f64::total_cmp);
+    Ok(samples[samples.len() / 2])
+}
+
 fn bench_lif(sizes: &[(usize, f64)]) -> Result<(), Failure> {
+    use gpu_reservoir::internals::{lif_chunk_steps, LifSteps, ShardedLifSteps};
     use gpu_reservoir::{GpuDevice, GpuLifNetwork, LifStepPath, ShardedLifNetwork};
     use reservoir_core::lif::LifWeights;
     let gpus: Vec<usize> = probe().devices.iter().map(|d| d.ordinal).collect();
@@ -384,6 +405,7 @@ fn bench_lif(sizes: &[(usize, f64)]) -> Result<(), Failure> {
         inputs.slice(ndarray::s![..warm, ..]).to_owned(),
         inputs.slice(ndarray::s![warm.., ..]).to_owned(),
     );
+    let mut steps_alone = Vec::new();
     println!("\n| N | connection | synapses | weights drawn (s) | one GPU, µs/step | split, GPU 0 alone | split, {} GPUs | speed-up | spikes/step | same bits |", gpus.len());
     println!("|---|---|---|---|---|---|---|---|---|---|");
     for &(n, p) in sizes {
@@ -399,6 +421,17 @@ fn bench_lif(sizes: &[(usize, f64)]) -> Result<(), Failure> {
         let (one_s, expected) = timed_lif(&mut one, &timed_inputs)?;
         let spikes = one.spike_count() as f64 / (warm + steps) as f64;
         let synapses = weights.recurrent().nnz();
+        // The steps alone, continuing from there: as many per run as one chunk of one GPU
+        // and of the split network hold (53 at 10^6 neurons).
+        let alone_steps = lif_chunk_steps(n).min(500);
+        let alone_inputs = inputs.slice(ndarray::s![..alone_steps, ..]);
+        let one_device = one.device().clone();
+        let mut one_steps = LifSteps::new(&mut one, alone_inputs)?;
+        let mut alone = vec![micros_per_step(alone_steps, STEP_RUNS, || {
+            one_steps.enqueue()?;
+            one_device.stream().synchronize()?;
+            Ok(())
+        })?];
         drop(one);
         let mut split_s = Vec::new();
         let mut same = true;
@@ -412,7 +445,16 @@ fn bench_lif(sizes: &[(usize, f64)]) -> Result<(), Failure> {
                 .zip(&expected)
                 .all(|(a, b)| a.to_bits() == b.to_bits());
             split_s.push(seconds);
+            let steps = alone_steps.min(ShardedLifSteps::chunk_steps(&split));
+            let mut split_steps =
+                ShardedLifSteps::new(&mut split, alone_inputs.slice(ndarray::s![..steps, ..]))?;
+            alone.push(micros_per_step(
+                steps,
+                STEP_RUNS,
+                || Ok(split_steps.run()?),
+            )?);
         }
+        steps_alone.push((n, alone_steps, alone));
         eprintln!(
             "N = {n}: weights and uploads {:.1} s",
             started.elapsed().as_secs_f64()
@@ -430,8 +472,29 @@ fn bench_lif(sizes: &[(usize, f64)]) -> Result<(), Failure> {
             std::process::exit(1);
         }
     }
+    println!(
+        "\nThe steps alone (features left on the GPUs; {STEP_RUNS} runs after one untimed, \
+         median wall time with every GPU waited for), continuing the runs above:\n"
+    );
+    println!(
+        "| N | steps per run | one GPU, µs/step | split, GPU 0 alone | split, {} GPUs | speed-up |",
+        gpus.len()
+    );
+    println!("|---|---|---|---|---|---|");
+    for (n, steps, micros) in steps_alone {
+        println!(
+            "| {n} | {steps} | {:.1} | {:.1} | {:.1} | {:.2}× |",
+            micros[0],
+            micros[1],
+            micros[2],
+            micros[0] / micros[2]
+        );
+    }
     Ok(())
 }
+
+/// Timed runs of the LIF steps alone.
+const STEP_RUNS: usize = 9;
 
 fn main() -> Result<(), Failure> {
     let support = probe();

@@ -22,6 +22,7 @@
 // that buffer. Summation: a lane sums its 64 columns in order, the warps' sums are added in
 // warp order; the CPU sums in another order (rounding apart).
 #include "common.cuh"
+#include "cluster.cuh"
 
 #define CLUSTER_X 1024           // padded columns: the largest N
 #define CLUSTER_ROWS 64          // most rows per block: two per lane
@@ -77,10 +78,6 @@ __device__ __forceinline__ unsigned int slice_bytes(int rank, int rows_per_block
     return 4u * (unsigned int)((rows + 3) & ~3);
 }
 
-__device__ __forceinline__ void cluster_sync_all() {
-    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;"
-                 ::: "memory");
-}
 
 // w: dense row-major n x n; gridDim.x · rows_per_block >= n, rows_per_block <= 64 and a
 // multiple of 4. Dynamic shared memory: CLUSTER_SHARED_FLOATS floats (two copies of x, the warps' partial sums and

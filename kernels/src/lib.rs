@@ -22,7 +22,11 @@ pub struct Module {
 }
 
 /// The headers modules include, as `(name, text)`: given to NVRTC with every module.
-pub const HEADERS: &[(&str, &str)] = &[("common.cuh", include_str!("../common.cuh"))];
+pub const HEADERS: &[(&str, &str)] = &[
+    ("common.cuh", include_str!("../common.cuh")),
+    ("lif.cuh", include_str!("../lif.cuh")),
+    ("cluster.cuh", include_str!("../cluster.cuh")),
+];
 
 /// Codes of `reservoir_core::Activation` in kernel arguments (`enum Activation` of
 /// `common.cuh`).
@@ -239,6 +243,22 @@ pub mod lif {
     };
 }
 
+/// `lif_cluster.cu`: a whole event-driven LIF run of one sequence in one thread-block
+/// cluster (sm_90 and later; CPU reference: `reservoir_core::lif::LifNetwork`).
+pub mod lif_cluster {
+    use super::Module;
+
+    /// The run: every step's update and delivery, two cluster barriers per step.
+    pub const RUN: &str = "lif_event_cluster_run";
+
+    /// The module.
+    pub const MODULE: Module = Module {
+        name: "lif_cluster.cu",
+        source: include_str!("../lif_cluster.cu"),
+        entry_points: &[RUN],
+    };
+}
+
 /// Every module, for tests and tools that go over all of them.
 pub const MODULES: &[Module] = &[
     esn::MODULE,
@@ -250,6 +270,7 @@ pub const MODULES: &[Module] = &[
     encoding::MODULE,
     detection::MODULE,
     lif::MODULE,
+    lif_cluster::MODULE,
 ];
 
 #[cfg(test)]

@@ -18,7 +18,7 @@ use crate::driver::csr::DeviceCsr;
 use crate::driver::GpuDevice;
 use crate::error::{DriverContext, GpuError, Result};
 use crate::lanes::{GpuLaneRunner, LaneRun};
-use crate::lif::{chunk_steps, GpuLifNetwork};
+use crate::lif::{chunk_steps, GpuLifNetwork, ShardedLifNetwork};
 use crate::ops::cluster::{ClusterPlan, ClusterRun};
 use crate::ops::esn::{activation_code, elementwise, step_fused, EsnKernels, Update};
 use crate::ops::persistent::{PersistentPlan, PersistentRun, PersistentWeights};
@@ -435,5 +435,49 @@ impl<'a> LifSteps<'a> {
         let carried = self.network.count_events(&previous, 0).undelivered;
         let count = self.network.count_events(&last, carried);
         Ok((count.spikes, count.delivered))
+    }
+}
+
+/// Steps per chunk of a LIF network of `n` neurons on one GPU: the most a [`LifSteps`] run
+/// takes.
+pub fn lif_chunk_steps(n: usize) -> usize {
+    chunk_steps(n)
+}
+
+/// The steps of a LIF network split over GPUs alone: a chunk's inputs uploaded once to every
+/// shard, each run the chunk's steps from the network's evolving state, the features left on
+/// the devices (what `run` copies back and widens to f64 per chunk is not timed).
+pub struct ShardedLifSteps<'a> {
+    network: &'a mut ShardedLifNetwork,
+    steps: usize,
+}
+
+impl<'a> ShardedLifSteps<'a> {
+    /// `inputs` (T × K, T at most one chunk of the split network) uploaded for `network`.
+    pub fn new(network: &'a mut ShardedLifNetwork, inputs: ArrayView2<f64>) -> Result<Self> {
+        if inputs.nrows() == 0 {
+            return Err(ReservoirError::invalid("timed LIF inputs", "no steps").into());
+        }
+        network.upload_chunk(inputs)?;
+        Ok(Self {
+            steps: inputs.nrows(),
+            network,
+        })
+    }
+
+    /// Steps per run.
+    pub fn steps(&self) -> usize {
+        self.steps
+    }
+
+    /// Steps per chunk of `network` (the most one run takes).
+    pub fn chunk_steps(network: &ShardedLifNetwork) -> usize {
+        network.chunk_steps()
+    }
+
+    /// One run of the steps on every GPU, waited for.
+    pub fn run(&mut self) -> Result<()> {
+        self.network.run_chunk(self.steps)?;
+        self.network.synchronize()
     }
 }

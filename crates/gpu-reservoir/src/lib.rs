@@ -54,6 +54,7 @@ pub use lif::{
 };
 pub use multi_gpu::MultiGpuLaneRunner;
 pub use ops::cluster::CLUSTER_MAX_N;
+pub use ops::lif_cluster::LIF_CLUSTER_MAX_NEURONS;
 pub use ops::persistent::{PersistentWeights, StepPath};
 pub use ridge_sums::DeviceRidgeSums;
 pub use sharded::{shards_pay, ShardedReservoir, SHARD_MIN_DENSITY, SHARD_MIN_SIZE};

@@ -39,7 +39,11 @@ const BUILT_BY: &[(&str, &str)] = &[
     ("spectral.cu", "gpu_reservoir::spectral::spectral_radius"),
     ("encoding.cu", "gpu_reservoir::encoding::rate_sequence"),
     ("detection.cu", "gpu_reservoir::detection::scores"),
-    ("lif.cu", "GpuLifNetwork, on both step paths"),
+    ("lif.cu", "GpuLifNetwork, on the gather and event-driven paths"),
+    (
+        "lif_cluster.cu",
+        "GpuLifNetwork on the EventCluster path, where the device has thread-block clusters (sm_90+)",
+    ),
 ];
 
 /// Step paths from the most to the least demanding: the order in which a reservoir picks its
@@ -141,13 +145,26 @@ fn every_public_gpu_object_builds_and_runs_once_on_this_device() {
         assert_eq!(lengths, [12, 7], "{math:?}");
     }
 
-    // lif.cu, on both step paths.
+    // lif.cu on its two paths, and lif_cluster.cu where the device has clusters.
     let lif = LifParams::new()
         .size(50)
         .input_size(2)
         .check()
         .expect("LIF config");
-    for path in [LifStepPath::Gather, LifStepPath::EventDriven] {
+    let mut lif_paths = vec![LifStepPath::Gather, LifStepPath::EventDriven];
+    let clusters = GpuLifNetwork::new_shared(&lif, &device)
+        .expect("GpuLifNetwork")
+        .cluster_run_available()
+        .expect("the LIF cluster plan");
+    assert_eq!(
+        clusters,
+        device.info().compute_capability.0 >= 9,
+        "the LIF cluster run is available exactly on sm_90+ devices"
+    );
+    if clusters {
+        lif_paths.push(LifStepPath::EventCluster);
+    }
+    for path in lif_paths {
         let mut network = GpuLifNetwork::new_shared(&lif, &device)
             .expect("GpuLifNetwork")
             .with_step_path(path);

@@ -1,7 +1,8 @@
 //! The event-driven GPU LIF step against the CPU reference on fresh random inputs: spike
-//! trains, features and synaptic-event counts bit for bit, on both forced paths, across path
-//! switches, through inbox overflows (synchronous bursts), over repeated runs of the same
-//! inputs (what the benchmarks time), and at N = 100,000 with 1 % connectivity.
+//! trains, features and synaptic-event counts bit for bit, on every forced path (the cluster
+//! run where the device has thread-block clusters), across path switches, through inbox
+//! overflows (synchronous bursts), over repeated runs of the same inputs (what the benchmarks
+//! time), and at N = 100,000 with 1 % connectivity.
 
 mod common;
 
@@ -29,6 +30,23 @@ fn forced(config: &LifConfig, device: &GpuDevice, path: LifStepPath) -> GpuLifNe
     GpuLifNetwork::new_shared(config, device)
         .expect("gpu network")
         .with_step_path(path)
+}
+
+/// The forced paths to compare for `config`: both launch paths, and the cluster run where the
+/// device has thread-block clusters (it must, at compute capability 9.0 and later).
+fn paths(config: &LifConfig, device: &GpuDevice) -> Vec<LifStepPath> {
+    let mut paths = vec![LifStepPath::EventDriven, LifStepPath::Gather];
+    let mut probe = forced(config, device, LifStepPath::EventCluster);
+    if probe.cluster_run_available().expect("cluster plan") {
+        paths.push(LifStepPath::EventCluster);
+    } else {
+        assert!(
+            device.info().compute_capability.0 < 9,
+            "no cluster run on a device of compute capability 9.0 or later"
+        );
+        eprintln!("no thread-block clusters on this device: the cluster run is not tested");
+    }
+    paths
 }
 
 /// Runs `inputs` on the CPU and on `gpu` and asserts identical spikes, features (bit for
@@ -87,7 +105,7 @@ fn event_driven_and_gather_paths_are_identical_to_the_cpu() {
             .check()
             .expect("config");
         let inputs = random_inputs(&mut rng, 1000, config.input_size(), 2.0);
-        for path in [LifStepPath::EventDriven, LifStepPath::Gather] {
+        for path in paths(&config, &device) {
             let what = format!("case {case}, {path:?} ({config:?})");
             let mut cpu = LifNetwork::new(&config).expect("cpu network");
             let mut gpu = forced(&config, &device, path);
@@ -129,13 +147,24 @@ fn switching_paths_between_runs_keeps_the_cpu_trajectory() {
         .expect("config");
     let mut cpu = LifNetwork::new(&config).expect("cpu network");
     let mut gpu = forced(&config, &device, LifStepPath::EventDriven);
-    let order = [
+    let mut order = vec![
         LifStepPath::EventDriven,
         LifStepPath::Gather,
         LifStepPath::EventDriven,
         LifStepPath::EventDriven,
         LifStepPath::Gather,
     ];
+    if paths(&config, &device).contains(&LifStepPath::EventCluster) {
+        // Into the cluster run from each path, twice in a row, and out of it to each.
+        order.extend([
+            LifStepPath::EventCluster,
+            LifStepPath::EventCluster,
+            LifStepPath::Gather,
+            LifStepPath::EventCluster,
+            LifStepPath::EventDriven,
+            LifStepPath::EventCluster,
+        ]);
+    }
     for (leg, path) in order.into_iter().enumerate() {
         gpu = gpu.with_step_path(path);
         let inputs = random_inputs(&mut rng, 150, 1, 1.5);
@@ -189,9 +218,16 @@ fn synchronous_bursts_overflow_the_inboxes_and_still_match() {
             rng.random_range(0.0..1.0)
         }
     });
-    let mut cpu = LifNetwork::new(&config).expect("cpu network");
-    let mut gpu = forced(&config, &device, LifStepPath::EventDriven);
-    let spikes = assert_same_run("bursts", &mut cpu, &mut gpu, &inputs);
+    let mut spikes = None;
+    for path in paths(&config, &device) {
+        let mut cpu = LifNetwork::new(&config).expect("cpu network");
+        let mut gpu = forced(&config, &device, path);
+        spikes = Some((
+            assert_same_run(&format!("bursts, {path:?}"), &mut cpu, &mut gpu, &inputs),
+            cpu,
+        ));
+    }
+    let (spikes, cpu) = spikes.expect("paths");
     let most = max_events_per_target(&cpu, &spikes, steps);
     eprintln!(
         "bursts: {} spikes; up to {most} events reached one neuron in a step (inbox {})",
@@ -217,7 +253,7 @@ fn repeated_runs_of_the_same_inputs_are_the_cpu_runs() {
         .check()
         .expect("config");
     let inputs = random_inputs(&mut rng, 400, 1, 2.0);
-    for path in [LifStepPath::EventDriven, LifStepPath::Gather] {
+    for path in paths(&config, &device) {
         let mut cpu = LifNetwork::new(&config).expect("cpu network");
         let mut gpu = forced(&config, &device, path);
         let repeats = 3;

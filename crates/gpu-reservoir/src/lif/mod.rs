@@ -1,6 +1,6 @@
 //! The LIF reservoir on the GPU, spike for spike the same as `reservoir_core::lif`.
 //!
-//! Two step paths ([`LifStepPath`]), both bit-identical to the CPU [`LifNetwork`]
+//! Three step paths ([`LifStepPath`]), all bit-identical to the CPU [`LifNetwork`]
 //! (`reservoir_core::lif::LifNetwork`) in spike trains, features and state:
 //!
 //! * **gather**: one launch per step, a thread per neuron scanning its row of W against last
@@ -14,6 +14,10 @@
 //!   neuron that received more in one step (a synchronous burst) gathers over its row
 //!   instead, with the same result. Two launches per step; the work follows N plus the
 //!   synaptic events, not the synapse count.
+//! * **event-driven in one cluster launch** (compute capability 9.0 and later, at most
+//!   [`LIF_CLUSTER_MAX_NEURONS`](crate::LIF_CLUSTER_MAX_NEURONS) neurons): the same two
+//!   phases for every step of a chunk inside one launch of one thread-block cluster, a
+//!   cluster barrier after each instead of a launch.
 //!
 //! [`LifStepPath::auto`] picks the path from the synapse count (see there).
 //!
@@ -37,6 +41,7 @@ use crate::ops::lif::{
     deliver, event_step, gather_step, Inboxes, LifKernels, NeuronUpdate, Neurons, SpikeList,
     MAX_SEQUENCES,
 };
+use crate::ops::lif_cluster::{LifClusterPlan, LifClusterRun};
 
 mod path;
 mod sharded;
@@ -107,6 +112,9 @@ pub struct GpuLifNetwork {
     synaptic_events: u64,
     /// Synaptic events of the last step's spikes, delivered (and counted) in the next step.
     undelivered: u64,
+    /// The cluster run's plan, made on the first use of [`LifStepPath::EventCluster`]
+    /// (`Some(None)`: the device or N does not allow it).
+    cluster: Option<Option<LifClusterPlan>>,
 }
 
 impl GpuLifNetwork {
@@ -161,6 +169,7 @@ impl GpuLifNetwork {
             spike_count: 0,
             synaptic_events: 0,
             undelivered: 0,
+            cluster: None,
         };
         device.record("lif uploads", started);
         Ok(network)
@@ -181,12 +190,29 @@ impl GpuLifNetwork {
         self.path
     }
 
-    /// Forces a step path (tests and benchmarks compare them). Both give the same results, and
+    /// Forces a step path (tests and benchmarks compare them). All give the same results, and
     /// a network may switch between runs: the first event-driven step after gather steps
     /// gathers.
     pub fn with_step_path(mut self, path: LifStepPath) -> Self {
         self.path = path;
         self
+    }
+
+    /// Whether this device and network allow [`LifStepPath::EventCluster`] (compute
+    /// capability 9.0 and later, at most [`LIF_CLUSTER_MAX_NEURONS`] neurons, a resident
+    /// cluster). The first call compiles the cluster kernel.
+    ///
+    /// [`LIF_CLUSTER_MAX_NEURONS`]: crate::LIF_CLUSTER_MAX_NEURONS
+    pub fn cluster_run_available(&mut self) -> Result<bool> {
+        Ok(self.cluster_plan()?.is_some())
+    }
+
+    fn cluster_plan(&mut self) -> Result<Option<&LifClusterPlan>> {
+        if self.cluster.is_none() {
+            let plan = LifClusterPlan::for_network(&self.device, self.config.size())?;
+            self.cluster = Some(plan);
+        }
+        Ok(self.cluster.as_ref().and_then(Option::as_ref))
     }
 
     /// Number of recurrent synapses (non-zeros of W).
@@ -425,10 +451,95 @@ impl GpuLifNetwork {
         flags: &mut CudaSlice<u8>,
         steps: usize,
     ) -> Result<()> {
-        let (n, k) = (self.config.size(), self.config.input_size());
         if steps == 0 {
             return Ok(());
         }
+        if self.path == LifStepPath::EventCluster {
+            self.enqueue_cluster_run(u, features, flags, steps)?;
+        } else {
+            self.enqueue_launched_steps(u, features, flags, steps)?;
+        }
+        let n = self.config.size();
+        self.device
+            .stream()
+            .memcpy_dtod(&flags.slice((steps - 1) * n..), &mut self.last_spikes)
+            .context("keeping the last spikes")
+    }
+
+    /// The steps of [`GpuLifNetwork::enqueue_steps`] in one cluster launch.
+    fn enqueue_cluster_run(
+        &mut self,
+        u: &CudaSlice<f32>,
+        features: &mut CudaSlice<f32>,
+        flags: &mut CudaSlice<u8>,
+        steps: usize,
+    ) -> Result<()> {
+        let k = self.config.input_size();
+        let synaptic_input = self.config.input_mode() == LifInputMode::Synaptic;
+        let features_kind = self.config.features();
+        self.cluster_plan()?;
+        let Self {
+            device,
+            recurrent,
+            events: ev,
+            input_by_channel,
+            neurons,
+            head,
+            last_spikes,
+            constants,
+            cluster,
+            ..
+        } = self;
+        let Some(Some(plan)) = cluster.as_ref() else {
+            return Err(ReservoirError::invalid(
+                "LIF step path",
+                "EventCluster needs compute capability 9.0 or later, at most \
+                 LIF_CLUSTER_MAX_NEURONS neurons and a resident cluster",
+            )
+            .into());
+        };
+        plan.launch(
+            device,
+            LifClusterRun {
+                recurrent,
+                outgoing: &ev.outgoing,
+                inbox_count: &mut ev.inbox_count,
+                inbox: &mut ev.inbox,
+                capacity: LIF_INBOX_CAPACITY,
+                inbox_valid: ev.inbox_valid,
+                lists: &mut ev.lists,
+                totals: &mut ev.totals,
+                parity: ev.parity,
+                initial_flags: last_spikes,
+                flags,
+                input_by_channel,
+                u,
+                k,
+                neurons,
+                head: *head,
+                constants: *constants,
+                synaptic_input,
+                features_kind,
+                features,
+                steps,
+            },
+        )?;
+        ev.parity = (ev.parity + steps) % 2;
+        ev.inbox_valid = true;
+        *head = (*head + steps) % neurons.window_steps;
+        Ok(())
+    }
+
+    /// The steps of [`GpuLifNetwork::enqueue_steps`] launched one by one (gather or
+    /// event-driven).
+    fn enqueue_launched_steps(
+        &mut self,
+        u: &CudaSlice<f32>,
+        features: &mut CudaSlice<f32>,
+        flags: &mut CudaSlice<u8>,
+        steps: usize,
+    ) -> Result<()> {
+        let (n, k) = (self.config.size(), self.config.input_size());
         let synaptic_input = self.config.input_mode() == LifInputMode::Synaptic;
         let features_kind = self.config.features();
         let Self {
@@ -463,7 +574,8 @@ impl GpuLifNetwork {
                     gather_step(device, kernels, w, update)?;
                     ev.inbox_valid = false;
                 }
-                LifStepPath::EventDriven => {
+                // EventCluster runs above.
+                LifStepPath::EventDriven | LifStepPath::EventCluster => {
                     let [list_a, list_b] = &mut ev.lists;
                     let [total_a, total_b] = &mut ev.totals;
                     let (list, total, next_total) = if ev.parity == 0 {
@@ -505,10 +617,7 @@ impl GpuLifNetwork {
             }
             *head = (*head + 1) % neurons.window_steps;
         }
-        device
-            .stream()
-            .memcpy_dtod(&flags.slice((steps - 1) * n..), last_spikes)
-            .context("keeping the last spikes")
+        Ok(())
     }
 
     fn reset_state(&mut self) -> Result<()> {

@@ -14,6 +14,12 @@ pub enum LifStepPath {
     /// Two launches per step; only the outgoing synapses of the neurons that spiked are
     /// touched (see the module docs).
     EventDriven,
+    /// The event-driven steps of a whole chunk in one launch of one thread-block cluster,
+    /// two cluster barriers per step (compute capability 9.0 and later, at most
+    /// [`LIF_CLUSTER_MAX_NEURONS`](crate::LIF_CLUSTER_MAX_NEURONS) neurons: see
+    /// [`GpuLifNetwork::cluster_run_available`](super::GpuLifNetwork::cluster_run_available);
+    /// a run on this path fails elsewhere). Not picked by [`LifStepPath::auto`].
+    EventCluster,
 }
 
 impl LifStepPath {

@@ -127,9 +127,49 @@ impl ShardedLifNetwork {
         self.collective.devices()
     }
 
+    /// Steps per chunk: the most one [`ShardedLifNetwork::upload_chunk`] takes.
+    pub(crate) fn chunk_steps(&self) -> usize {
+        self.chunk
+    }
+
+    /// Uploads a chunk's inputs (at most [`ShardedLifNetwork::chunk_steps`] rows of K) to
+    /// every shard's device.
+    pub(crate) fn upload_chunk(&mut self, inputs: ArrayView2<f64>) -> Result<()> {
+        let k = self.config.input_size();
+        if inputs.nrows() > self.chunk || inputs.ncols() != k {
+            return Err(ReservoirError::shape(
+                "a chunk's LIF inputs",
+                format!("at most {} rows x {k}", self.chunk),
+                format!("{} x {}", inputs.nrows(), inputs.ncols()),
+            )
+            .into());
+        }
+        let host: Vec<f32> = inputs.iter().map(|&v| v as f32).collect();
+        for shard in &mut self.shards {
+            shard
+                .device
+                .stream()
+                .memcpy_htod(&host, &mut shard.u.slice_mut(..host.len()))
+                .context("uploading inputs")?;
+        }
+        Ok(())
+    }
+
+    /// Waits until every shard's device has finished what was queued.
+    pub(crate) fn synchronize(&self) -> Result<()> {
+        for shard in &self.shards {
+            shard
+                .device
+                .stream()
+                .synchronize()
+                .context("waiting for the steps")?;
+        }
+        Ok(())
+    }
+
     /// Runs `steps` steps of the chunk's inputs (already on every shard's device), leaving
     /// each shard's features in its `features`.
-    fn run_chunk(&mut self, steps: usize) -> Result<()> {
+    pub(crate) fn run_chunk(&mut self, steps: usize) -> Result<()> {
         let k = self.config.input_size();
         let synaptic_input = self.config.input_mode() == LifInputMode::Synaptic;
         let padded = self.rows * self.world;
@@ -393,22 +433,10 @@ impl Reservoir for ShardedLifNetwork {
             &states,
         )?;
         check_finite(&inputs)?;
-        let k = self.config.input_size();
         for start in (0..inputs.nrows()).step_by(self.chunk) {
             let end = (start + self.chunk).min(inputs.nrows());
             let steps = end - start;
-            let host: Vec<f32> = inputs
-                .slice(s![start..end, ..])
-                .iter()
-                .map(|&v| v as f32)
-                .collect();
-            for shard in &mut self.shards {
-                shard
-                    .device
-                    .stream()
-                    .memcpy_htod(&host, &mut shard.u.slice_mut(..steps * k))
-                    .context("uploading inputs")?;
-            }
+            self.upload_chunk(inputs.slice(s![start..end, ..]))?;
             self.run_chunk(steps)?;
             for (rank, shard) in (self.first_rank..).zip(&self.shards) {
                 let features = shard

@@ -6,5 +6,6 @@ pub(crate) mod cluster;
 pub(crate) mod esn;
 pub(crate) mod lanes;
 pub(crate) mod lif;
+pub(crate) mod lif_cluster;
 pub(crate) mod persistent;
 pub(crate) mod ridge;

@@ -1,0 +1,222 @@
+//! Launch plan for `lif_cluster.cu`: a whole event-driven LIF run of one sequence in one
+//! thread-block cluster (sm_90 and later), two cluster barriers per step instead of two
+//! launches.
+
+use cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute};
+use cudarc::driver::{result, CudaFunction, CudaSlice};
+use reservoir_core::lif::{LifConstants, LifFeatures};
+use reservoir_kernels::lif_cluster;
+
+use super::lif::{feature_code, Neurons};
+use crate::driver::csr::DeviceCsr;
+use crate::driver::launch::{dim, fits, ClusterLaunch, KernelArgs};
+use crate::driver::{GpuDevice, KernelSet, LoadedModule};
+use crate::error::Result;
+
+/// The kernel of `lif_cluster.cu`.
+#[derive(Debug)]
+pub(crate) struct LifClusterKernels {
+    run: CudaFunction,
+}
+
+impl KernelSet for LifClusterKernels {
+    const MODULE: reservoir_kernels::Module = lif_cluster::MODULE;
+    fn load(module: &LoadedModule) -> Result<Self> {
+        Ok(Self {
+            run: module.function(lif_cluster::RUN)?,
+        })
+    }
+}
+
+/// Threads per block of the cluster run.
+const THREADS: u32 = 1024;
+
+/// Most neurons a cluster run takes: 16 blocks of 1024 threads, four neurons a thread.
+pub const LIF_CLUSTER_MAX_NEURONS: usize = 65_536;
+
+/// The plan of one network: the kernel and the cluster's shape.
+#[derive(Debug)]
+pub(crate) struct LifClusterPlan {
+    function: CudaFunction,
+    launch: ClusterLaunch,
+}
+
+/// The buffers and scalars of one cluster run of `steps` steps (see `lif_cluster.cu`).
+pub(crate) struct LifClusterRun<'a> {
+    pub recurrent: &'a DeviceCsr<f32>,
+    pub outgoing: &'a DeviceCsr<f32>,
+    pub inbox_count: &'a mut CudaSlice<u32>,
+    pub inbox: &'a mut CudaSlice<u32>,
+    pub capacity: usize,
+    pub inbox_valid: bool,
+    pub lists: &'a mut [CudaSlice<u32>; 2],
+    pub totals: &'a mut [CudaSlice<u32>; 2],
+    /// The list step 0 appends to.
+    pub parity: usize,
+    /// Last step's spike flags before the run (N).
+    pub initial_flags: &'a CudaSlice<u8>,
+    /// Every step's spike flags (steps × N).
+    pub flags: &'a mut CudaSlice<u8>,
+    pub input_by_channel: &'a CudaSlice<f32>,
+    /// Every step's input (steps × K).
+    pub u: &'a CudaSlice<f32>,
+    pub k: usize,
+    pub neurons: &'a mut Neurons,
+    pub head: usize,
+    pub constants: LifConstants,
+    pub synaptic_input: bool,
+    pub features_kind: LifFeatures,
+    /// Every step's features (steps × N).
+    pub features: &'a mut CudaSlice<f32>,
+    pub steps: usize,
+}
+
+impl LifClusterPlan {
+    /// A plan for a network of `n` neurons, or `None` when the device has no thread-block
+    /// clusters (compute capability below 9.0), `n` exceeds [`LIF_CLUSTER_MAX_NEURONS`] or the
+    /// cluster cannot be resident.
+    pub(crate) fn for_network(device: &GpuDevice, n: usize) -> Result<Option<Self>> {
+        let cluster_launch =
+            device.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH)?;
+        if device.info().compute_capability.0 < 9
+            || cluster_launch == 0
+            || n == 0
+            || n > LIF_CLUSTER_MAX_NEURONS
+        {
+            return Ok(None);
+        }
+        let function = device.kernels::<LifClusterKernels>()?.run.clone();
+        // SAFETY: sets a launch attribute of a function loaded on this context; 16-block
+        // clusters are "non-portable" and must be allowed explicitly.
+        let max_blocks = match unsafe {
+            result::function::set_function_attribute(
+                function.cu_function(),
+                CUfunction_attribute::CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED,
+                1,
+            )
+        } {
+            Ok(()) => 16,
+            Err(_) => 8,
+        };
+        // A power of two of blocks: a thread per neuron where 16 blocks allow it, else up to
+        // four; halved while the device cannot hold the cluster and four per thread suffice.
+        let mut blocks = n
+            .div_ceil(THREADS as usize)
+            .next_power_of_two()
+            .min(max_blocks) as u32;
+        while blocks >= 1 && (blocks * THREADS) as usize * 4 >= n {
+            let launch = ClusterLaunch {
+                blocks,
+                threads: THREADS,
+                shared_bytes: 0,
+            };
+            if launch.resident(device, &function)? > 0 {
+                return Ok(Some(Self { function, launch }));
+            }
+            blocks /= 2;
+        }
+        Ok(None)
+    }
+
+    /// Runs `run.steps` steps in one cluster launch.
+    pub(crate) fn launch(&self, device: &GpuDevice, run: LifClusterRun<'_>) -> Result<()> {
+        const WHAT: &str = "LIF cluster run";
+        let n = run.recurrent.rows();
+        let values = run.steps.saturating_mul(n);
+        run.recurrent.check_columns(n, WHAT)?;
+        run.outgoing.check_columns(n, WHAT)?;
+        fits(run.outgoing.rows(), n, WHAT)?;
+        fits(run.outgoing.values.len(), run.recurrent.values.len(), WHAT)?;
+        fits(run.inbox_count.len(), n, WHAT)?;
+        fits(run.inbox.len(), n.saturating_mul(run.capacity), WHAT)?;
+        for (list, total) in run.lists.iter().zip(run.totals.iter()) {
+            fits(list.len(), n, WHAT)?;
+            fits(total.len(), 1, WHAT)?;
+        }
+        fits(run.initial_flags.len(), n, WHAT)?;
+        fits(run.flags.len(), values, WHAT)?;
+        fits(run.features.len(), values, WHAT)?;
+        fits(run.u.len(), run.steps.saturating_mul(run.k), WHAT)?;
+        fits(run.input_by_channel.len(), run.k.saturating_mul(n), WHAT)?;
+        let ns = &*run.neurons;
+        if ns.sequences != 1 {
+            return Err(reservoir_core::ReservoirError::invalid(
+                WHAT,
+                "runs one sequence at a time",
+            )
+            .into());
+        }
+        for len in [
+            ns.v.len(),
+            ns.i_syn.len(),
+            ns.refractory.len(),
+            ns.trace.len(),
+            ns.counts.len(),
+        ] {
+            fits(len, n, WHAT)?;
+        }
+        fits(ns.window.len(), ns.window_steps.saturating_mul(n), WHAT)?;
+        if run.head >= ns.window_steps {
+            return Err(reservoir_core::ReservoirError::invalid(
+                WHAT,
+                format!("window row {} of {}", run.head, ns.window_steps),
+            )
+            .into());
+        }
+        let c = run.constants;
+        let [list_a, list_b] = &*run.lists;
+        let [total_a, total_b] = &*run.totals;
+        let args = KernelArgs::new()
+            .buffer(&run.recurrent.row_ptr, device)
+            .buffer(&run.recurrent.col_idx, device)
+            .buffer(&run.recurrent.values, device)
+            .buffer(&run.outgoing.row_ptr, device)
+            .buffer(&run.outgoing.col_idx, device)
+            .buffer(&run.outgoing.values, device)
+            .buffer(&*run.inbox_count, device)
+            .buffer(&*run.inbox, device)
+            .int(dim(run.capacity, WHAT)?)
+            .int(i32::from(run.inbox_valid))
+            .buffer(list_a, device)
+            .buffer(list_b, device)
+            .buffer(total_a, device)
+            .buffer(total_b, device)
+            .int(dim(run.parity % 2, WHAT)?)
+            .buffer(run.initial_flags, device)
+            .buffer(&*run.flags, device)
+            .buffer(run.input_by_channel, device)
+            .buffer(run.u, device)
+            .int(dim(run.k, WHAT)?)
+            .buffer(&ns.v, device)
+            .buffer(&ns.i_syn, device)
+            .buffer(&ns.refractory, device)
+            .buffer(&ns.trace, device)
+            .buffer(&ns.counts, device)
+            .buffer(&ns.window, device)
+            .int(dim(run.head, WHAT)?)
+            .int(dim(ns.window_steps, WHAT)?)
+            .float(c.alpha_m)
+            .float(c.alpha_syn)
+            .float(c.alpha_trace)
+            .float(c.drive_gain)
+            .float(c.v_rest)
+            .float(c.v_reset)
+            .float(c.threshold)
+            .float(c.bias)
+            .int(dim(c.refractory_steps as usize, WHAT)?)
+            .int(i32::from(run.synaptic_input))
+            .int(feature_code(run.features_kind))
+            .buffer(&*run.features, device)
+            .int(dim(n, WHAT)?)
+            .int(dim(run.steps, WHAT)?);
+        // SAFETY: the arguments follow lif_event_cluster_run's signature in order and type
+        // (the unsigned refractory_steps passed as its bits); W and Wᵀ are n×n CSR matrices
+        // with the same synapse count, every column < n (checked); the inbox counts hold n
+        // values and the slots n·capacity; each list holds n entries and each length one u32,
+        // the list of step 0 empty (zeroed by the last delivery, a reset or the allocation);
+        // the flags and features hold steps·n values, u steps·k, W_in k·n, the state n and
+        // the window window_steps·n with head < window_steps (checked); one sequence; the
+        // grid is one cluster of blocks·1024 threads, a multiple of 32, and blocks·1024·4 ≥ n.
+        unsafe { self.launch.launch(device, &self.function, &args) }
+    }
+}
