@@ -42,7 +42,7 @@ use gpu_reservoir::{
 };
 use lif_export::{export_network, export_synapses, HOLD_STEPS};
 use lif_setup::{held_input, lif_config, time_cpu, LifStepTiming};
-use ndarray::ArrayView2;
+use ndarray::{Array2, ArrayView2};
 use reservoir_benches::median_micros_per_step;
 use reservoir_core::lif::{spectral_products, LifConfig, LifNetwork, LifWeights};
 use reservoir_core::{Reservoir, ReservoirError};
@@ -248,6 +248,7 @@ fn main() -> Result<()> {
         .map_or_else(String::new, |(device, _, _)| device.info().name.clone());
     let runs = options.runs;
     let mut rows = Vec::new();
+    let mut silent_rows = Vec::new();
     let mut startups = Vec::new();
     for &Case {
         n,
@@ -298,7 +299,8 @@ fn main() -> Result<()> {
                 (LifStepPath::EventDriven, "GPU event-driven"),
                 (LifStepPath::Gather, "GPU gather"),
             ];
-            if gpu.cluster_run_available()? {
+            let cluster = gpu.cluster_run_available()?;
+            if cluster {
                 paths.push((
                     LifStepPath::EventCluster,
                     "GPU event-driven, one cluster launch",
@@ -309,6 +311,17 @@ fn main() -> Result<()> {
                 gpu.reset()?;
                 let warmup = options.warmup_runs;
                 timings.push((label, time_gpu(&mut gpu, inputs.view(), warmup, runs)?));
+            }
+            if cluster {
+                // The run's fixed cost: the same steps with no input, so no spike and nothing
+                // to deliver (the bias alone stays below threshold).
+                gpu = gpu.with_step_path(LifStepPath::EventCluster);
+                gpu.reset()?;
+                let silent = Array2::zeros(inputs.dim());
+                let timing = time_gpu(&mut gpu, silent.view(), options.warmup_runs, runs)?;
+                if timing.spikes == 0 {
+                    silent_rows.push((n, timing));
+                }
             }
         }
         if let Some(cpu) = &mut cpu {
@@ -440,6 +453,18 @@ fn main() -> Result<()> {
             r.timing.synaptic_events as f64 / seconds,
             r.timing.spikes as f64 / seconds,
             r.timing.spikes as f64 / r.n as f64 / (r.timing.steps as f64 * dt_s)
+        );
+    }
+    if !silent_rows.is_empty() {
+        println!(
+            "\nThe cluster run with no input (no spike, nothing delivered: the fixed cost of its \
+             steps)\n\n| N | steps × runs | µs/step |\n|---|---|---|"
+        );
+    }
+    for (n, timing) in &silent_rows {
+        println!(
+            "| {n} | {} × {runs} | {:.2} |",
+            timing.steps, timing.micros_per_step
         );
     }
     if !rule_rows.is_empty() {

@@ -1,29 +1,55 @@
 // lif_cluster: a whole event-driven LIF run of one sequence in one thread-block cluster
-// (sm_90+): the steps of lif_event_step_kernel and lif_deliver_kernel (lif.cu), the same
-// device functions in the same order, so spike trains and features are bit-identical to the
-// CPU's (reservoir_core::lif::LifNetwork::step) and to the two launches per step. The grid is
-// one cluster; its threads cover the neurons (each thread every gridDim.x·blockDim.x-th), and
-// two cluster barriers per step replace the launches: after the update (every spike listed)
-// and after the delivery (every inbox filled, the next list's length zeroed).
+// (sm_90+), one cluster barrier per step. The same device functions as lif_event_step_kernel
+// and lif_deliver_kernel (lif.cu) in the same order, so spike trains and features are
+// bit-identical to the CPU's (reservoir_core::lif::LifNetwork::step) and to the launched steps.
 //
-// State, inboxes, spike lists and flags live in global memory (L2); only the barriers are the
-// cluster's. Step t reads the input row t of u (steps x k), writes its features and flags to
-// row t of features and flags (steps x n), and reads last step's flags (initial_flags at
-// t = 0). parity picks the list step 0 appends to (list_a at 0); inbox_valid says whether the
-// inboxes hold the spikes of the step before step 0; head is the window's ring row at step 0.
-// *total of step 0's list must be 0 on entry; on exit the list after the last step's is
-// zeroed, as after a delivery. blockDim.x must be a multiple of 32.
+// Block b of the cluster owns neurons [b·per_block, (b+1)·per_block); thread t keeps the state
+// of its neurons t, t + blockDim.x, … (at most LIF_CLUSTER_PER_THREAD) in registers for the
+// whole run. The inboxes of a block's neurons live in its shared memory, twice: step t's
+// deliveries fill buffer t & 1 while the neurons read (and empty) the other, filled by step
+// t − 1, so one barrier per step orders everything: after it every inbox a step reads is
+// complete, and every inbox it delivers into was emptied before it. A block lists its own
+// spikes in shared memory and delivers them itself, through distributed shared memory (an
+// atomic per synapse on the target's inbox count, as in lif_deliver_kernel).
+//
+// Shared inboxes hold shared_capacity (≤ capacity) entries; a fuller one only counts, and its
+// neuron gathers, as a full global inbox does. On entry the global inboxes (capacity entries
+// a neuron) are loaded when inbox_valid says they hold the spikes of the step before step 0;
+// on exit the inboxes of the last step's spikes are stored back (a shared inbox that overflowed
+// as a count above capacity) with the state, so launched steps can follow.
+//
+// Step t reads row t of u (steps × k), writes row t of features and flags (steps × n) and
+// reads last step's flags (initial_flags at t = 0) where it gathers. head is the window's ring
+// row at step 0 (one row of n bytes per step). Dynamic shared memory: per_block·(3 + 2 ·
+// shared_capacity) + 2 u32. The grid is one cluster; blockDim.x is a multiple of 32 and
+// blockDim.x · LIF_CLUSTER_PER_THREAD ≥ per_block.
 #include "lif.cuh"
 #include "cluster.cuh"
 
-extern "C" __global__ void lif_event_cluster_run(
+#define LIF_CLUSTER_PER_THREAD 4
+
+// The recurrent input, out of line: inlined into each of a thread's neurons, its loops
+// multiply the compile time. syn plus the inbox `mine` (received entries), or the gather when
+// the inbox overflowed (received > cap) or does not hold last step's spikes (valid = 0).
+__device__ __noinline__ float cluster_recurrent(
+    int i, float syn, const unsigned int* mine, unsigned int received, unsigned int cap,
+    int valid, const int* __restrict__ row_ptr, const int* __restrict__ col_idx,
+    const float* __restrict__ weights, const float* __restrict__ out_weights,
+    const unsigned char* spiked_before) {
+    if (!valid || received > cap) {
+        return gather_recurrent(i, syn, row_ptr, col_idx, weights, spiked_before);
+    }
+    return inbox_sum(syn, mine, received, out_weights);
+}
+
+extern "C" __global__ void __launch_bounds__(1024, 1) lif_event_cluster_run(
     const int* __restrict__ row_ptr, const int* __restrict__ col_idx,
     const float* __restrict__ weights,            // W (CSR), for the gather
     const int* __restrict__ out_ptr, const int* __restrict__ out_targets,
     const float* __restrict__ out_weights,        // Wᵀ (CSR)
-    unsigned int* inbox_count, unsigned int* inbox, int capacity, int inbox_valid,
-    unsigned int* list_a, unsigned int* list_b, unsigned int* total_a, unsigned int* total_b,
-    int parity, const unsigned char* initial_flags, unsigned char* flags,
+    unsigned int* __restrict__ inbox_count, unsigned int* __restrict__ inbox, int capacity,
+    int inbox_valid, int shared_capacity, int per_block,
+    const unsigned char* initial_flags, unsigned char* flags,
     const float* __restrict__ input_by_channel, const float* __restrict__ u, int k,
     float* __restrict__ v, float* __restrict__ i_syn, unsigned int* __restrict__ refractory,
     float* __restrict__ trace, unsigned int* __restrict__ counts,
@@ -31,38 +57,109 @@ extern "C" __global__ void lif_event_cluster_run(
     float alpha_m, float alpha_syn, float alpha_trace, float drive_gain, float v_rest,
     float v_reset, float threshold, float bias, unsigned int refractory_steps,
     int synaptic_input, int feature, float* __restrict__ features, int n, int steps) {
-    const int stride = (int)(gridDim.x * blockDim.x);
-    const int first = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+    extern __shared__ unsigned int shared[];
+    const int m = per_block;
+    const unsigned int cap = (unsigned int)shared_capacity;
+    unsigned int* box_count = shared;                  // [2][m]
+    unsigned int* box_slots = shared + 2 * m;          // [2][m][cap]
+    unsigned int* list = box_slots + 2 * m * cap;      // [m]: this block's spikes of the step
+    unsigned int* totals = list + m;                   // [2]: the list's length, by step parity
+    const int lo = (int)blockIdx.x * m;
+    const int tid = (int)threadIdx.x;
+    const LifUpdate p = {alpha_m, alpha_trace, drive_gain, v_rest, v_reset, threshold,
+                         bias, refractory_steps, synaptic_input, feature};
+
+    // Empty inboxes and lists; the global inboxes into buffer 1, which step 0 reads.
+    for (int x = tid; x < 2 * m; x += (int)blockDim.x) box_count[x] = 0u;
+    if (tid < 2) totals[tid] = 0u;
+    LifNeuron state[LIF_CLUSTER_PER_THREAD];
+#pragma unroll
+    for (int q = 0; q < LIF_CLUSTER_PER_THREAD; ++q) {
+        const int r = tid + q * (int)blockDim.x, i = lo + r;
+        if (r < m && i < n) {
+            state[q] = LifNeuron{v[i], i_syn[i], trace[i], refractory[i], counts[i]};
+            if (inbox_valid) {
+                const unsigned int received = inbox_count[i];
+                box_count[m + r] = received > cap ? 0xffffffffu : received;
+                for (unsigned int e = 0; e < received && e < cap; ++e) {
+                    box_slots[(m + r) * cap + e] = inbox[(long long)i * capacity + e];
+                }
+            }
+        }
+    }
+    cluster_sync_all();
+
+    int valid = inbox_valid;
     for (int t = 0; t < steps; ++t) {
         const unsigned char* before = t == 0 ? initial_flags : flags + (long long)(t - 1) * n;
         unsigned char* now = flags + (long long)t * n;
-        unsigned int* list = parity ? list_b : list_a;
-        unsigned int* total = parity ? total_b : total_a;
-        unsigned int* next_total = parity ? total_a : total_b;
-        // Every thread takes the same number of turns, so whole warps reach the ballot.
-        for (int base = 0; base < n; base += stride) {
-            int i = base + first;
+        const int read = (t + 1) & 1, written = t & 1;
+        unsigned int* total = totals + written;
+        if (tid == 0) totals[read] = 0u;  // last read by step t − 1's delivery
+        // The update; every thread takes every turn, so whole warps reach the ballot.
+#pragma unroll
+        for (int q = 0; q < LIF_CLUSTER_PER_THREAD; ++q) {
+            const int r = tid + q * (int)blockDim.x, i = lo + r;
             unsigned char spiked = 0;
-            if (i < n) {
-                float syn = event_recurrent(i, i_syn[i] * alpha_syn, row_ptr, col_idx, weights,
-                                            out_weights, inbox_count, inbox, capacity,
-                                            inbox_valid, before);
-                spiked = lif_update(i, i, syn, input_by_channel, u + (long long)t * k, k, v,
-                                    i_syn, refractory, trace, counts, window, head, alpha_m,
-                                    alpha_trace, drive_gain, v_rest, v_reset, threshold, bias,
-                                    refractory_steps, synaptic_input, feature,
-                                    features + (long long)t * n, n);
+            if (r < m && i < n) {
+                float syn = state[q].i_syn * alpha_syn;
+                const unsigned int received = box_count[read * m + r];
+                if (received != 0u) box_count[read * m + r] = 0u;
+                syn = cluster_recurrent(i, syn, box_slots + (read * m + r) * cap, received, cap,
+                                        valid, row_ptr, col_idx, weights, out_weights, before);
+                spiked = lif_advance(state[q], i, syn, input_by_channel, u + (long long)t * k,
+                                     k, p, window + (long long)head * n + i,
+                                     features + (long long)t * n + i, n);
                 now[i] = spiked;
             }
             append_spike(spiked, i, list, total);
         }
+        __syncthreads();
+        // The block's spikes to their targets' inboxes (buffer `written`): the block's
+        // threads split into groups of a multiple of 32, a group per spike.
+        const unsigned int spikes = *total;
+        if (spikes != 0u) {
+            const unsigned int warps = blockDim.x / 32u;
+            const unsigned int groups = spikes < warps ? spikes : warps;
+            const unsigned int size = (blockDim.x / groups) & ~31u;
+            const unsigned int group = (unsigned int)tid / size, lane = (unsigned int)tid % size;
+            for (unsigned int s = group; group < groups && s < spikes; s += groups) {
+                const int j = (int)list[s];
+                const int end = out_ptr[j + 1];
+                for (int e = out_ptr[j] + (int)lane; e < end; e += (int)size) {
+                    const int target = out_targets[e];
+                    const unsigned int owner = (unsigned int)(target / m);
+                    const unsigned int at = (unsigned int)(written * m + (target - (int)owner * m));
+                    const unsigned int slot =
+                        peer_atomic_add(peer_address(shared_address(box_count + at), owner), 1u);
+                    if (slot < cap) {
+                        peer_store(peer_address(shared_address(box_slots + at * cap + slot), owner),
+                                   (unsigned int)e);
+                    }
+                }
+            }
+        }
         cluster_sync_all();
-        if (blockIdx.x == 0 && threadIdx.x == 0) *next_total = 0u;
-        deliver_spikes(blockIdx.x, gridDim.x, out_ptr, out_targets, list, *total, inbox_count,
-                       inbox, capacity);
-        cluster_sync_all();
-        parity = 1 - parity;
-        inbox_valid = 1;
+        valid = 1;
         head = head + 1 == window_steps ? 0 : head + 1;
+    }
+
+    // The state, and the inboxes of the last step's spikes, back to global memory.
+    const int last = (steps + 1) & 1;
+#pragma unroll
+    for (int q = 0; q < LIF_CLUSTER_PER_THREAD; ++q) {
+        const int r = tid + q * (int)blockDim.x, i = lo + r;
+        if (r < m && i < n) {
+            v[i] = state[q].v;
+            i_syn[i] = state[q].i_syn;
+            trace[i] = state[q].trace;
+            refractory[i] = state[q].refractory;
+            counts[i] = state[q].counts;
+            const unsigned int received = box_count[last * m + r];
+            inbox_count[i] = received > cap ? (unsigned int)capacity + 1u : received;
+            for (unsigned int e = 0; e < received && e < cap; ++e) {
+                inbox[(long long)i * capacity + e] = box_slots[(last * m + r) * cap + e];
+            }
+        }
     }
 }

@@ -209,7 +209,8 @@ impl GpuLifNetwork {
 
     fn cluster_plan(&mut self) -> Result<Option<&LifClusterPlan>> {
         if self.cluster.is_none() {
-            let plan = LifClusterPlan::for_network(&self.device, self.config.size())?;
+            let plan =
+                LifClusterPlan::for_network(&self.device, self.config.size(), LIF_INBOX_CAPACITY)?;
             self.cluster = Some(plan);
         }
         Ok(self.cluster.as_ref().and_then(Option::as_ref))
@@ -507,9 +508,6 @@ impl GpuLifNetwork {
                 inbox: &mut ev.inbox,
                 capacity: LIF_INBOX_CAPACITY,
                 inbox_valid: ev.inbox_valid,
-                lists: &mut ev.lists,
-                totals: &mut ev.totals,
-                parity: ev.parity,
                 initial_flags: last_spikes,
                 flags,
                 input_by_channel,
@@ -524,7 +522,6 @@ impl GpuLifNetwork {
                 steps,
             },
         )?;
-        ev.parity = (ev.parity + steps) % 2;
         ev.inbox_valid = true;
         *head = (*head + steps) % neurons.window_steps;
         Ok(())
