@@ -30,11 +30,11 @@ struct LifNeuron {
 
 // 2–4 of the step for neuron i of n, after the recurrent input `syn` (= I_syn·α_syn + W·s):
 // input (`u` this sequence's step, k channels), membrane, threshold, refractory period, trace,
-// the window count (`window_slot`: the ring's oldest step, replaced by this one) and the
-// feature. Returns whether the neuron spiked.
+// the window count (`oldest`: the ring's oldest step, which the caller replaces by the
+// returned spike) and the feature. Returns whether the neuron spiked.
 __device__ __forceinline__ unsigned char lif_advance(
     LifNeuron& s, int i, float syn, const float* __restrict__ input_by_channel,
-    const float* __restrict__ u, int k, const LifUpdate& p, unsigned char* window_slot,
+    const float* __restrict__ u, int k, const LifUpdate& p, unsigned char oldest,
     float* feature_out, int n) {
     // 2. Input, channel by channel, into this step's current or into the synapse.
     float ext = p.bias;
@@ -64,8 +64,7 @@ __device__ __forceinline__ unsigned char lif_advance(
     }
     s.trace = s.trace * p.alpha_trace + (spiked ? 1.0f : 0.0f);
     // 4. Spike counts over the window.
-    s.counts = s.counts - *window_slot + spiked;
-    *window_slot = spiked;
+    s.counts = s.counts - oldest + spiked;
     *feature_out = p.feature == LIF_FEATURE_TRACE
                        ? s.trace
                        : (p.feature == LIF_FEATURE_MEMBRANE ? s.v : (float)s.counts);
@@ -86,9 +85,10 @@ __device__ __forceinline__ unsigned char lif_update(
     const LifUpdate p = {alpha_m, alpha_trace, drive_gain, v_rest, v_reset, threshold,
                          bias, refractory_steps, synaptic_input, feature};
     LifNeuron s = {v[at], i_syn[at], trace[at], refractory[at], counts[at]};
-    unsigned char spiked = lif_advance(s, i, syn, input_by_channel, u, k, p,
-                                       window + (long long)head * gridDim.y * n + at,
+    unsigned char* slot = window + (long long)head * gridDim.y * n + at;
+    unsigned char spiked = lif_advance(s, i, syn, input_by_channel, u, k, p, *slot,
                                        features + at, n);
+    *slot = spiked;
     v[at] = s.v;
     i_syn[at] = s.i_syn;
     refractory[at] = s.refractory;
@@ -114,18 +114,21 @@ __device__ __forceinline__ void append_spike(unsigned char spiked, int i,
 
 // syn plus the weights of the `received` synapse indices in `mine`, added in ascending e
 // (selection: inboxes hold a few entries, their mean being the in-degree times the fraction
-// of neurons spiking per step).
+// of neurons spiking per step); weight(q, e) is the weight of entry q, synapse e.
+template <typename Weight>
 __device__ __forceinline__ float inbox_sum(float syn, const unsigned int* mine,
-                                           unsigned int received,
-                                           const float* __restrict__ out_weights) {
+                                           unsigned int received, Weight weight) {
     long long last = -1;
     for (unsigned int r = 0; r < received; ++r) {
-        unsigned int best = 0xffffffffu;
+        unsigned int best = 0xffffffffu, at = 0u;
         for (unsigned int q = 0; q < received; ++q) {
             unsigned int e = mine[q];
-            if ((long long)e > last && e < best) best = e;
+            if ((long long)e > last && e < best) {
+                best = e;
+                at = q;
+            }
         }
-        syn = syn + out_weights[best];
+        syn = syn + weight(at, best);
         last = best;
     }
     return syn;
@@ -144,5 +147,6 @@ __device__ __forceinline__ float event_recurrent(
     if (!inbox_valid || received > (unsigned int)capacity) {
         return gather_recurrent(i, syn, row_ptr, col_idx, weights, spiked_before);
     }
-    return inbox_sum(syn, inbox + (long long)i * capacity, received, out_weights);
+    return inbox_sum(syn, inbox + (long long)i * capacity, received,
+                     [&](unsigned int, unsigned int e) { return out_weights[e]; });
 }

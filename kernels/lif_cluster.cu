@@ -5,7 +5,8 @@
 //
 // Block b of the cluster owns neurons [b·per_block, (b+1)·per_block); thread t keeps the state
 // of its neurons t, t + blockDim.x, … (at most LIF_CLUSTER_PER_THREAD) in registers for the
-// whole run. The inboxes of a block's neurons live in its shared memory, twice: step t's
+// whole run. The inboxes of a block's neurons live in its shared memory, each entry a synapse
+// e with its weight (fetched by the delivery, beside the target), twice: step t's
 // deliveries fill buffer t & 1 while the neurons read (and empty) the other, filled by step
 // t − 1, so one barrier per step orders everything: after it every inbox a step reads is
 // complete, and every inbox it delivers into was emptied before it. A block lists its own
@@ -20,26 +21,28 @@
 //
 // Step t reads row t of u (steps × k), writes row t of features and flags (steps × n) and
 // reads last step's flags (initial_flags at t = 0) where it gathers. head is the window's ring
-// row at step 0 (one row of n bytes per step). Dynamic shared memory: per_block·(3 + 2 ·
-// shared_capacity) + 2 u32. The grid is one cluster; blockDim.x is a multiple of 32 and
+// row at step 0 (one row of n bytes per step). Dynamic shared memory: per_block·(3 + 4 ·
+// shared_capacity) + 2 words. The grid is one cluster; blockDim.x is a multiple of 32 and
 // blockDim.x · LIF_CLUSTER_PER_THREAD ≥ per_block.
 #include "lif.cuh"
 #include "cluster.cuh"
 
 #define LIF_CLUSTER_PER_THREAD 4
 
-// The recurrent input, out of line: inlined into each of a thread's neurons, its loops
-// multiply the compile time. syn plus the inbox `mine` (received entries), or the gather when
-// the inbox overflowed (received > cap) or does not hold last step's spikes (valid = 0).
+// The recurrent input of a neuron that received events or must gather, out of line: inlined
+// into each of a thread's neurons, its loops multiply the compile time. syn plus the inbox
+// (`received` synapses `mine` with their weights `mine_weights`), or the gather when the inbox
+// overflowed (received > cap) or does not hold last step's spikes (valid = 0).
 __device__ __noinline__ float cluster_recurrent(
-    int i, float syn, const unsigned int* mine, unsigned int received, unsigned int cap,
-    int valid, const int* __restrict__ row_ptr, const int* __restrict__ col_idx,
-    const float* __restrict__ weights, const float* __restrict__ out_weights,
+    int i, float syn, const unsigned int* mine, const float* mine_weights,
+    unsigned int received, unsigned int cap, int valid, const int* __restrict__ row_ptr,
+    const int* __restrict__ col_idx, const float* __restrict__ weights,
     const unsigned char* spiked_before) {
     if (!valid || received > cap) {
         return gather_recurrent(i, syn, row_ptr, col_idx, weights, spiked_before);
     }
-    return inbox_sum(syn, mine, received, out_weights);
+    return inbox_sum(syn, mine, received,
+                     [&](unsigned int q, unsigned int) { return mine_weights[q]; });
 }
 
 extern "C" __global__ void __launch_bounds__(1024, 1) lif_event_cluster_run(
@@ -61,8 +64,9 @@ extern "C" __global__ void __launch_bounds__(1024, 1) lif_event_cluster_run(
     const int m = per_block;
     const unsigned int cap = (unsigned int)shared_capacity;
     unsigned int* box_count = shared;                  // [2][m]
-    unsigned int* box_slots = shared + 2 * m;          // [2][m][cap]
-    unsigned int* list = box_slots + 2 * m * cap;      // [m]: this block's spikes of the step
+    unsigned int* box_slots = shared + 2 * m;          // [2][m][cap]: synapses e
+    float* box_weights = (float*)(box_slots + 2 * m * cap);  // [2][m][cap]: their weights
+    unsigned int* list = box_slots + 4 * m * cap;      // [m]: this block's spikes of the step
     unsigned int* totals = list + m;                   // [2]: the list's length, by step parity
     const int lo = (int)blockIdx.x * m;
     const int tid = (int)threadIdx.x;
@@ -81,8 +85,10 @@ extern "C" __global__ void __launch_bounds__(1024, 1) lif_event_cluster_run(
             if (inbox_valid) {
                 const unsigned int received = inbox_count[i];
                 box_count[m + r] = received > cap ? 0xffffffffu : received;
-                for (unsigned int e = 0; e < received && e < cap; ++e) {
-                    box_slots[(m + r) * cap + e] = inbox[(long long)i * capacity + e];
+                for (unsigned int q = 0; q < received && q < cap; ++q) {
+                    const unsigned int e = inbox[(long long)i * capacity + q];
+                    box_slots[(m + r) * cap + q] = e;
+                    box_weights[(m + r) * cap + q] = out_weights[e];
                 }
             }
         }
@@ -96,20 +102,27 @@ extern "C" __global__ void __launch_bounds__(1024, 1) lif_event_cluster_run(
         const int read = (t + 1) & 1, written = t & 1;
         unsigned int* total = totals + written;
         if (tid == 0) totals[read] = 0u;  // last read by step t − 1's delivery
+        // The step's input row, early: every thread reads it.
+        asm volatile("prefetch.global.L1 [%0];" ::"l"(u + (long long)t * k));
         // The update; every thread takes every turn, so whole warps reach the ballot.
 #pragma unroll
         for (int q = 0; q < LIF_CLUSTER_PER_THREAD; ++q) {
             const int r = tid + q * (int)blockDim.x, i = lo + r;
             unsigned char spiked = 0;
             if (r < m && i < n) {
+                unsigned char* slot = window + (long long)head * n + i;
+                const unsigned char oldest = *slot;
                 float syn = state[q].i_syn * alpha_syn;
                 const unsigned int received = box_count[read * m + r];
-                if (received != 0u) box_count[read * m + r] = 0u;
-                syn = cluster_recurrent(i, syn, box_slots + (read * m + r) * cap, received, cap,
-                                        valid, row_ptr, col_idx, weights, out_weights, before);
+                if (received != 0u || !valid) {
+                    box_count[read * m + r] = 0u;
+                    const int at = (read * m + r) * (int)cap;
+                    syn = cluster_recurrent(i, syn, box_slots + at, box_weights + at, received,
+                                            cap, valid, row_ptr, col_idx, weights, before);
+                }
                 spiked = lif_advance(state[q], i, syn, input_by_channel, u + (long long)t * k,
-                                     k, p, window + (long long)head * n + i,
-                                     features + (long long)t * n + i, n);
+                                     k, p, oldest, features + (long long)t * n + i, n);
+                *slot = spiked;
                 now[i] = spiked;
             }
             append_spike(spiked, i, list, total);
@@ -128,13 +141,17 @@ extern "C" __global__ void __launch_bounds__(1024, 1) lif_event_cluster_run(
                 const int end = out_ptr[j + 1];
                 for (int e = out_ptr[j] + (int)lane; e < end; e += (int)size) {
                     const int target = out_targets[e];
+                    const float weight = out_weights[e];
                     const unsigned int owner = (unsigned int)(target / m);
                     const unsigned int at = (unsigned int)(written * m + (target - (int)owner * m));
                     const unsigned int slot =
                         peer_atomic_add(peer_address(shared_address(box_count + at), owner), 1u);
                     if (slot < cap) {
-                        peer_store(peer_address(shared_address(box_slots + at * cap + slot), owner),
+                        const unsigned int entry = at * cap + slot;
+                        peer_store(peer_address(shared_address(box_slots + entry), owner),
                                    (unsigned int)e);
+                        peer_store(peer_address(shared_address(box_weights + entry), owner),
+                                   __float_as_uint(weight));
                     }
                 }
             }

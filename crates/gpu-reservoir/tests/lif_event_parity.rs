@@ -246,7 +246,7 @@ fn synchronous_bursts_overflow_the_inboxes_and_still_match() {
 
 #[test]
 fn a_cluster_run_of_several_neurons_a_thread_and_small_shared_inboxes_matches_the_cpu() {
-    // 40,000 neurons: three a thread in a 16-block cluster, and shared inboxes of about 10
+    // 40,000 neurons: three a thread in a 16-block cluster, and shared inboxes of about 5
     // entries (on 227 KB of shared memory a block) against the global 32; pulses overflow
     // both. Legs alternate with the launched paths, through the inboxes the run hands over.
     let Some(device) = gpu() else { return };

@@ -36,7 +36,7 @@ const THREADS: u32 = 1024;
 pub const LIF_CLUSTER_MAX_NEURONS: usize = 16 * THREADS as usize * lif_cluster::PER_THREAD;
 
 /// Fewest inbox entries a neuron keeps in shared memory; with fewer the plan is refused.
-const MIN_SHARED_CAPACITY: usize = 4;
+const MIN_SHARED_CAPACITY: usize = 2;
 
 /// The plan of one network: the kernel, the cluster's shape and its shared inboxes.
 #[derive(Debug)]
@@ -75,10 +75,10 @@ pub(crate) struct LifClusterRun<'a> {
     pub steps: usize,
 }
 
-/// u32 words of shared memory per block: two inbox buffers (a count and `capacity` entries
-/// per neuron), the spike list and its two lengths.
+/// 4-byte words of shared memory per block: two inbox buffers (a count and `capacity` entries
+/// of a synapse and its weight per neuron), the spike list and its two lengths.
 fn shared_words(per_block: usize, capacity: usize) -> usize {
-    per_block * (3 + 2 * capacity) + 2
+    per_block * (3 + 4 * capacity) + 2
 }
 
 impl LifClusterPlan {
@@ -123,7 +123,7 @@ impl LifClusterPlan {
         while blocks >= 1 && (blocks * THREADS) as usize * lif_cluster::PER_THREAD >= n {
             let per_block = n.div_ceil(blocks as usize);
             let shared_capacity =
-                ((max_words.saturating_sub(2) / per_block).saturating_sub(3) / 2).min(capacity);
+                ((max_words.saturating_sub(2) / per_block).saturating_sub(3) / 4).min(capacity);
             if shared_capacity >= MIN_SHARED_CAPACITY {
                 let launch = ClusterLaunch {
                     blocks,
