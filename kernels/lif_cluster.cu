@@ -73,25 +73,26 @@ extern "C" __global__ void __launch_bounds__(1024, 1) lif_event_cluster_run(
     const LifUpdate p = {alpha_m, alpha_trace, drive_gain, v_rest, v_reset, threshold,
                          bias, refractory_steps, synaptic_input, feature};
 
-    // Empty inboxes and lists; the global inboxes into buffer 1, which step 0 reads.
-    for (int x = tid; x < 2 * m; x += (int)blockDim.x) box_count[x] = 0u;
+    // Empty inboxes and lists, and the global inboxes into buffer 1, which step 0 reads: each
+    // neuron's by its own thread.
     if (tid < 2) totals[tid] = 0u;
     LifNeuron state[LIF_CLUSTER_PER_THREAD];
 #pragma unroll
     for (int q = 0; q < LIF_CLUSTER_PER_THREAD; ++q) {
         const int r = tid + q * (int)blockDim.x, i = lo + r;
-        if (r < m && i < n) {
+        if (r >= m) continue;
+        unsigned int received = 0u;
+        if (i < n) {
             state[q] = LifNeuron{v[i], i_syn[i], trace[i], refractory[i], counts[i]};
-            if (inbox_valid) {
-                const unsigned int received = inbox_count[i];
-                box_count[m + r] = received > cap ? 0xffffffffu : received;
-                for (unsigned int q = 0; q < received && q < cap; ++q) {
-                    const unsigned int e = inbox[(long long)i * capacity + q];
-                    box_slots[(m + r) * cap + q] = e;
-                    box_weights[(m + r) * cap + q] = out_weights[e];
-                }
+            if (inbox_valid) received = inbox_count[i];
+            for (unsigned int x = 0; x < received && x < cap; ++x) {
+                const unsigned int e = inbox[(long long)i * capacity + x];
+                box_slots[(m + r) * cap + x] = e;
+                box_weights[(m + r) * cap + x] = out_weights[e];
             }
         }
+        box_count[r] = 0u;
+        box_count[m + r] = received > cap ? 0xffffffffu : received;
     }
     cluster_sync_all();
 
@@ -117,8 +118,13 @@ extern "C" __global__ void __launch_bounds__(1024, 1) lif_event_cluster_run(
                 if (received != 0u || !valid) {
                     box_count[read * m + r] = 0u;
                     const int at = (read * m + r) * (int)cap;
-                    syn = cluster_recurrent(i, syn, box_slots + at, box_weights + at, received,
-                                            cap, valid, row_ptr, col_idx, weights, before);
+                    if (valid && received == 1u) {
+                        syn = syn + box_weights[at];  // the common case, inline
+                    } else {
+                        syn = cluster_recurrent(i, syn, box_slots + at, box_weights + at,
+                                                received, cap, valid, row_ptr, col_idx,
+                                                weights, before);
+                    }
                 }
                 spiked = lif_advance(state[q], i, syn, input_by_channel, u + (long long)t * k,
                                      k, p, oldest, features + (long long)t * n + i, n);
