@@ -9,9 +9,9 @@
 // e with its weight (fetched by the delivery, beside the target), twice: step t's
 // deliveries fill buffer t & 1 while the neurons read (and empty) the other, filled by step
 // t − 1, so one barrier per step orders everything: after it every inbox a step reads is
-// complete, and every inbox it delivers into was emptied before it. A block lists its own
-// spikes in shared memory and delivers them itself, through distributed shared memory (an
-// atomic per synapse on the target's inbox count, as in lif_deliver_kernel).
+// complete, and every inbox it delivers into was emptied before it. The warp of a neuron that
+// spikes delivers it right away, through distributed shared memory (an atomic per synapse on
+// the target's inbox count, as in lif_deliver_kernel).
 //
 // Shared inboxes hold shared_capacity (≤ capacity) entries; a fuller one only counts, and its
 // neuron gathers, as a full global inbox does. On entry the global inboxes (capacity entries
@@ -21,13 +21,13 @@
 //
 // Step t reads row t of u (steps × k), writes row t of features and flags (steps × n) and
 // reads last step's flags (initial_flags at t = 0) where it gathers. head is the window's ring
-// row at step 0 (one row of n bytes per step). Dynamic shared memory: per_block·(3 + 4 ·
-// shared_capacity) + 2 words. The grid is one cluster; blockDim.x is a multiple of 32 and
+// row at step 0 (one row of n bytes per step). Dynamic shared memory: per_block·(2 + 4 ·
+// shared_capacity) words. The grid is one cluster; blockDim.x is a multiple of 32 and
 // blockDim.x · LIF_CLUSTER_PER_THREAD ≥ per_block.
 #include "lif.cuh"
 #include "cluster.cuh"
 
-#define LIF_CLUSTER_PER_THREAD 4
+#define LIF_CLUSTER_PER_THREAD 2
 
 // The recurrent input of a neuron that received events or must gather, out of line: inlined
 // into each of a thread's neurons, its loops multiply the compile time. syn plus the inbox
@@ -43,6 +43,44 @@ __device__ __noinline__ float cluster_recurrent(
     }
     return inbox_sum(syn, mine, received,
                      [&](unsigned int q, unsigned int) { return mine_weights[q]; });
+}
+
+// The warp's delivery of neuron j's spike into buffer `written` of its targets' inboxes (the
+// block of m neurons that owns each target): a lane per synapse, four synapses a lane at a
+// time so that their loads and atomics overlap.
+__device__ __forceinline__ void warp_deliver(
+    int j, int written, int m, unsigned int cap, const int* __restrict__ out_ptr,
+    const int* __restrict__ out_targets, const float* __restrict__ out_weights,
+    unsigned int* box_count, unsigned int* box_slots, float* box_weights) {
+    const int lane = (int)(threadIdx.x & 31);
+    const int end = out_ptr[j + 1];
+    for (int base = out_ptr[j]; base < end; base += 4 * 32) {
+        int target[4];
+        float weight[4];
+        unsigned int slot[4], at[4], owner[4];
+#pragma unroll
+        for (int x = 0; x < 4; ++x) {
+            const int e = base + x * 32 + lane;
+            target[x] = e < end ? out_targets[e] : -1;
+            weight[x] = e < end ? out_weights[e] : 0.0f;
+        }
+#pragma unroll
+        for (int x = 0; x < 4; ++x) {
+            if (target[x] < 0) continue;
+            owner[x] = (unsigned int)(target[x] / m);
+            at[x] = (unsigned int)(written * m + (target[x] - (int)owner[x] * m));
+            slot[x] = peer_atomic_add(peer_address(shared_address(box_count + at[x]), owner[x]), 1u);
+        }
+#pragma unroll
+        for (int x = 0; x < 4; ++x) {
+            if (target[x] < 0 || slot[x] >= cap) continue;
+            const unsigned int entry = at[x] * cap + slot[x];
+            peer_store(peer_address(shared_address(box_slots + entry), owner[x]),
+                       (unsigned int)(base + x * 32 + lane));
+            peer_store(peer_address(shared_address(box_weights + entry), owner[x]),
+                       __float_as_uint(weight[x]));
+        }
+    }
 }
 
 extern "C" __global__ void __launch_bounds__(1024, 1) lif_event_cluster_run(
@@ -66,17 +104,15 @@ extern "C" __global__ void __launch_bounds__(1024, 1) lif_event_cluster_run(
     unsigned int* box_count = shared;                  // [2][m]
     unsigned int* box_slots = shared + 2 * m;          // [2][m][cap]: synapses e
     float* box_weights = (float*)(box_slots + 2 * m * cap);  // [2][m][cap]: their weights
-    unsigned int* list = box_slots + 4 * m * cap;      // [m]: this block's spikes of the step
-    unsigned int* totals = list + m;                   // [2]: the list's length, by step parity
     const int lo = (int)blockIdx.x * m;
     const int tid = (int)threadIdx.x;
     const LifUpdate p = {alpha_m, alpha_trace, drive_gain, v_rest, v_reset, threshold,
                          bias, refractory_steps, synaptic_input, feature};
 
-    // Empty inboxes and lists, and the global inboxes into buffer 1, which step 0 reads: each
-    // neuron's by its own thread.
-    if (tid < 2) totals[tid] = 0u;
+    // The state into registers with each neuron's oldest window value, and the global inboxes
+    // into buffer 1, which step 0 reads (buffer 0 empty): each neuron's by its own thread.
     LifNeuron state[LIF_CLUSTER_PER_THREAD];
+    unsigned char oldest[LIF_CLUSTER_PER_THREAD];
 #pragma unroll
     for (int q = 0; q < LIF_CLUSTER_PER_THREAD; ++q) {
         const int r = tid + q * (int)blockDim.x, i = lo + r;
@@ -84,6 +120,7 @@ extern "C" __global__ void __launch_bounds__(1024, 1) lif_event_cluster_run(
         unsigned int received = 0u;
         if (i < n) {
             state[q] = LifNeuron{v[i], i_syn[i], trace[i], refractory[i], counts[i]};
+            oldest[q] = window[(long long)head * n + i];
             if (inbox_valid) received = inbox_count[i];
             for (unsigned int x = 0; x < received && x < cap; ++x) {
                 const unsigned int e = inbox[(long long)i * capacity + x];
@@ -101,18 +138,15 @@ extern "C" __global__ void __launch_bounds__(1024, 1) lif_event_cluster_run(
         const unsigned char* before = t == 0 ? initial_flags : flags + (long long)(t - 1) * n;
         unsigned char* now = flags + (long long)t * n;
         const int read = (t + 1) & 1, written = t & 1;
-        unsigned int* total = totals + written;
-        if (tid == 0) totals[read] = 0u;  // last read by step t − 1's delivery
-        // The step's input row, early: every thread reads it.
-        asm volatile("prefetch.global.L1 [%0];" ::"l"(u + (long long)t * k));
-        // The update; every thread takes every turn, so whole warps reach the ballot.
+        const int next_head = head + 1 == window_steps ? 0 : head + 1;
+        // The next step's input row, early: every thread reads it.
+        if (t + 1 < steps) asm volatile("prefetch.global.L1 [%0];" ::"l"(u + (long long)(t + 1) * k));
+        // Every thread takes every turn, so whole warps reach the ballot.
 #pragma unroll
         for (int q = 0; q < LIF_CLUSTER_PER_THREAD; ++q) {
             const int r = tid + q * (int)blockDim.x, i = lo + r;
             unsigned char spiked = 0;
             if (r < m && i < n) {
-                unsigned char* slot = window + (long long)head * n + i;
-                const unsigned char oldest = *slot;
                 float syn = state[q].i_syn * alpha_syn;
                 const unsigned int received = box_count[read * m + r];
                 if (received != 0u || !valid) {
@@ -127,44 +161,23 @@ extern "C" __global__ void __launch_bounds__(1024, 1) lif_event_cluster_run(
                     }
                 }
                 spiked = lif_advance(state[q], i, syn, input_by_channel, u + (long long)t * k,
-                                     k, p, oldest, features + (long long)t * n + i, n);
-                *slot = spiked;
+                                     k, p, oldest[q], features + (long long)t * n + i, n);
+                window[(long long)head * n + i] = spiked;
                 now[i] = spiked;
+                // The next step's oldest value (this one's spike when the window is one step).
+                oldest[q] = next_head == head ? spiked : window[(long long)next_head * n + i];
             }
-            append_spike(spiked, i, list, total);
-        }
-        __syncthreads();
-        // The block's spikes to their targets' inboxes (buffer `written`): the block's
-        // threads split into groups of a multiple of 32, a group per spike.
-        const unsigned int spikes = *total;
-        if (spikes != 0u) {
-            const unsigned int warps = blockDim.x / 32u;
-            const unsigned int groups = spikes < warps ? spikes : warps;
-            const unsigned int size = (blockDim.x / groups) & ~31u;
-            const unsigned int group = (unsigned int)tid / size, lane = (unsigned int)tid % size;
-            for (unsigned int s = group; group < groups && s < spikes; s += groups) {
-                const int j = (int)list[s];
-                const int end = out_ptr[j + 1];
-                for (int e = out_ptr[j] + (int)lane; e < end; e += (int)size) {
-                    const int target = out_targets[e];
-                    const float weight = out_weights[e];
-                    const unsigned int owner = (unsigned int)(target / m);
-                    const unsigned int at = (unsigned int)(written * m + (target - (int)owner * m));
-                    const unsigned int slot =
-                        peer_atomic_add(peer_address(shared_address(box_count + at), owner), 1u);
-                    if (slot < cap) {
-                        const unsigned int entry = at * cap + slot;
-                        peer_store(peer_address(shared_address(box_slots + entry), owner),
-                                   (unsigned int)e);
-                        peer_store(peer_address(shared_address(box_weights + entry), owner),
-                                   __float_as_uint(weight));
-                    }
-                }
+            unsigned int spiking = __ballot_sync(0xffffffffu, spiked);
+            while (spiking != 0u) {
+                const int lane = __ffs(spiking) - 1;
+                spiking &= spiking - 1u;
+                warp_deliver(__shfl_sync(0xffffffffu, i, lane), written, m, cap, out_ptr,
+                             out_targets, out_weights, box_count, box_slots, box_weights);
             }
         }
         cluster_sync_all();
         valid = 1;
-        head = head + 1 == window_steps ? 0 : head + 1;
+        head = next_head;
     }
 
     // The state, and the inboxes of the last step's spikes, back to global memory.

@@ -251,7 +251,7 @@ pub mod lif_cluster {
     /// The run: every step's update and delivery, one cluster barrier per step.
     pub const RUN: &str = "lif_event_cluster_run";
     /// Most neurons a thread keeps in registers (`LIF_CLUSTER_PER_THREAD`).
-    pub const PER_THREAD: usize = 4;
+    pub const PER_THREAD: usize = 2;
 
     /// The module.
     pub const MODULE: Module = Module {

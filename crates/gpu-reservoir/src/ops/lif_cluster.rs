@@ -76,9 +76,9 @@ pub(crate) struct LifClusterRun<'a> {
 }
 
 /// 4-byte words of shared memory per block: two inbox buffers (a count and `capacity` entries
-/// of a synapse and its weight per neuron), the spike list and its two lengths.
+/// of a synapse and its weight per neuron).
 fn shared_words(per_block: usize, capacity: usize) -> usize {
-    per_block * (3 + 4 * capacity) + 2
+    per_block * (2 + 4 * capacity)
 }
 
 impl LifClusterPlan {
@@ -122,8 +122,7 @@ impl LifClusterPlan {
             .min(max_blocks) as u32;
         while blocks >= 1 && (blocks * THREADS) as usize * lif_cluster::PER_THREAD >= n {
             let per_block = n.div_ceil(blocks as usize);
-            let shared_capacity =
-                ((max_words.saturating_sub(2) / per_block).saturating_sub(3) / 4).min(capacity);
+            let shared_capacity = ((max_words / per_block).saturating_sub(2) / 4).min(capacity);
             if shared_capacity >= MIN_SHARED_CAPACITY {
                 let launch = ClusterLaunch {
                     blocks,
