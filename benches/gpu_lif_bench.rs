@@ -156,9 +156,11 @@ fn options() -> Result<Options> {
     Ok(options)
 }
 
-/// (N, p) of the path-rule table: synapse counts from 10^5 to 4·10^6 around
-/// `LIF_EVENT_MIN_SYNAPSES`, both GPU paths timed on 2000 steps (5 runs).
-const RULE_CASES: [(usize, f64); 5] = [
+/// (N, p) of the path-rule table: synapse counts from 1.25·10^4 to 4·10^6, below and above
+/// `LIF_EVENT_MIN_SYNAPSES`, every GPU path the device has timed on 2000 steps (5 runs).
+const RULE_CASES: [(usize, f64); 7] = [
+    (500, 0.05),
+    (1000, 0.02),
     (1000, 0.1),
     (3000, 0.05),
     (5000, 0.04),
@@ -299,7 +301,7 @@ fn main() -> Result<()> {
                 (LifStepPath::EventDriven, "GPU event-driven"),
                 (LifStepPath::Gather, "GPU gather"),
             ];
-            let cluster = gpu.cluster_run_available()?;
+            let cluster = gpu.cluster_run_available();
             if cluster {
                 paths.push((
                     LifStepPath::EventCluster,
@@ -383,8 +385,12 @@ fn main() -> Result<()> {
         let mut gpu = GpuLifNetwork::new_shared(&config, device)?;
         let auto = gpu.step_path();
         let inputs = held_input(2000, 100);
+        let mut paths = vec![LifStepPath::EventDriven, LifStepPath::Gather];
+        if gpu.cluster_run_available() {
+            paths.push(LifStepPath::EventCluster);
+        }
         let mut timings = Vec::new();
-        for path in [LifStepPath::EventDriven, LifStepPath::Gather] {
+        for &path in &paths {
             gpu = gpu.with_step_path(path);
             gpu.reset()?;
             timings.push(time_gpu(&mut gpu, inputs.view(), 1, 5)?);
@@ -394,14 +400,12 @@ fn main() -> Result<()> {
             .map(|t| (t.spikes, t.synaptic_events))
             .collect();
         check_same(format!("N = {n}, p = {p}"), &counts)?;
-        let micros = [timings[0].micros_per_step, timings[1].micros_per_step];
-        let faster = if micros[0] < micros[1] {
-            LifStepPath::EventDriven
-        } else {
-            LifStepPath::Gather
-        };
+        let micros: Vec<f64> = timings.iter().map(|t| t.micros_per_step).collect();
+        let fastest = (0..micros.len())
+            .min_by(|&a, &b| micros[a].total_cmp(&micros[b]))
+            .map_or(LifStepPath::Gather, |at| paths[at]);
         let rate = counts[0].0 as f64 / n as f64 / (2000.0 * LifConfig::default().dt_ms() * 1e-3);
-        rule_rows.push((n, p, gpu.synapses(), micros, rate, auto, faster));
+        rule_rows.push((n, p, gpu.synapses(), micros, rate, auto, fastest));
     }
 
     if let Some((_, context_s, nvrtc_s)) = &gpu_device {
@@ -469,18 +473,22 @@ fn main() -> Result<()> {
     }
     if !rule_rows.is_empty() {
         println!(
-            "\npath rule (LifStepPath::auto: event-driven from {LIF_EVENT_MIN_SYNAPSES} \
-             synapses), 2000 steps × 5 runs\n"
+            "\npath rule (LifStepPath::auto: the cluster run where the device has it, else \
+             event-driven from {LIF_EVENT_MIN_SYNAPSES} synapses), 2000 steps × 5 runs\n"
         );
-        println!("| N | p | synapses | event-driven µs/step | gather µs/step | rate (Hz) | auto picks | faster |");
-        println!("|---|---|---|---|---|---|---|---|");
+        println!("| N | p | synapses | event-driven µs/step | gather µs/step | cluster run µs/step | rate (Hz) | auto picks | fastest |");
+        println!("|---|---|---|---|---|---|---|---|---|");
     }
-    for (n, p, synapses, micros, rate, auto, faster) in &rule_rows {
+    for (n, p, synapses, micros, rate, auto, fastest) in &rule_rows {
+        let cluster = micros
+            .get(2)
+            .map_or_else(|| "—".to_string(), |us| format!("{us:.2}"));
         println!(
-            "| {n} | {p} | {synapses} | {:.2} | {:.2} | {rate:.2} | {auto:?} | {faster:?} |",
+            "| {n} | {p} | {synapses} | {:.2} | {:.2} | {cluster} | {rate:.2} | {auto:?} | {fastest:?} |",
             micros[0], micros[1]
         );
     }
+
     println!(
         "\nGPU steps write their features (N f32) and spike flags to device memory; the CPU's \
          step writes neither. The last timed runs of the paths measured held the same spikes \
