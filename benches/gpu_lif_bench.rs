@@ -1,8 +1,9 @@
 //! GPU benchmark of the LIF reservoir at scale: N = 10,000 and 100,000 neurons at 1 %
 //! connectivity (10^6 and 10^8 synapses), the event-driven GPU step (two launches per step,
-//! and where the device has thread-block clusters and N ≤ 65,536 a whole run in one cluster
+//! and where the device has thread-block clusters and N ≤ 32,768 a whole run in one cluster
 //! launch) next to the gather GPU step and the CPU `LifNetwork`, all measured in this process
-//! on the same weights and inputs.
+//! on the same weights and inputs. The cluster run is also timed with no input (no spike,
+//! nothing delivered): the fixed cost of a launch-free step.
 //!
 //! Per path: µs per step (GPU: median of timed runs from CUDA events, one warm-up run first,
 //! features and spike flags left on the device; CPU: median wall time of timed runs of
