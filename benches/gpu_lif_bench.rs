@@ -1,8 +1,9 @@
 //! GPU benchmark of the LIF reservoir at scale: N = 10,000 and 100,000 neurons at 1 %
 //! connectivity (10^6 and 10^8 synapses), the event-driven GPU step (two launches per step,
-//! and where the device has thread-block clusters and N ≤ 65,536 a whole run in one cluster
+//! and where the device has thread-block clusters and N ≤ 32,768 a whole run in one cluster
 //! launch) next to the gather GPU step and the CPU `LifNetwork`, all measured in this process
-//! on the same weights and inputs.
+//! on the same weights and inputs. The cluster run is also timed with no input (no spike,
+//! nothing delivered): the fixed cost of a launch-free step.
 //!
 //! Per path: µs per step (GPU: median of timed runs from CUDA events, one warm-up run first,
 //! features and spike flags left on the device; CPU: median wall time of timed runs of
@@ -42,7 +43,7 @@ use gpu_reservoir::{
 };
 use lif_export::{export_network, export_synapses, HOLD_STEPS};
 use lif_setup::{held_input, lif_config, time_cpu, LifStepTiming};
-use ndarray::ArrayView2;
+use ndarray::{Array2, ArrayView2};
 use reservoir_benches::median_micros_per_step;
 use reservoir_core::lif::{spectral_products, LifConfig, LifNetwork, LifWeights};
 use reservoir_core::{Reservoir, ReservoirError};
@@ -156,9 +157,11 @@ fn options() -> Result<Options> {
     Ok(options)
 }
 
-/// (N, p) of the path-rule table: synapse counts from 10^5 to 4·10^6 around
-/// `LIF_EVENT_MIN_SYNAPSES`, both GPU paths timed on 2000 steps (5 runs).
-const RULE_CASES: [(usize, f64); 5] = [
+/// (N, p) of the path-rule table: synapse counts from 1.25·10^4 to 4·10^6, below and above
+/// `LIF_EVENT_MIN_SYNAPSES`, every GPU path the device has timed on 2000 steps (5 runs).
+const RULE_CASES: [(usize, f64); 7] = [
+    (500, 0.05),
+    (1000, 0.02),
     (1000, 0.1),
     (3000, 0.05),
     (5000, 0.04),
@@ -248,6 +251,7 @@ fn main() -> Result<()> {
         .map_or_else(String::new, |(device, _, _)| device.info().name.clone());
     let runs = options.runs;
     let mut rows = Vec::new();
+    let mut silent_rows = Vec::new();
     let mut startups = Vec::new();
     for &Case {
         n,
@@ -298,7 +302,8 @@ fn main() -> Result<()> {
                 (LifStepPath::EventDriven, "GPU event-driven"),
                 (LifStepPath::Gather, "GPU gather"),
             ];
-            if gpu.cluster_run_available()? {
+            let cluster = gpu.cluster_run_available();
+            if cluster {
                 paths.push((
                     LifStepPath::EventCluster,
                     "GPU event-driven, one cluster launch",
@@ -309,6 +314,17 @@ fn main() -> Result<()> {
                 gpu.reset()?;
                 let warmup = options.warmup_runs;
                 timings.push((label, time_gpu(&mut gpu, inputs.view(), warmup, runs)?));
+            }
+            if cluster {
+                // The run's fixed cost: the same steps with no input, so no spike and nothing
+                // to deliver (the bias alone stays below threshold).
+                gpu = gpu.with_step_path(LifStepPath::EventCluster);
+                gpu.reset()?;
+                let silent = Array2::zeros(inputs.dim());
+                let timing = time_gpu(&mut gpu, silent.view(), options.warmup_runs, runs)?;
+                if timing.spikes == 0 {
+                    silent_rows.push((n, timing));
+                }
             }
         }
         if let Some(cpu) = &mut cpu {
@@ -370,8 +386,12 @@ fn main() -> Result<()> {
         let mut gpu = GpuLifNetwork::new_shared(&config, device)?;
         let auto = gpu.step_path();
         let inputs = held_input(2000, 100);
+        let mut paths = vec![LifStepPath::EventDriven, LifStepPath::Gather];
+        if gpu.cluster_run_available() {
+            paths.push(LifStepPath::EventCluster);
+        }
         let mut timings = Vec::new();
-        for path in [LifStepPath::EventDriven, LifStepPath::Gather] {
+        for &path in &paths {
             gpu = gpu.with_step_path(path);
             gpu.reset()?;
             timings.push(time_gpu(&mut gpu, inputs.view(), 1, 5)?);
@@ -381,14 +401,12 @@ fn main() -> Result<()> {
             .map(|t| (t.spikes, t.synaptic_events))
             .collect();
         check_same(format!("N = {n}, p = {p}"), &counts)?;
-        let micros = [timings[0].micros_per_step, timings[1].micros_per_step];
-        let faster = if micros[0] < micros[1] {
-            LifStepPath::EventDriven
-        } else {
-            LifStepPath::Gather
-        };
+        let micros: Vec<f64> = timings.iter().map(|t| t.micros_per_step).collect();
+        let fastest = (0..micros.len())
+            .min_by(|&a, &b| micros[a].total_cmp(&micros[b]))
+            .map_or(LifStepPath::Gather, |at| paths[at]);
         let rate = counts[0].0 as f64 / n as f64 / (2000.0 * LifConfig::default().dt_ms() * 1e-3);
-        rule_rows.push((n, p, gpu.synapses(), micros, rate, auto, faster));
+        rule_rows.push((n, p, gpu.synapses(), micros, rate, auto, fastest));
     }
 
     if let Some((_, context_s, nvrtc_s)) = &gpu_device {
@@ -442,20 +460,36 @@ fn main() -> Result<()> {
             r.timing.spikes as f64 / r.n as f64 / (r.timing.steps as f64 * dt_s)
         );
     }
+    if !silent_rows.is_empty() {
+        println!(
+            "\nThe cluster run with no input (no spike, nothing delivered: the fixed cost of its \
+             steps)\n\n| N | steps × runs | µs/step |\n|---|---|---|"
+        );
+    }
+    for (n, timing) in &silent_rows {
+        println!(
+            "| {n} | {} × {runs} | {:.2} |",
+            timing.steps, timing.micros_per_step
+        );
+    }
     if !rule_rows.is_empty() {
         println!(
-            "\npath rule (LifStepPath::auto: event-driven from {LIF_EVENT_MIN_SYNAPSES} \
-             synapses), 2000 steps × 5 runs\n"
+            "\npath rule (LifStepPath::auto: the cluster run where the device has it, else \
+             event-driven from {LIF_EVENT_MIN_SYNAPSES} synapses), 2000 steps × 5 runs\n"
         );
-        println!("| N | p | synapses | event-driven µs/step | gather µs/step | rate (Hz) | auto picks | faster |");
-        println!("|---|---|---|---|---|---|---|---|");
+        println!("| N | p | synapses | event-driven µs/step | gather µs/step | cluster run µs/step | rate (Hz) | auto picks | fastest |");
+        println!("|---|---|---|---|---|---|---|---|---|");
     }
-    for (n, p, synapses, micros, rate, auto, faster) in &rule_rows {
+    for (n, p, synapses, micros, rate, auto, fastest) in &rule_rows {
+        let cluster = micros
+            .get(2)
+            .map_or_else(|| "—".to_string(), |us| format!("{us:.2}"));
         println!(
-            "| {n} | {p} | {synapses} | {:.2} | {:.2} | {rate:.2} | {auto:?} | {faster:?} |",
+            "| {n} | {p} | {synapses} | {:.2} | {:.2} | {cluster} | {rate:.2} | {auto:?} | {fastest:?} |",
             micros[0], micros[1]
         );
     }
+
     println!(
         "\nGPU steps write their features (N f32) and spike flags to device memory; the CPU's \
          step writes neither. The last timed runs of the paths measured held the same spikes \

@@ -8,3 +8,28 @@ __device__ __forceinline__ void cluster_sync_all() {
     asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;"
                  ::: "memory");
 }
+
+// The 32-bit shared-memory address of `p`, a pointer into this block's shared memory.
+__device__ __forceinline__ unsigned int shared_address(const void* p) {
+    return (unsigned int)__cvta_generic_to_shared(p);
+}
+
+// The address of this block's shared `address` in block `rank`'s shared memory.
+__device__ __forceinline__ unsigned int peer_address(unsigned int address, unsigned int rank) {
+    unsigned int theirs;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(theirs) : "r"(address), "r"(rank));
+    return theirs;
+}
+
+// Atomically adds `value` to the u32 at a peer's shared `address`; returns the old value.
+__device__ __forceinline__ unsigned int peer_atomic_add(unsigned int address, unsigned int value) {
+    unsigned int old;
+    asm volatile("atom.shared::cluster.add.u32 %0, [%1], %2;"
+                 : "=r"(old) : "r"(address), "r"(value) : "memory");
+    return old;
+}
+
+// Stores `value` to the u32 at a peer's shared `address`.
+__device__ __forceinline__ void peer_store(unsigned int address, unsigned int value) {
+    asm volatile("st.shared::cluster.u32 [%0], %1;" ::"r"(address), "r"(value) : "memory");
+}

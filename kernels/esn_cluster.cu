@@ -37,17 +37,6 @@ __device__ __forceinline__ unsigned int cluster_rank() {
     return rank;
 }
 
-__device__ __forceinline__ unsigned int shared_address(const void* p) {
-    return (unsigned int)__cvta_generic_to_shared(p);
-}
-
-// The address of this block's shared `address` in block `rank`'s shared memory.
-__device__ __forceinline__ unsigned int peer_address(unsigned int address, unsigned int rank) {
-    unsigned int theirs;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(theirs) : "r"(address), "r"(rank));
-    return theirs;
-}
-
 // The next phase of `barrier` completes once `bytes` more bytes have arrived.
 __device__ __forceinline__ void expect_bytes(unsigned int barrier, unsigned int bytes) {
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"

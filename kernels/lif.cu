@@ -106,6 +106,16 @@ extern "C" __global__ void lif_deliver_kernel(
     unsigned int* __restrict__ inbox_count, unsigned int* __restrict__ inbox, int capacity,
     unsigned int* __restrict__ next_total) {
     if (blockIdx.x == 0 && threadIdx.x == 0) *next_total = 0u;
-    deliver_spikes(blockIdx.x, gridDim.x, out_ptr, out_targets, spike_list, *spike_total,
-                   inbox_count, inbox, capacity);
+    const unsigned int spikes = *spike_total;
+    for (unsigned int s = blockIdx.x; s < spikes; s += gridDim.x) {
+        int j = (int)spike_list[s];
+        int end = out_ptr[j + 1];
+        for (int e = out_ptr[j] + (int)threadIdx.x; e < end; e += (int)blockDim.x) {
+            int target = out_targets[e];
+            unsigned int slot = atomicAdd(&inbox_count[target], 1u);
+            if (slot < (unsigned int)capacity) {
+                inbox[(long long)target * capacity + slot] = (unsigned int)e;
+            }
+        }
+    }
 }

@@ -15,10 +15,65 @@ __device__ __forceinline__ float gather_recurrent(
     return syn;
 }
 
-// 2–4 of the step for neuron i, after the recurrent input `syn` (= I_syn·α_syn + W·s):
-// input, membrane, threshold, refractory period, trace, window counts and the feature.
-// `at` is the neuron's place in the batch's arrays (b·n + i), `u` this sequence's input.
-// Returns whether the neuron spiked.
+// The update's constants (reservoir_core::lif::LifConstants) and what it reports.
+struct LifUpdate {
+    float alpha_m, alpha_trace, drive_gain, v_rest, v_reset, threshold, bias;
+    unsigned int refractory_steps;
+    int synaptic_input, feature;
+};
+
+// One neuron's state, wherever it is kept (global memory, or registers for a whole run).
+struct LifNeuron {
+    float v, i_syn, trace;
+    unsigned int refractory, counts;
+};
+
+// 2–4 of the step for neuron i of n, after the recurrent input `syn` (= I_syn·α_syn + W·s):
+// input (`u` this sequence's step, k channels), membrane, threshold, refractory period, trace,
+// the window count (`oldest`: the ring's oldest step, which the caller replaces by the
+// returned spike) and the feature. Returns whether the neuron spiked.
+__device__ __forceinline__ unsigned char lif_advance(
+    LifNeuron& s, int i, float syn, const float* __restrict__ input_by_channel,
+    const float* __restrict__ u, int k, const LifUpdate& p, unsigned char oldest,
+    float* feature_out, int n) {
+    // 2. Input, channel by channel, into this step's current or into the synapse.
+    float ext = p.bias;
+    for (int c = 0; c < k; ++c) {
+        float uc = u[c];
+        if (uc != 0.0f) {
+            float term = input_by_channel[(long long)c * n + i] * uc;
+            if (p.synaptic_input) syn = syn + term; else ext = ext + term;
+        }
+    }
+    s.i_syn = syn;
+    // 3. Membrane, threshold, refractory period, trace.
+    unsigned char spiked = 0;
+    if (s.refractory > 0u) {
+        s.refractory -= 1u;
+        s.v = p.v_reset;
+    } else {
+        float current = syn + ext;
+        float next = (p.v_rest + (s.v - p.v_rest) * p.alpha_m) + current * p.drive_gain;
+        if (next >= p.threshold) {
+            s.v = p.v_reset;
+            s.refractory = p.refractory_steps;
+            spiked = 1;
+        } else {
+            s.v = next;
+        }
+    }
+    s.trace = s.trace * p.alpha_trace + (spiked ? 1.0f : 0.0f);
+    // 4. Spike counts over the window.
+    s.counts = s.counts - oldest + spiked;
+    *feature_out = p.feature == LIF_FEATURE_TRACE
+                       ? s.trace
+                       : (p.feature == LIF_FEATURE_MEMBRANE ? s.v : (float)s.counts);
+    return spiked;
+}
+
+// lif_advance on state kept in global memory: `at` is the neuron's place in the batch's
+// arrays (b·n + i), and the window's ring row `head` (gridDim.y·n values) holds the oldest
+// step.
 __device__ __forceinline__ unsigned char lif_update(
     int i, long long at, float syn, const float* __restrict__ input_by_channel,
     const float* __restrict__ u, int k, float* __restrict__ v, float* __restrict__ i_syn,
@@ -27,40 +82,18 @@ __device__ __forceinline__ unsigned char lif_update(
     float alpha_m, float alpha_trace, float drive_gain, float v_rest, float v_reset,
     float threshold, float bias, unsigned int refractory_steps, int synaptic_input,
     int feature, float* __restrict__ features, int n) {
-    // 2. Input, channel by channel, into this step's current or into the synapse.
-    float ext = bias;
-    for (int c = 0; c < k; ++c) {
-        float uc = u[c];
-        if (uc != 0.0f) {
-            float term = input_by_channel[(long long)c * n + i] * uc;
-            if (synaptic_input) syn = syn + term; else ext = ext + term;
-        }
-    }
-    i_syn[at] = syn;
-    // 3. Membrane, threshold, refractory period, trace.
-    unsigned char spiked = 0;
-    if (refractory[at] > 0u) {
-        refractory[at] -= 1u;
-        v[at] = v_reset;
-    } else {
-        float current = syn + ext;
-        float next = (v_rest + (v[at] - v_rest) * alpha_m) + current * drive_gain;
-        if (next >= threshold) {
-            v[at] = v_reset;
-            refractory[at] = refractory_steps;
-            spiked = 1;
-        } else {
-            v[at] = next;
-        }
-    }
-    trace[at] = trace[at] * alpha_trace + (spiked ? 1.0f : 0.0f);
-    // 4. Spike counts over the window: the ring row `head` holds the oldest step.
-    long long slot = (long long)head * gridDim.y * n + at;
-    counts[at] = counts[at] - window[slot] + spiked;
-    window[slot] = spiked;
-    features[at] = feature == LIF_FEATURE_TRACE
-                       ? trace[at]
-                       : (feature == LIF_FEATURE_MEMBRANE ? v[at] : (float)counts[at]);
+    const LifUpdate p = {alpha_m, alpha_trace, drive_gain, v_rest, v_reset, threshold,
+                         bias, refractory_steps, synaptic_input, feature};
+    LifNeuron s = {v[at], i_syn[at], trace[at], refractory[at], counts[at]};
+    unsigned char* slot = window + (long long)head * gridDim.y * n + at;
+    unsigned char spiked = lif_advance(s, i, syn, input_by_channel, u, k, p, *slot,
+                                       features + at, n);
+    *slot = spiked;
+    v[at] = s.v;
+    i_syn[at] = s.i_syn;
+    refractory[at] = s.refractory;
+    trace[at] = s.trace;
+    counts[at] = s.counts;
     return spiked;
 }
 
@@ -79,6 +112,28 @@ __device__ __forceinline__ void append_spike(unsigned char spiked, int i,
     }
 }
 
+// syn plus the weights of the `received` synapse indices in `mine`, added in ascending e
+// (selection: inboxes hold a few entries, their mean being the in-degree times the fraction
+// of neurons spiking per step); weight(q, e) is the weight of entry q, synapse e.
+template <typename Weight>
+__device__ __forceinline__ float inbox_sum(float syn, const unsigned int* mine,
+                                           unsigned int received, Weight weight) {
+    long long last = -1;
+    for (unsigned int r = 0; r < received; ++r) {
+        unsigned int best = 0xffffffffu, at = 0u;
+        for (unsigned int q = 0; q < received; ++q) {
+            unsigned int e = mine[q];
+            if ((long long)e > last && e < best) {
+                best = e;
+                at = q;
+            }
+        }
+        syn = syn + weight(at, best);
+        last = best;
+    }
+    return syn;
+}
+
 // 1. Recurrent input of the event-driven step for neuron i: syn (= I_syn·α_syn) plus its
 // inbox's synapses in ascending e, or the gather when the inbox overflowed or does not hold
 // last step's spikes (inbox_valid = 0). Empties the inbox.
@@ -92,39 +147,6 @@ __device__ __forceinline__ float event_recurrent(
     if (!inbox_valid || received > (unsigned int)capacity) {
         return gather_recurrent(i, syn, row_ptr, col_idx, weights, spiked_before);
     }
-    // Selection in ascending e: inboxes hold a few entries (their mean is the in-degree times
-    // the fraction of neurons spiking per step).
-    const unsigned int* mine = inbox + (long long)i * capacity;
-    long long last = -1;
-    for (unsigned int r = 0; r < received; ++r) {
-        unsigned int best = 0xffffffffu;
-        for (unsigned int q = 0; q < received; ++q) {
-            unsigned int e = mine[q];
-            if ((long long)e > last && e < best) best = e;
-        }
-        syn = syn + out_weights[best];
-        last = best;
-    }
-    return syn;
-}
-
-// Delivery of the spikes of spike_list (length *spike_total) by `blocks` blocks, this one
-// `block` of them: a block per spike (block-stride), its threads over the neuron's outgoing
-// synapses e (Wᵀ row j), each dropping e into its target's inbox (an inbox that is full only
-// counts, and its neuron gathers instead).
-__device__ __forceinline__ void deliver_spikes(
-    unsigned int block, unsigned int blocks, const int* __restrict__ out_ptr,
-    const int* __restrict__ out_targets, const unsigned int* spike_list, unsigned int spikes,
-    unsigned int* inbox_count, unsigned int* inbox, int capacity) {
-    for (unsigned int s = block; s < spikes; s += blocks) {
-        int j = (int)spike_list[s];
-        int end = out_ptr[j + 1];
-        for (int e = out_ptr[j] + (int)threadIdx.x; e < end; e += (int)blockDim.x) {
-            int target = out_targets[e];
-            unsigned int slot = atomicAdd(&inbox_count[target], 1u);
-            if (slot < (unsigned int)capacity) {
-                inbox[(long long)target * capacity + slot] = (unsigned int)e;
-            }
-        }
-    }
+    return inbox_sum(syn, inbox + (long long)i * capacity, received,
+                     [&](unsigned int, unsigned int e) { return out_weights[e]; });
 }

@@ -12,7 +12,8 @@ levels that this gives, and every simulator runs W warm-up runs (`--warmup-runs`
 and then R timed runs of S steps from rest, continuing the trajectory. A large network is
 silent for its first few hundred steps: give it W so that the timed runs fire.
 
-* ours: `gpu_lif_bench --gpu-only` (event-driven and gather paths) also exports the network
+* ours: `gpu_lif_bench --gpu-only` (event-driven, gather, and where the device has it the
+  cluster run, a row each) also exports the network
   (`--export`). Timing: CUDA events around each run, median. Start-up: drawing the weights on
   the host (`generate_s`) and the upload (`upload_s`); the context and the NVRTC compile are
   printed by the binary.

@@ -248,8 +248,10 @@ pub mod lif {
 pub mod lif_cluster {
     use super::Module;
 
-    /// The run: every step's update and delivery, two cluster barriers per step.
+    /// The run: every step's update and delivery, one cluster barrier per step.
     pub const RUN: &str = "lif_event_cluster_run";
+    /// Most neurons a thread keeps in registers (`LIF_CLUSTER_PER_THREAD`).
+    pub const PER_THREAD: usize = 2;
 
     /// The module.
     pub const MODULE: Module = Module {
@@ -290,6 +292,15 @@ mod tests {
         digits
             .parse()
             .unwrap_or_else(|_| panic!("{name} = {digits:?}"))
+    }
+
+    #[test]
+    fn the_cluster_run_keeps_as_many_neurons_a_thread_as_rust_plans() {
+        let define = format!(
+            "#define LIF_CLUSTER_PER_THREAD {}\n",
+            lif_cluster::PER_THREAD
+        );
+        assert!(lif_cluster::MODULE.source.contains(&define));
     }
 
     #[test]

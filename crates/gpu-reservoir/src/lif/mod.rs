@@ -15,11 +15,12 @@
 //!   instead, with the same result. Two launches per step; the work follows N plus the
 //!   synaptic events, not the synapse count.
 //! * **event-driven in one cluster launch** (compute capability 9.0 and later, at most
-//!   [`LIF_CLUSTER_MAX_NEURONS`](crate::LIF_CLUSTER_MAX_NEURONS) neurons): the same two
-//!   phases for every step of a chunk inside one launch of one thread-block cluster, a
-//!   cluster barrier after each instead of a launch.
+//!   [`LIF_CLUSTER_MAX_NEURONS`](crate::LIF_CLUSTER_MAX_NEURONS) neurons): every step of a
+//!   chunk inside one launch of one thread-block cluster, the state in registers and the
+//!   inboxes in shared memory, one cluster barrier per step instead of two launches.
 //!
-//! [`LifStepPath::auto`] picks the path from the synapse count (see there).
+//! [`LifStepPath::auto`] picks the path from the synapse count and whether the cluster run is
+//! available (see there).
 //!
 //! [`LifNetwork`]: reservoir_core::lif::LifNetwork
 
@@ -112,9 +113,8 @@ pub struct GpuLifNetwork {
     synaptic_events: u64,
     /// Synaptic events of the last step's spikes, delivered (and counted) in the next step.
     undelivered: u64,
-    /// The cluster run's plan, made on the first use of [`LifStepPath::EventCluster`]
-    /// (`Some(None)`: the device or N does not allow it).
-    cluster: Option<Option<LifClusterPlan>>,
+    /// The cluster run's plan (`None`: the device or N does not allow it).
+    cluster: Option<LifClusterPlan>,
 }
 
 impl GpuLifNetwork {
@@ -137,6 +137,7 @@ impl GpuLifNetwork {
         let n = config.size();
         let input_t: Vec<f32> = weights.input().t().iter().map(|&x| x as f32).collect();
         let outgoing = weights.outgoing()?;
+        let cluster = LifClusterPlan::for_network(device, n, LIF_INBOX_CAPACITY)?;
         let out_degree = outgoing.row_ptr().windows(2).map(|w| w[1] - w[0]).collect();
         let alloc = |len| {
             s.alloc_zeros::<u32>(len)
@@ -144,7 +145,7 @@ impl GpuLifNetwork {
         };
         let network = Self {
             kernels,
-            path: LifStepPath::auto(weights.recurrent().nnz()),
+            path: LifStepPath::auto(weights.recurrent().nnz(), cluster.is_some()),
             recurrent: DeviceCsr::upload(device, weights.recurrent(), |v| v as f32)?,
             events: EventBuffers {
                 outgoing: DeviceCsr::upload(device, &outgoing, |v| v as f32)?,
@@ -169,7 +170,7 @@ impl GpuLifNetwork {
             spike_count: 0,
             synaptic_events: 0,
             undelivered: 0,
-            cluster: None,
+            cluster,
         };
         device.record("lif uploads", started);
         Ok(network)
@@ -200,19 +201,11 @@ impl GpuLifNetwork {
 
     /// Whether this device and network allow [`LifStepPath::EventCluster`] (compute
     /// capability 9.0 and later, at most [`LIF_CLUSTER_MAX_NEURONS`] neurons, a resident
-    /// cluster). The first call compiles the cluster kernel.
+    /// cluster).
     ///
     /// [`LIF_CLUSTER_MAX_NEURONS`]: crate::LIF_CLUSTER_MAX_NEURONS
-    pub fn cluster_run_available(&mut self) -> Result<bool> {
-        Ok(self.cluster_plan()?.is_some())
-    }
-
-    fn cluster_plan(&mut self) -> Result<Option<&LifClusterPlan>> {
-        if self.cluster.is_none() {
-            let plan = LifClusterPlan::for_network(&self.device, self.config.size())?;
-            self.cluster = Some(plan);
-        }
-        Ok(self.cluster.as_ref().and_then(Option::as_ref))
+    pub fn cluster_run_available(&self) -> bool {
+        self.cluster.is_some()
     }
 
     /// Number of recurrent synapses (non-zeros of W).
@@ -477,7 +470,6 @@ impl GpuLifNetwork {
         let k = self.config.input_size();
         let synaptic_input = self.config.input_mode() == LifInputMode::Synaptic;
         let features_kind = self.config.features();
-        self.cluster_plan()?;
         let Self {
             device,
             recurrent,
@@ -490,7 +482,7 @@ impl GpuLifNetwork {
             cluster,
             ..
         } = self;
-        let Some(Some(plan)) = cluster.as_ref() else {
+        let Some(plan) = cluster.as_ref() else {
             return Err(ReservoirError::invalid(
                 "LIF step path",
                 "EventCluster needs compute capability 9.0 or later, at most \
@@ -507,9 +499,6 @@ impl GpuLifNetwork {
                 inbox: &mut ev.inbox,
                 capacity: LIF_INBOX_CAPACITY,
                 inbox_valid: ev.inbox_valid,
-                lists: &mut ev.lists,
-                totals: &mut ev.totals,
-                parity: ev.parity,
                 initial_flags: last_spikes,
                 flags,
                 input_by_channel,
@@ -524,7 +513,6 @@ impl GpuLifNetwork {
                 steps,
             },
         )?;
-        ev.parity = (ev.parity + steps) % 2;
         ev.inbox_valid = true;
         *head = (*head + steps) % neurons.window_steps;
         Ok(())

@@ -15,18 +15,22 @@ pub enum LifStepPath {
     /// touched (see the module docs).
     EventDriven,
     /// The event-driven steps of a whole chunk in one launch of one thread-block cluster,
-    /// two cluster barriers per step (compute capability 9.0 and later, at most
+    /// one cluster barrier per step (compute capability 9.0 and later, at most
     /// [`LIF_CLUSTER_MAX_NEURONS`](crate::LIF_CLUSTER_MAX_NEURONS) neurons: see
     /// [`GpuLifNetwork::cluster_run_available`](super::GpuLifNetwork::cluster_run_available);
-    /// a run on this path fails elsewhere). Not picked by [`LifStepPath::auto`].
+    /// a run on this path fails elsewhere).
     EventCluster,
 }
 
 impl LifStepPath {
-    /// The path for a W with `synapses` non-zeros: event-driven from
-    /// [`LIF_EVENT_MIN_SYNAPSES`] on, gather below.
-    pub fn auto(synapses: usize) -> Self {
-        if synapses >= LIF_EVENT_MIN_SYNAPSES {
+    /// The path for a W with `synapses` non-zeros: the cluster run where it is available
+    /// (`cluster_run`), which `gpu_lif_bench` measured faster than both launched paths at
+    /// every size it takes; otherwise event-driven from [`LIF_EVENT_MIN_SYNAPSES`] on,
+    /// gather below (docs/performance.md).
+    pub fn auto(synapses: usize, cluster_run: bool) -> Self {
+        if cluster_run {
+            Self::EventCluster
+        } else if synapses >= LIF_EVENT_MIN_SYNAPSES {
             Self::EventDriven
         } else {
             Self::Gather
@@ -39,15 +43,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_auto_path_follows_the_synapse_count() {
-        assert_eq!(LifStepPath::auto(0), LifStepPath::Gather);
+    fn the_auto_path_follows_the_cluster_run_and_the_synapse_count() {
+        assert_eq!(LifStepPath::auto(0, false), LifStepPath::Gather);
         assert_eq!(
-            LifStepPath::auto(LIF_EVENT_MIN_SYNAPSES - 1),
+            LifStepPath::auto(LIF_EVENT_MIN_SYNAPSES - 1, false),
             LifStepPath::Gather
         );
         assert_eq!(
-            LifStepPath::auto(LIF_EVENT_MIN_SYNAPSES),
+            LifStepPath::auto(LIF_EVENT_MIN_SYNAPSES, false),
             LifStepPath::EventDriven
         );
+        for synapses in [0, LIF_EVENT_MIN_SYNAPSES, 10 * LIF_EVENT_MIN_SYNAPSES] {
+            assert_eq!(LifStepPath::auto(synapses, true), LifStepPath::EventCluster);
+        }
     }
 }

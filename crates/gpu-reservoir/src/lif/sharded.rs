@@ -128,6 +128,7 @@ impl ShardedLifNetwork {
     }
 
     /// Steps per chunk: the most one [`ShardedLifNetwork::upload_chunk`] takes.
+    #[cfg(feature = "internals")]
     pub(crate) fn chunk_steps(&self) -> usize {
         self.chunk
     }
@@ -156,6 +157,7 @@ impl ShardedLifNetwork {
     }
 
     /// Waits until every shard's device has finished what was queued.
+    #[cfg(feature = "internals")]
     pub(crate) fn synchronize(&self) -> Result<()> {
         for shard in &self.shards {
             shard

@@ -1,6 +1,6 @@
 //! Launch plan for `lif_cluster.cu`: a whole event-driven LIF run of one sequence in one
-//! thread-block cluster (sm_90 and later), two cluster barriers per step instead of two
-//! launches.
+//! thread-block cluster (sm_90 and later), one cluster barrier per step instead of two
+//! launches: the state in registers, the inboxes in shared memory.
 
 use cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute};
 use cudarc::driver::{result, CudaFunction, CudaSlice};
@@ -31,14 +31,22 @@ impl KernelSet for LifClusterKernels {
 /// Threads per block of the cluster run.
 const THREADS: u32 = 1024;
 
-/// Most neurons a cluster run takes: 16 blocks of 1024 threads, four neurons a thread.
-pub const LIF_CLUSTER_MAX_NEURONS: usize = 65_536;
+/// Most neurons a cluster run takes: 16 blocks of 1024 threads, each keeping
+/// `lif_cluster::PER_THREAD` neurons in registers.
+pub const LIF_CLUSTER_MAX_NEURONS: usize = 16 * THREADS as usize * lif_cluster::PER_THREAD;
 
-/// The plan of one network: the kernel and the cluster's shape.
+/// Fewest inbox entries a neuron keeps in shared memory; with fewer the plan is refused.
+const MIN_SHARED_CAPACITY: usize = 2;
+
+/// The plan of one network: the kernel, the cluster's shape and its shared inboxes.
 #[derive(Debug)]
 pub(crate) struct LifClusterPlan {
     function: CudaFunction,
     launch: ClusterLaunch,
+    /// Neurons per block.
+    per_block: usize,
+    /// Inbox entries per neuron in shared memory.
+    shared_capacity: usize,
 }
 
 /// The buffers and scalars of one cluster run of `steps` steps (see `lif_cluster.cu`).
@@ -49,10 +57,6 @@ pub(crate) struct LifClusterRun<'a> {
     pub inbox: &'a mut CudaSlice<u32>,
     pub capacity: usize,
     pub inbox_valid: bool,
-    pub lists: &'a mut [CudaSlice<u32>; 2],
-    pub totals: &'a mut [CudaSlice<u32>; 2],
-    /// The list step 0 appends to.
-    pub parity: usize,
     /// Last step's spike flags before the run (N).
     pub initial_flags: &'a CudaSlice<u8>,
     /// Every step's spike flags (steps × N).
@@ -71,11 +75,21 @@ pub(crate) struct LifClusterRun<'a> {
     pub steps: usize,
 }
 
+/// 4-byte words of shared memory per block: two inbox buffers (a count and `capacity` entries
+/// of a synapse and its weight per neuron).
+fn shared_words(per_block: usize, capacity: usize) -> usize {
+    per_block * (2 + 4 * capacity)
+}
+
 impl LifClusterPlan {
-    /// A plan for a network of `n` neurons, or `None` when the device has no thread-block
-    /// clusters (compute capability below 9.0), `n` exceeds [`LIF_CLUSTER_MAX_NEURONS`] or the
-    /// cluster cannot be resident.
-    pub(crate) fn for_network(device: &GpuDevice, n: usize) -> Result<Option<Self>> {
+    /// A plan for a network of `n` neurons whose global inboxes hold `capacity` entries, or
+    /// `None` when the device has no thread-block clusters (compute capability below 9.0),
+    /// `n` exceeds [`LIF_CLUSTER_MAX_NEURONS`], or no cluster that holds it can be resident.
+    pub(crate) fn for_network(
+        device: &GpuDevice,
+        n: usize,
+        capacity: usize,
+    ) -> Result<Option<Self>> {
         let cluster_launch =
             device.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH)?;
         if device.info().compute_capability.0 < 9
@@ -98,20 +112,31 @@ impl LifClusterPlan {
             Ok(()) => 16,
             Err(_) => 8,
         };
+        let max_words = device.allow_shared_memory(&function)? / 4;
         // A power of two of blocks: a thread per neuron where 16 blocks allow it, else up to
-        // four; halved while the device cannot hold the cluster and four per thread suffice.
+        // PER_THREAD; halved while the device cannot hold the cluster. Each neuron's shared
+        // inboxes take what the block's shared memory allows, up to the global capacity.
         let mut blocks = n
             .div_ceil(THREADS as usize)
             .next_power_of_two()
             .min(max_blocks) as u32;
-        while blocks >= 1 && (blocks * THREADS) as usize * 4 >= n {
-            let launch = ClusterLaunch {
-                blocks,
-                threads: THREADS,
-                shared_bytes: 0,
-            };
-            if launch.resident(device, &function)? > 0 {
-                return Ok(Some(Self { function, launch }));
+        while blocks >= 1 && (blocks * THREADS) as usize * lif_cluster::PER_THREAD >= n {
+            let per_block = n.div_ceil(blocks as usize);
+            let shared_capacity = ((max_words / per_block).saturating_sub(2) / 4).min(capacity);
+            if shared_capacity >= MIN_SHARED_CAPACITY {
+                let launch = ClusterLaunch {
+                    blocks,
+                    threads: THREADS,
+                    shared_bytes: (4 * shared_words(per_block, shared_capacity)) as u32,
+                };
+                if launch.resident(device, &function)? > 0 {
+                    return Ok(Some(Self {
+                        function,
+                        launch,
+                        per_block,
+                        shared_capacity,
+                    }));
+                }
             }
             blocks /= 2;
         }
@@ -129,10 +154,6 @@ impl LifClusterPlan {
         fits(run.outgoing.values.len(), run.recurrent.values.len(), WHAT)?;
         fits(run.inbox_count.len(), n, WHAT)?;
         fits(run.inbox.len(), n.saturating_mul(run.capacity), WHAT)?;
-        for (list, total) in run.lists.iter().zip(run.totals.iter()) {
-            fits(list.len(), n, WHAT)?;
-            fits(total.len(), 1, WHAT)?;
-        }
         fits(run.initial_flags.len(), n, WHAT)?;
         fits(run.flags.len(), values, WHAT)?;
         fits(run.features.len(), values, WHAT)?;
@@ -164,8 +185,19 @@ impl LifClusterPlan {
             .into());
         }
         let c = run.constants;
-        let [list_a, list_b] = &*run.lists;
-        let [total_a, total_b] = &*run.totals;
+        if run.capacity < self.shared_capacity
+            || self.per_block * (self.launch.blocks as usize) < n
+            || self.per_block > THREADS as usize * lif_cluster::PER_THREAD
+        {
+            return Err(reservoir_core::ReservoirError::invalid(
+                WHAT,
+                format!(
+                    "a plan for another network ({n} neurons, capacity {})",
+                    run.capacity
+                ),
+            )
+            .into());
+        }
         let args = KernelArgs::new()
             .buffer(&run.recurrent.row_ptr, device)
             .buffer(&run.recurrent.col_idx, device)
@@ -177,11 +209,8 @@ impl LifClusterPlan {
             .buffer(&*run.inbox, device)
             .int(dim(run.capacity, WHAT)?)
             .int(i32::from(run.inbox_valid))
-            .buffer(list_a, device)
-            .buffer(list_b, device)
-            .buffer(total_a, device)
-            .buffer(total_b, device)
-            .int(dim(run.parity % 2, WHAT)?)
+            .int(dim(self.shared_capacity, WHAT)?)
+            .int(dim(self.per_block, WHAT)?)
             .buffer(run.initial_flags, device)
             .buffer(&*run.flags, device)
             .buffer(run.input_by_channel, device)
@@ -212,11 +241,13 @@ impl LifClusterPlan {
         // SAFETY: the arguments follow lif_event_cluster_run's signature in order and type
         // (the unsigned refractory_steps passed as its bits); W and Wᵀ are n×n CSR matrices
         // with the same synapse count, every column < n (checked); the inbox counts hold n
-        // values and the slots n·capacity; each list holds n entries and each length one u32,
-        // the list of step 0 empty (zeroed by the last delivery, a reset or the allocation);
-        // the flags and features hold steps·n values, u steps·k, W_in k·n, the state n and
-        // the window window_steps·n with head < window_steps (checked); one sequence; the
-        // grid is one cluster of blocks·1024 threads, a multiple of 32, and blocks·1024·4 ≥ n.
+        // values and the slots n·capacity, with shared_capacity ≤ capacity; the flags and
+        // features hold steps·n values, u steps·k, W_in k·n, the state n and the window
+        // window_steps·n with head < window_steps (checked); one sequence; the grid is one
+        // cluster of blocks·1024 threads, a multiple of 32, with blocks·per_block ≥ n and
+        // per_block ≤ 1024·PER_THREAD (checked), and the dynamic shared memory is
+        // shared_words(per_block, shared_capacity) u32, within the limit the plan was made
+        // under.
         unsafe { self.launch.launch(device, &self.function, &args) }
     }
 }
