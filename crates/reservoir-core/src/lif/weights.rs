@@ -4,6 +4,7 @@
 use ndarray::Array2;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::config::LifConfig;
@@ -75,8 +76,8 @@ pub fn synapse_bytes(config: &LifConfig) -> u64 {
 /// least one, and never more than the default limit of 5000.
 ///
 /// Up to ~1.7·10^6 synapses this is the default limit. Wherever the estimate converges (to
-/// 10^-6) within the budget, W is the one the unbudgeted estimate gives, bit for bit (e.g.
-/// N = 10^4 at p = 0.1, 10^7 synapses: its weights hash the same as before the budget).
+/// 10^-6) within the budget, W is the one the unbudgeted estimate gives, bit for bit (checked
+/// when the budget came in, e.g. N = 10^4 at p = 0.1, 10^7 synapses).
 /// Otherwise the estimate after the budget is used, and ρ(W) ends above `spectral_radius` by
 /// what it lacked. Measured at p = 1 % with one cycle (64 products): 0.7–1.4 % above at
 /// N = 10^4 and 3·10^4 (5 seeds), 1.1 % and 1.05 % at N = 10^5 (seeds 42 and 7; the
@@ -89,6 +90,14 @@ pub fn spectral_products(synapses: usize) -> usize {
     (cycles * cycle).min(options.max_matvecs)
 }
 
+/// Rows of W drawn from one place of stream [`STREAM_RECURRENT`]: block b starts at word
+/// b·2^[`DRAW_BLOCK_WORDS_LOG2`], so blocks are drawn in parallel with the same result on any
+/// number of threads.
+pub const DRAW_BLOCK_ROWS: usize = 4096;
+/// log2 of the stream words reserved for a block of rows: 2^40, far above what a block can
+/// draw (at most 2^32 synapses in all, a few words each).
+const DRAW_BLOCK_WORDS_LOG2: u32 = 40;
+
 /// Synapses from which [`transposed`] splits its work over threads (it then takes ≥ ~1 ms,
 /// against ~0.05 ms to start the threads).
 const PARALLEL_PRODUCT_SYNAPSES: usize = 1 << 20;
@@ -99,7 +108,8 @@ impl LifWeights {
     /// * Neurons `0..round(f_E·N)` are excitatory, the rest inhibitory (the wiring is random,
     ///   so the order carries no structure and the mask is trivial to port).
     /// * Each neuron receives exactly `round(p·(N−1))` (≥ 1 when N > 1) synapses from distinct
-    ///   other neurons, chosen uniformly (stream [`STREAM_RECURRENT`], row by row).
+    ///   other neurons, chosen uniformly (stream [`STREAM_RECURRENT`], row by row, each block
+    ///   of [`DRAW_BLOCK_ROWS`] rows from its own place in the stream).
     /// * Magnitudes are uniform on (0, 1]; inhibitory ones are multiplied by
     ///   g = N_E / N_I, so the expected input to every neuron is zero (balanced network).
     /// * W is then scaled so that ρ(W) = `spectral_radius` (restarted Arnoldi, start vector
@@ -157,26 +167,41 @@ impl LifWeights {
             &format!("the LIF network's synapses ({n} neurons, {per_row} per neuron)"),
             synapse_bytes(config),
         )?;
-        let mut stream = rng(config.seed(), STREAM_RECURRENT);
         let mut row_ptr = try_with_capacity("the LIF synapses' row pointers", n + 1)?;
+        row_ptr.extend((0..=n).map(|row| (row * per_row) as u32));
+        // Zeroed in parallel: at 10^9 synapses one thread takes seconds.
         let mut col_idx = try_with_capacity("the LIF synapses' columns", nnz)?;
+        col_idx.par_extend(rayon::iter::repeat_n(0u32, nnz));
         let mut values = try_with_capacity("the LIF synapses", nnz)?;
-        row_ptr.push(0u32);
-        let mut others = SortedSampler::new(n - 1)?;
-        for row in 0..n {
-            // Sample among the n − 1 other neurons; skipping `row` keeps the order sorted.
-            for &pick in others.sample(&mut stream, per_row)? {
-                let col = if pick >= row { pick + 1 } else { pick };
-                let magnitude = 1.0 - stream.random::<f64>();
-                col_idx.push(col as u32);
-                values.push(if col < n_exc {
-                    magnitude
-                } else {
-                    -gain * magnitude
-                });
-            }
-            row_ptr.push(col_idx.len() as u32);
-        }
+        values.par_extend(rayon::iter::repeat_n(0.0f64, nnz));
+        // Blocks of rows in parallel, each from its own place in the stream, so the weights do
+        // not depend on the threads (a network of at most one block draws as one sequence).
+        let block_synapses = DRAW_BLOCK_ROWS * per_row;
+        col_idx
+            .par_chunks_mut(block_synapses)
+            .zip(values.par_chunks_mut(block_synapses))
+            .enumerate()
+            .try_for_each(|(block, (cols, vals))| -> Result<()> {
+                let mut stream = rng(config.seed(), STREAM_RECURRENT);
+                stream.set_word_pos((block as u128) << DRAW_BLOCK_WORDS_LOG2);
+                let mut others = SortedSampler::new(n - 1)?;
+                let rows = cols.chunks_mut(per_row).zip(vals.chunks_mut(per_row));
+                for (offset, (cols, vals)) in rows.enumerate() {
+                    let row = block * DRAW_BLOCK_ROWS + offset;
+                    // Sample among the n − 1 other neurons; skipping `row` keeps them sorted.
+                    let picks = others.sample(&mut stream, per_row)?;
+                    for ((&pick, col), value) in picks.iter().zip(cols).zip(vals) {
+                        *col = (if pick >= row { pick + 1 } else { pick }) as u32;
+                        let magnitude = 1.0 - stream.random::<f64>();
+                        *value = if (*col as usize) < n_exc {
+                            magnitude
+                        } else {
+                            -gain * magnitude
+                        };
+                    }
+                }
+                Ok(())
+            })?;
         let mut w = CsrMatrix::from_parts(n, n, row_ptr, col_idx, values)?;
         let options = SpectralOptions {
             seed: rng(config.seed(), STREAM_SPECTRAL).random(),
@@ -441,6 +466,42 @@ mod tests {
 
     /// Whole cycles of 64 products within the budget, at least one, at most the default 5000
     /// (which every W up to ~1.7·10^6 synapses keeps, so its weights did not change).
+    /// Blocks of rows drawn on 1, 2 or 5 threads give the same W, bit for bit; each row has
+    /// its synapses from distinct other neurons, ascending.
+    #[test]
+    fn the_weights_do_not_depend_on_the_threads() {
+        let config = crate::lif::LifParams::new()
+            .size(2 * DRAW_BLOCK_ROWS + 100)
+            .connection_prob(0.002)
+            .seed(11)
+            .check()
+            .expect("config");
+        let on = |threads| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .expect("a thread pool")
+                .install(|| LifWeights::generate(&config))
+                .expect("weights")
+        };
+        let one = on(1);
+        for threads in [2, 5] {
+            assert_eq!(on(threads), one, "{threads} threads");
+        }
+        let w = one.recurrent();
+        for (row, pair) in w.row_ptr().windows(2).enumerate() {
+            let cols = &w.col_idx()[pair[0] as usize..pair[1] as usize];
+            assert!(
+                cols.windows(2).all(|c| c[0] < c[1]),
+                "row {row} not ascending"
+            );
+            assert!(
+                !cols.contains(&(row as u32)),
+                "row {row} has a self-synapse"
+            );
+        }
+    }
+
     #[test]
     fn spectral_products_follow_the_budget() {
         assert_eq!(spectral_products(0), 5000);
