@@ -302,7 +302,7 @@ fn main() -> Result<()> {
                 (LifStepPath::EventDriven, "GPU event-driven"),
                 (LifStepPath::Gather, "GPU gather"),
             ];
-            let cluster = gpu.cluster_run_available();
+            let cluster = gpu.cluster_run_available()?;
             if cluster {
                 paths.push((
                     LifStepPath::EventCluster,
@@ -387,7 +387,7 @@ fn main() -> Result<()> {
         let auto = gpu.step_path();
         let inputs = held_input(2000, 100);
         let mut paths = vec![LifStepPath::EventDriven, LifStepPath::Gather];
-        if gpu.cluster_run_available() {
+        if gpu.cluster_run_available()? {
             paths.push(LifStepPath::EventCluster);
         }
         let mut timings = Vec::new();

@@ -154,7 +154,8 @@ fn every_public_gpu_object_builds_and_runs_once_on_this_device() {
     let mut lif_paths = vec![LifStepPath::Gather, LifStepPath::EventDriven];
     let clusters = GpuLifNetwork::new_shared(&lif, &device)
         .expect("GpuLifNetwork")
-        .cluster_run_available();
+        .cluster_run_available()
+        .expect("the LIF cluster plan");
     assert_eq!(
         clusters,
         device.info().compute_capability.0 >= 9,

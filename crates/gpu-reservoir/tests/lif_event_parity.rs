@@ -36,7 +36,8 @@ fn forced(config: &LifConfig, device: &GpuDevice, path: LifStepPath) -> GpuLifNe
 /// device has thread-block clusters (it must, at compute capability 9.0 and later).
 fn paths(config: &LifConfig, device: &GpuDevice) -> Vec<LifStepPath> {
     let mut paths = vec![LifStepPath::EventDriven, LifStepPath::Gather];
-    if forced(config, device, LifStepPath::EventCluster).cluster_run_available() {
+    let mut probe = forced(config, device, LifStepPath::EventCluster);
+    if probe.cluster_run_available().expect("cluster plan") {
         paths.push(LifStepPath::EventCluster);
     } else {
         assert!(

@@ -207,7 +207,16 @@ fn many_sequences_run_as_batches_identical_to_the_cpu() {
         }
         assert_eq!(gpu.state().expect("gpu"), cpu.state().expect("cpu"));
         assert_eq!(gpu.spike_count(), 0, "the network is left reset");
-        // The event-driven path runs them one after another, with the same results.
+        // The gather path batches them (the last case in several batches), and the
+        // event-driven path runs them one after another, with the same results.
+        let mut gather = GpuLifNetwork::new_shared(&config, &device)
+            .expect("gpu network")
+            .with_step_path(gpu_reservoir::LifStepPath::Gather);
+        assert_eq!(
+            visited(&mut gather, &sequences),
+            expected,
+            "case {case}, gather"
+        );
         let mut event = GpuLifNetwork::new_shared(&config, &device)
             .expect("gpu network")
             .with_step_path(gpu_reservoir::LifStepPath::EventDriven);

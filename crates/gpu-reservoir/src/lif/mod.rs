@@ -42,7 +42,7 @@ use crate::ops::lif::{
     deliver, event_step, gather_step, Inboxes, LifKernels, NeuronUpdate, Neurons, SpikeList,
     MAX_SEQUENCES,
 };
-use crate::ops::lif_cluster::{LifClusterPlan, LifClusterRun};
+use crate::ops::lif_cluster::{cluster_run_possible, LifClusterPlan, LifClusterRun};
 
 mod path;
 mod sharded;
@@ -113,8 +113,9 @@ pub struct GpuLifNetwork {
     synaptic_events: u64,
     /// Synaptic events of the last step's spikes, delivered (and counted) in the next step.
     undelivered: u64,
-    /// The cluster run's plan (`None`: the device or N does not allow it).
-    cluster: Option<LifClusterPlan>,
+    /// The cluster run's plan, made on the first cluster run or availability question
+    /// (`Some(None)`: the device or N does not allow it).
+    cluster: Option<Option<LifClusterPlan>>,
 }
 
 impl GpuLifNetwork {
@@ -137,7 +138,7 @@ impl GpuLifNetwork {
         let n = config.size();
         let input_t: Vec<f32> = weights.input().t().iter().map(|&x| x as f32).collect();
         let outgoing = weights.outgoing()?;
-        let cluster = LifClusterPlan::for_network(device, n, LIF_INBOX_CAPACITY)?;
+        let cluster_possible = cluster_run_possible(device, n)?;
         let out_degree = outgoing.row_ptr().windows(2).map(|w| w[1] - w[0]).collect();
         let alloc = |len| {
             s.alloc_zeros::<u32>(len)
@@ -145,7 +146,7 @@ impl GpuLifNetwork {
         };
         let network = Self {
             kernels,
-            path: LifStepPath::auto(weights.recurrent().nnz(), cluster.is_some()),
+            path: LifStepPath::auto(weights.recurrent().nnz(), cluster_possible),
             recurrent: DeviceCsr::upload(device, weights.recurrent(), |v| v as f32)?,
             events: EventBuffers {
                 outgoing: DeviceCsr::upload(device, &outgoing, |v| v as f32)?,
@@ -170,7 +171,7 @@ impl GpuLifNetwork {
             spike_count: 0,
             synaptic_events: 0,
             undelivered: 0,
-            cluster,
+            cluster: None,
         };
         device.record("lif uploads", started);
         Ok(network)
@@ -201,11 +202,20 @@ impl GpuLifNetwork {
 
     /// Whether this device and network allow [`LifStepPath::EventCluster`] (compute
     /// capability 9.0 and later, at most [`LIF_CLUSTER_MAX_NEURONS`] neurons, a resident
-    /// cluster).
+    /// cluster). The first call loads the cluster kernel.
     ///
     /// [`LIF_CLUSTER_MAX_NEURONS`]: crate::LIF_CLUSTER_MAX_NEURONS
-    pub fn cluster_run_available(&self) -> bool {
-        self.cluster.is_some()
+    pub fn cluster_run_available(&mut self) -> Result<bool> {
+        Ok(self.cluster_plan()?.is_some())
+    }
+
+    fn cluster_plan(&mut self) -> Result<Option<&LifClusterPlan>> {
+        if self.cluster.is_none() {
+            let plan =
+                LifClusterPlan::for_network(&self.device, self.config.size(), LIF_INBOX_CAPACITY)?;
+            self.cluster = Some(plan);
+        }
+        Ok(self.cluster.as_ref().and_then(Option::as_ref))
     }
 
     /// Number of recurrent synapses (non-zeros of W).
@@ -447,6 +457,11 @@ impl GpuLifNetwork {
         if steps == 0 {
             return Ok(());
         }
+        if self.path == LifStepPath::EventCluster && self.cluster_plan()?.is_none() {
+            // The device cannot run the cluster: the launched path `auto` takes without it,
+            // with the same results.
+            self.path = LifStepPath::auto(self.synapses(), false);
+        }
         if self.path == LifStepPath::EventCluster {
             self.enqueue_cluster_run(u, features, flags, steps)?;
         } else {
@@ -482,7 +497,7 @@ impl GpuLifNetwork {
             cluster,
             ..
         } = self;
-        let Some(plan) = cluster.as_ref() else {
+        let Some(Some(plan)) = cluster.as_ref() else {
             return Err(ReservoirError::invalid(
                 "LIF step path",
                 "EventCluster needs compute capability 9.0 or later, at most \
@@ -726,16 +741,23 @@ impl Reservoir for GpuLifNetwork {
         self.run_chunks(inputs, states, |_, _| {})
     }
 
-    /// On the gather path, consecutive sequences run as batches of up to
-    /// [`LIF_CHUNK_BYTES`] of flags, features and state (see [`GpuLifNetwork::run_batch`]), with
-    /// the same spikes and features bit for bit as one after another; a sequence too long for
-    /// a batch of two, and the event-driven path, run one after another.
+    /// On the gather path, and on the cluster run of a W below [`LIF_EVENT_MIN_SYNAPSES`]
+    /// (where `auto` would gather without clusters), consecutive sequences run on the gather
+    /// kernel as batches of up to [`LIF_CHUNK_BYTES`] of flags, features and state (see
+    /// [`GpuLifNetwork::run_batch`]): one launch a step for all of them, with the same spikes
+    /// and features bit for bit as one after another. A sequence too long for a batch of two,
+    /// and the other cases, run one after another on the network's path.
     fn run_many(
         &mut self,
         sequences: &[ArrayView2<f64>],
         visit: &mut SequenceVisitor<'_>,
     ) -> reservoir_core::Result<()> {
-        if self.path != LifStepPath::Gather {
+        let batches = match self.path {
+            LifStepPath::Gather => true,
+            LifStepPath::EventCluster => self.synapses() < LIF_EVENT_MIN_SYNAPSES,
+            LifStepPath::EventDriven => false,
+        };
+        if !batches {
             return run_one_by_one(self, sequences, visit);
         }
         for inputs in sequences {

@@ -81,6 +81,16 @@ fn shared_words(per_block: usize, capacity: usize) -> usize {
     per_block * (2 + 4 * capacity)
 }
 
+/// Whether a cluster run of `n` neurons may be planned on `device` (compute capability 9.0 or
+/// later with cluster launches, 0 < n ≤ [`LIF_CLUSTER_MAX_NEURONS`]), without loading the
+/// kernel; whether the cluster can be resident is the plan's to find.
+pub(crate) fn cluster_run_possible(device: &GpuDevice, n: usize) -> Result<bool> {
+    Ok(device.info().compute_capability.0 >= 9
+        && device.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH)? != 0
+        && n > 0
+        && n <= LIF_CLUSTER_MAX_NEURONS)
+}
+
 impl LifClusterPlan {
     /// A plan for a network of `n` neurons whose global inboxes hold `capacity` entries, or
     /// `None` when the device has no thread-block clusters (compute capability below 9.0),
@@ -90,13 +100,7 @@ impl LifClusterPlan {
         n: usize,
         capacity: usize,
     ) -> Result<Option<Self>> {
-        let cluster_launch =
-            device.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH)?;
-        if device.info().compute_capability.0 < 9
-            || cluster_launch == 0
-            || n == 0
-            || n > LIF_CLUSTER_MAX_NEURONS
-        {
+        if !cluster_run_possible(device, n)? {
             return Ok(None);
         }
         let function = device.kernels::<LifClusterKernels>()?.run.clone();
