@@ -1,6 +1,7 @@
 //! Sparse matrices on the device, in the layout every CSR kernel takes.
 
 use cudarc::driver::{CudaSlice, DeviceRepr};
+use rayon::prelude::*;
 use reservoir_core::{CsrMatrix, ReservoirError};
 
 use super::GpuDevice;
@@ -18,7 +19,7 @@ pub(crate) struct DeviceCsr<T> {
 
 fn to_i32(values: &[u32]) -> Result<Vec<i32>> {
     values
-        .iter()
+        .par_iter()
         .map(|&v| i32::try_from(v))
         .collect::<std::result::Result<_, _>>()
         .map_err(|_| {
@@ -49,15 +50,16 @@ impl<T> DeviceCsr<T> {
     }
 }
 
-impl<T: DeviceRepr> DeviceCsr<T> {
-    /// Uploads `matrix`, converting each value with `convert` (e.g. rounding to `f32`).
-    pub(crate) fn upload(
+impl<T: DeviceRepr + Send> DeviceCsr<T> {
+    /// Uploads `matrix`, converting each value with `convert` (e.g. rounding to `f32`); the
+    /// conversions run on rayon's threads (at 10^9 synapses one thread takes seconds).
+    pub(crate) fn upload<S: reservoir_core::real::Real>(
         device: &GpuDevice,
-        matrix: &CsrMatrix<f64>,
-        convert: impl Fn(f64) -> T,
+        matrix: &CsrMatrix<S>,
+        convert: impl Fn(S) -> T + Sync,
     ) -> Result<Self> {
         let s = device.stream();
-        let values: Vec<T> = matrix.values().iter().map(|&v| convert(v)).collect();
+        let values: Vec<T> = matrix.values().par_iter().map(|&v| convert(v)).collect();
         let (row_ptr, col_idx) = (to_i32(matrix.row_ptr())?, to_i32(matrix.col_idx())?);
         const WHAT: &str = "uploading a CSR matrix";
         Ok(Self {

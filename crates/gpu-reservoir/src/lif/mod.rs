@@ -137,7 +137,7 @@ impl GpuLifNetwork {
         let s = device.stream();
         let n = config.size();
         let input_t: Vec<f32> = weights.input().t().iter().map(|&x| x as f32).collect();
-        let outgoing = weights.outgoing()?;
+        let outgoing = weights.outgoing_f32()?;
         let cluster_possible = cluster_run_possible(device, n)?;
         let out_degree = outgoing.row_ptr().windows(2).map(|w| w[1] - w[0]).collect();
         let alloc = |len| {
@@ -149,7 +149,7 @@ impl GpuLifNetwork {
             path: LifStepPath::auto(weights.recurrent().nnz(), cluster_possible),
             recurrent: DeviceCsr::upload(device, weights.recurrent(), |v| v as f32)?,
             events: EventBuffers {
-                outgoing: DeviceCsr::upload(device, &outgoing, |v| v as f32)?,
+                outgoing: DeviceCsr::upload(device, &outgoing, |v| v)?,
                 inbox_count: s.alloc_zeros(n).context("allocating the inboxes")?,
                 inbox: s
                     .alloc_zeros(n * LIF_INBOX_CAPACITY)

@@ -323,6 +323,15 @@ impl LifWeights {
         transposed(&self.recurrent, |v| v)
     }
 
+    /// [`LifWeights::outgoing`] with its values rounded to `f32` (what the GPU steps with),
+    /// built without the `f64` copy: at 10^9 synapses that is 4 GB less to write.
+    ///
+    /// # Errors
+    /// As [`LifWeights::outgoing`].
+    pub fn outgoing_f32(&self) -> Result<CsrMatrix<f32>> {
+        transposed(&self.recurrent, |v| v as f32)
+    }
+
     /// Whether each neuron is excitatory.
     pub fn excitatory(&self) -> &[bool] {
         &self.excitatory
@@ -467,7 +476,7 @@ mod tests {
     /// Whole cycles of 64 products within the budget, at least one, at most the default 5000
     /// (which every W up to ~1.7·10^6 synapses keeps, so its weights did not change).
     /// Blocks of rows drawn on 1, 2 or 5 threads give the same W, bit for bit; each row has
-    /// its synapses from distinct other neurons, ascending.
+    /// its synapses from distinct other neurons, ascending; Wᵀ in `f32` is Wᵀ rounded.
     #[test]
     fn the_weights_do_not_depend_on_the_threads() {
         let config = crate::lif::LifParams::new()
@@ -488,6 +497,14 @@ mod tests {
         for threads in [2, 5] {
             assert_eq!(on(threads), one, "{threads} threads");
         }
+        let (f64s, f32s) = (one.outgoing().expect("Wᵀ"), one.outgoing_f32().expect("Wᵀ"));
+        assert_eq!(f32s.row_ptr(), f64s.row_ptr());
+        assert_eq!(f32s.col_idx(), f64s.col_idx());
+        assert!(f32s
+            .values()
+            .iter()
+            .zip(f64s.values())
+            .all(|(&a, &b)| a == b as f32));
         let w = one.recurrent();
         for (row, pair) in w.row_ptr().windows(2).enumerate() {
             let cols = &w.col_idx()[pair[0] as usize..pair[1] as usize];
