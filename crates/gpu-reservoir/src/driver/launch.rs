@@ -3,9 +3,10 @@
 use std::ffi::c_void;
 
 use cudarc::driver::sys::{
-    self, CUlaunchAttribute, CUlaunchAttributeID, CUlaunchAttributeValue, CUlaunchConfig,
+    self, CUdevice_attribute, CUfunction_attribute, CUlaunchAttribute, CUlaunchAttributeID,
+    CUlaunchAttributeValue, CUlaunchConfig,
 };
-use cudarc::driver::{CudaFunction, DevicePtr, LaunchConfig};
+use cudarc::driver::{result, CudaFunction, DevicePtr, LaunchConfig};
 use reservoir_core::ReservoirError;
 
 use super::GpuDevice;
@@ -99,6 +100,30 @@ impl<'a> KernelArgs<'a> {
     pub(crate) fn float(mut self, value: f32) -> Self {
         self.slots.push(u64::from(value.to_bits()));
         self
+    }
+}
+
+/// Whether `device` launches thread-block clusters (compute capability 9.0 or later with the
+/// cluster-launch attribute).
+pub(crate) fn clusters_available(device: &GpuDevice) -> Result<bool> {
+    Ok(device.info().compute_capability.0 >= 9
+        && device.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH)? != 0)
+}
+
+/// Allows `function` clusters of 16 blocks ("non-portable" sizes must be allowed explicitly)
+/// and returns the most blocks its clusters may have: 16, or the portable 8 where the driver
+/// refuses.
+pub(crate) fn allow_large_clusters(function: &CudaFunction) -> u32 {
+    // SAFETY: sets a launch attribute of a function loaded on a live context.
+    match unsafe {
+        result::function::set_function_attribute(
+            function.cu_function(),
+            CUfunction_attribute::CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED,
+            1,
+        )
+    } {
+        Ok(()) => 16,
+        Err(_) => 8,
     }
 }
 

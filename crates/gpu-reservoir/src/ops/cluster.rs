@@ -1,13 +1,14 @@
 //! Launch plan for `esn_cluster.cu`: a whole single-sequence run in one thread-block cluster,
 //! with W held on chip across the cluster's blocks (sm_90 and later).
 
-use cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute};
-use cudarc::driver::{result, CudaFunction, CudaSlice};
+use cudarc::driver::{CudaFunction, CudaSlice};
 use reservoir_core::CsrMatrix;
 use reservoir_kernels::esn_cluster;
 
 use super::esn::Update;
-use crate::driver::launch::{dim, fits, ClusterLaunch, KernelArgs};
+use crate::driver::launch::{
+    allow_large_clusters, clusters_available, dim, fits, ClusterLaunch, KernelArgs,
+};
 use crate::driver::{GpuDevice, KernelSet, LoadedModule};
 use crate::error::Result;
 
@@ -99,24 +100,11 @@ impl ClusterPlan {
     /// capability below 9.0), N exceeds [`CLUSTER_MAX_N`], or the cluster cannot be resident.
     pub(crate) fn for_matrix(device: &GpuDevice, w: &CsrMatrix<f64>) -> Result<Option<Self>> {
         let n = w.nrows();
-        let cluster_launch =
-            device.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH)?;
-        if device.info().compute_capability.0 < 9 || cluster_launch == 0 || n > CLUSTER_MAX_N {
+        if n > CLUSTER_MAX_N || !clusters_available(device)? {
             return Ok(None);
         }
         let function = device.kernels::<ClusterKernels>()?.run.clone();
-        // SAFETY: sets a launch attribute of a function loaded on this context; 16-block
-        // clusters are "non-portable" and must be allowed explicitly.
-        let max_blocks = match unsafe {
-            result::function::set_function_attribute(
-                function.cu_function(),
-                CUfunction_attribute::CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED,
-                1,
-            )
-        } {
-            Ok(()) => 16,
-            Err(_) => 8,
-        };
+        let max_blocks = allow_large_clusters(&function);
         let max_shared = device.allow_shared_memory(&function)?;
         let Some(geometry) = Geometry::choose(n, max_blocks, max_shared) else {
             return Ok(None);

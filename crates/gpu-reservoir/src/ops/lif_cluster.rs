@@ -2,14 +2,15 @@
 //! thread-block cluster (sm_90 and later), one cluster barrier per step instead of two
 //! launches: the state in registers, the inboxes in shared memory.
 
-use cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute};
-use cudarc::driver::{result, CudaFunction, CudaSlice};
+use cudarc::driver::{CudaFunction, CudaSlice};
 use reservoir_core::lif::{LifConstants, LifFeatures};
 use reservoir_kernels::lif_cluster;
 
 use super::lif::{feature_code, Neurons};
 use crate::driver::csr::DeviceCsr;
-use crate::driver::launch::{dim, fits, ClusterLaunch, KernelArgs};
+use crate::driver::launch::{
+    allow_large_clusters, clusters_available, dim, fits, ClusterLaunch, KernelArgs,
+};
 use crate::driver::{GpuDevice, KernelSet, LoadedModule};
 use crate::error::Result;
 
@@ -85,10 +86,7 @@ fn shared_words(per_block: usize, capacity: usize) -> usize {
 /// later with cluster launches, 0 < n ≤ [`LIF_CLUSTER_MAX_NEURONS`]), without loading the
 /// kernel; whether the cluster can be resident is the plan's to find.
 pub(crate) fn cluster_run_possible(device: &GpuDevice, n: usize) -> Result<bool> {
-    Ok(device.info().compute_capability.0 >= 9
-        && device.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH)? != 0
-        && n > 0
-        && n <= LIF_CLUSTER_MAX_NEURONS)
+    Ok(n > 0 && n <= LIF_CLUSTER_MAX_NEURONS && clusters_available(device)?)
 }
 
 impl LifClusterPlan {
@@ -104,18 +102,7 @@ impl LifClusterPlan {
             return Ok(None);
         }
         let function = device.kernels::<LifClusterKernels>()?.run.clone();
-        // SAFETY: sets a launch attribute of a function loaded on this context; 16-block
-        // clusters are "non-portable" and must be allowed explicitly.
-        let max_blocks = match unsafe {
-            result::function::set_function_attribute(
-                function.cu_function(),
-                CUfunction_attribute::CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED,
-                1,
-            )
-        } {
-            Ok(()) => 16,
-            Err(_) => 8,
-        };
+        let max_blocks = allow_large_clusters(&function);
         let max_words = device.allow_shared_memory(&function)? / 4;
         // A power of two of blocks: a thread per neuron where 16 blocks allow it, else up to
         // PER_THREAD; halved while the device cannot hold the cluster. Each neuron's shared
@@ -123,7 +110,7 @@ impl LifClusterPlan {
         let mut blocks = n
             .div_ceil(THREADS as usize)
             .next_power_of_two()
-            .min(max_blocks) as u32;
+            .min(max_blocks as usize) as u32;
         while blocks >= 1 && (blocks * THREADS) as usize * lif_cluster::PER_THREAD >= n {
             let per_block = n.div_ceil(blocks as usize);
             let shared_capacity = ((max_words / per_block).saturating_sub(2) / 4).min(capacity);
