@@ -298,6 +298,13 @@ fn main() -> Result<()> {
                 "N = {n}: {synapses} synapses; auto path {:?}",
                 gpu.step_path()
             );
+            let phases: Vec<String> = device
+                .startup()
+                .phases
+                .iter()
+                .map(|p| format!("{} {:.3} s", p.name, p.seconds))
+                .collect();
+            println!("  device start-up so far: {}", phases.join(", "));
             let mut paths = vec![
                 (LifStepPath::EventDriven, "GPU event-driven"),
                 (LifStepPath::Gather, "GPU gather"),

@@ -134,10 +134,12 @@ impl GpuLifNetwork {
         weights.check_fits(config)?;
         let kernels = device.kernels::<LifKernels>()?;
         let started = Instant::now();
+        let outgoing = weights.outgoing_f32()?;
+        device.record("lif Wᵀ on the host", started);
+        let started = Instant::now();
         let s = device.stream();
         let n = config.size();
         let input_t: Vec<f32> = weights.input().t().iter().map(|&x| x as f32).collect();
-        let outgoing = weights.outgoing_f32()?;
         let cluster_possible = cluster_run_possible(device, n)?;
         let out_degree = outgoing.row_ptr().windows(2).map(|w| w[1] - w[0]).collect();
         let alloc = |len| {
