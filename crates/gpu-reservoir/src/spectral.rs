@@ -108,7 +108,7 @@ pub fn spectral_radius(
         device,
         function: device.kernels::<SpectralKernels>()?.product.clone(),
         n,
-        matrix: DeviceCsr::upload(device, matrix, |v| v)?,
+        matrix: DeviceCsr::upload_exact(device, matrix)?,
         x: RefCell::new(
             stream
                 .alloc_zeros(n)

@@ -2,33 +2,21 @@
 
 use cudarc::driver::{CudaSlice, DeviceRepr};
 use rayon::prelude::*;
+use reservoir_core::real::Real;
 use reservoir_core::{CsrMatrix, ReservoirError};
 
 use super::GpuDevice;
 use crate::error::{DriverContext, Result};
 
-/// A CSR matrix on the device: `i32` row pointers and column indices, values in `T`.
+/// A CSR matrix on the device: row pointers and column indices as `u32` that every kernel
+/// reads as `int` (the upload checks that they are below 2^31), values in `T`.
 #[derive(Debug)]
 pub(crate) struct DeviceCsr<T> {
-    pub row_ptr: CudaSlice<i32>,
-    pub col_idx: CudaSlice<i32>,
+    pub row_ptr: CudaSlice<u32>,
+    pub col_idx: CudaSlice<u32>,
     pub values: CudaSlice<T>,
     /// The matrix's number of columns: every column index is below it.
     columns: usize,
-}
-
-fn to_i32(values: &[u32]) -> Result<Vec<i32>> {
-    values
-        .par_iter()
-        .map(|&v| i32::try_from(v))
-        .collect::<std::result::Result<_, _>>()
-        .map_err(|_| {
-            ReservoirError::invalid(
-                "GPU upload",
-                "a CSR matrix with more than 2^31 - 1 non-zeros",
-            )
-            .into()
-        })
 }
 
 impl<T> DeviceCsr<T> {
@@ -53,24 +41,56 @@ impl<T> DeviceCsr<T> {
 impl<T: DeviceRepr + Send> DeviceCsr<T> {
     /// Uploads `matrix`, converting each value with `convert` (e.g. rounding to `f32`); the
     /// conversions run on rayon's threads (at 10^9 synapses one thread takes seconds).
-    pub(crate) fn upload<S: reservoir_core::real::Real>(
+    pub(crate) fn upload<S: Real>(
         device: &GpuDevice,
         matrix: &CsrMatrix<S>,
         convert: impl Fn(S) -> T + Sync,
     ) -> Result<Self> {
-        let s = device.stream();
         let values: Vec<T> = matrix.values().par_iter().map(|&v| convert(v)).collect();
-        let (row_ptr, col_idx) = (to_i32(matrix.row_ptr())?, to_i32(matrix.col_idx())?);
+        Self::with_values(device, matrix, &values)
+    }
+
+    /// Uploads `matrix` as it is, without a host copy of its values.
+    pub(crate) fn upload_exact(device: &GpuDevice, matrix: &CsrMatrix<T>) -> Result<Self>
+    where
+        T: Real,
+    {
+        Self::with_values(device, matrix, matrix.values())
+    }
+
+    /// Uploads `matrix`'s structure with `values` (one per non-zero, in its order). The
+    /// indices go up as they are: a count of non-zeros and columns below 2^31 bounds every one
+    /// of them below 2^31, so the kernels' `int` reads the same numbers.
+    fn with_values<S: Real>(
+        device: &GpuDevice,
+        matrix: &CsrMatrix<S>,
+        values: &[T],
+    ) -> Result<Self> {
+        let limit = i32::MAX as usize;
+        if matrix.nnz() > limit || matrix.ncols() > limit || matrix.nrows() > limit {
+            return Err(ReservoirError::invalid(
+                "GPU upload",
+                format!(
+                    "a {} x {} CSR matrix with {} non-zeros: the kernels take at most 2^31 - 1 \
+                     of each",
+                    matrix.nrows(),
+                    matrix.ncols(),
+                    matrix.nnz()
+                ),
+            )
+            .into());
+        }
+        let s = device.stream();
         const WHAT: &str = "uploading a CSR matrix";
         Ok(Self {
             row_ptr: s
-                .clone_htod(&row_ptr)
-                .alloc_context::<i32>(WHAT, row_ptr.len())?,
+                .clone_htod(matrix.row_ptr())
+                .alloc_context::<u32>(WHAT, matrix.row_ptr().len())?,
             col_idx: s
-                .clone_htod(&col_idx)
-                .alloc_context::<i32>(WHAT, col_idx.len())?,
+                .clone_htod(matrix.col_idx())
+                .alloc_context::<u32>(WHAT, matrix.nnz())?,
             values: s
-                .clone_htod(&values)
+                .clone_htod(values)
                 .alloc_context::<T>(WHAT, values.len())?,
             columns: matrix.ncols(),
         })

@@ -151,7 +151,7 @@ impl GpuLifNetwork {
             path: LifStepPath::auto(weights.recurrent().nnz(), cluster_possible),
             recurrent: DeviceCsr::upload(device, weights.recurrent(), |v| v as f32)?,
             events: EventBuffers {
-                outgoing: DeviceCsr::upload(device, &outgoing, |v| v)?,
+                outgoing: DeviceCsr::upload_exact(device, &outgoing)?,
                 inbox_count: s.alloc_zeros(n).context("allocating the inboxes")?,
                 inbox: s
                     .alloc_zeros(n * LIF_INBOX_CAPACITY)
