@@ -261,6 +261,28 @@ pub mod lif_cluster {
     };
 }
 
+/// `csr.cu`: the transpose of a CSR matrix on the device (CPU reference:
+/// `reservoir_core::lif::LifWeights::outgoing_f32`).
+pub mod csr {
+    use super::Module;
+
+    /// Counts each column's entries.
+    pub const COLUMN_COUNTS: &str = "csr_column_counts";
+    /// Drops every entry into its column's row of the transpose, in any order.
+    pub const SCATTER_TRANSPOSE: &str = "csr_scatter_transpose";
+    /// Sorts each row of the transpose by column.
+    pub const SORT_ROWS: &str = "csr_sort_rows";
+    /// Most entries of a row [`SORT_ROWS`] sorts (`CSR_SORT_CAPACITY`).
+    pub const SORT_CAPACITY: usize = 4096;
+
+    /// The module.
+    pub const MODULE: Module = Module {
+        name: "csr.cu",
+        source: include_str!("../csr.cu"),
+        entry_points: &[COLUMN_COUNTS, SCATTER_TRANSPOSE, SORT_ROWS],
+    };
+}
+
 /// Every module, for tests and tools that go over all of them.
 pub const MODULES: &[Module] = &[
     esn::MODULE,
@@ -273,6 +295,7 @@ pub const MODULES: &[Module] = &[
     detection::MODULE,
     lif::MODULE,
     lif_cluster::MODULE,
+    csr::MODULE,
 ];
 
 #[cfg(test)]
@@ -301,6 +324,12 @@ mod tests {
             lif_cluster::PER_THREAD
         );
         assert!(lif_cluster::MODULE.source.contains(&define));
+    }
+
+    #[test]
+    fn the_transpose_sorts_rows_as_long_as_rust_plans() {
+        let define = format!("#define CSR_SORT_CAPACITY {}\n", csr::SORT_CAPACITY);
+        assert!(csr::MODULE.source.contains(&define));
     }
 
     #[test]

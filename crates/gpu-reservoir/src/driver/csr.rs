@@ -20,9 +20,30 @@ pub(crate) struct DeviceCsr<T> {
 }
 
 impl<T> DeviceCsr<T> {
+    /// A matrix built on the device: `row_ptr` (rows + 1), `col_idx` and `values` (one per
+    /// non-zero), every column index below `columns`.
+    pub(crate) fn from_device(
+        row_ptr: CudaSlice<u32>,
+        col_idx: CudaSlice<u32>,
+        values: CudaSlice<T>,
+        columns: usize,
+    ) -> Self {
+        Self {
+            row_ptr,
+            col_idx,
+            values,
+            columns,
+        }
+    }
+
     /// Number of rows.
     pub(crate) fn rows(&self) -> usize {
         self.row_ptr.len().saturating_sub(1)
+    }
+
+    /// Number of columns (every column index is below it).
+    pub(crate) fn columns(&self) -> usize {
+        self.columns
     }
 
     /// An error unless every column index is below `columns` (recorded at upload).

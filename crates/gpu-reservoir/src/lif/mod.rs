@@ -42,6 +42,7 @@ use crate::ops::lif::{
     deliver, event_step, gather_step, Inboxes, LifKernels, NeuronUpdate, Neurons, SpikeList,
 };
 use crate::ops::lif_cluster::{cluster_run_possible, LifClusterPlan, LifClusterRun};
+use crate::ops::transpose::transposed_on_device;
 
 mod batch;
 mod path;
@@ -124,7 +125,8 @@ impl GpuLifNetwork {
         Self::from_weights(config, LifWeights::generate(config)?, device)
     }
 
-    /// Uploads existing weights to `device`: W (for the gather) and Wᵀ (for the events), on
+    /// Uploads existing weights to `device`: W (for the gather), and Wᵀ (for the events)
+    /// built from it on the device (on the host where a neuron has more than 4096 targets), on
     /// the path [`LifStepPath::auto`] picks for them.
     pub fn from_weights(
         config: &LifConfig,
@@ -134,14 +136,21 @@ impl GpuLifNetwork {
         weights.check_fits(config)?;
         let kernels = device.kernels::<LifKernels>()?;
         let started = Instant::now();
-        let outgoing = weights.outgoing_f32()?;
-        device.record("lif Wᵀ on the host", started);
-        let started = Instant::now();
         let s = device.stream();
         let n = config.size();
+        let recurrent = DeviceCsr::upload(device, weights.recurrent(), |v| v as f32)?;
+        let (outgoing, out_degree) = match transposed_on_device(device, &recurrent)? {
+            Some(transposed) => transposed,
+            None => {
+                let on_host = Instant::now();
+                let outgoing = weights.outgoing_f32()?;
+                device.record("lif Wᵀ on the host", on_host);
+                let out_degree = outgoing.row_ptr().windows(2).map(|w| w[1] - w[0]).collect();
+                (DeviceCsr::upload_exact(device, &outgoing)?, out_degree)
+            }
+        };
         let input_t: Vec<f32> = weights.input().t().iter().map(|&x| x as f32).collect();
         let cluster_possible = cluster_run_possible(device, n)?;
-        let out_degree = outgoing.row_ptr().windows(2).map(|w| w[1] - w[0]).collect();
         let alloc = |len| {
             s.alloc_zeros::<u32>(len)
                 .context("allocating the spike lists")
@@ -149,9 +158,9 @@ impl GpuLifNetwork {
         let network = Self {
             kernels,
             path: LifStepPath::auto(weights.recurrent().nnz(), cluster_possible),
-            recurrent: DeviceCsr::upload(device, weights.recurrent(), |v| v as f32)?,
+            recurrent,
             events: EventBuffers {
-                outgoing: DeviceCsr::upload_exact(device, &outgoing)?,
+                outgoing,
                 inbox_count: s.alloc_zeros(n).context("allocating the inboxes")?,
                 inbox: s
                     .alloc_zeros(n * LIF_INBOX_CAPACITY)

@@ -9,3 +9,4 @@ pub(crate) mod lif;
 pub(crate) mod lif_cluster;
 pub(crate) mod persistent;
 pub(crate) mod ridge;
+pub(crate) mod transpose;

@@ -1,0 +1,202 @@
+//! Launches of `csr.cu`: the transpose of a CSR matrix built on the device (Wᵀ for the LIF
+//! network's event-driven delivery), the same as the CPU's `LifWeights::outgoing_f32`.
+
+use cudarc::driver::{CudaFunction, LaunchConfig, PushKernelArg};
+use reservoir_kernels::csr;
+
+use crate::driver::csr::DeviceCsr;
+use crate::driver::launch::{dim, BLOCK_THREADS};
+use crate::driver::{GpuDevice, KernelSet, LoadedModule};
+use crate::error::{DriverContext, Result};
+
+/// The kernels of `csr.cu`.
+#[derive(Debug)]
+pub(crate) struct CsrKernels {
+    column_counts: CudaFunction,
+    scatter: CudaFunction,
+    sort_rows: CudaFunction,
+}
+
+impl KernelSet for CsrKernels {
+    const MODULE: reservoir_kernels::Module = csr::MODULE;
+    fn load(module: &LoadedModule) -> Result<Self> {
+        Ok(Self {
+            column_counts: module.function(csr::COLUMN_COUNTS)?,
+            scatter: module.function(csr::SCATTER_TRANSPOSE)?,
+            sort_rows: module.function(csr::SORT_ROWS)?,
+        })
+    }
+}
+
+/// Blocks per multiprocessor of the grid-stride launches.
+const BLOCKS_PER_SM: u32 = 8;
+
+/// `matrix`ᵀ built on the device, with the count of each of `matrix`'s columns (the
+/// transpose's row lengths); `None` when the matrix is empty or a column has more than
+/// [`csr::SORT_CAPACITY`] entries (the caller then transposes on the host). Row j of the result lists the rows that
+/// hold column j, ascending, with their values: what the CPU's transpose gives, bit for bit.
+///
+/// # Errors
+/// A driver error, or a device out of memory for the transpose.
+pub(crate) fn transposed_on_device(
+    device: &GpuDevice,
+    matrix: &DeviceCsr<f32>,
+) -> Result<Option<(DeviceCsr<f32>, Vec<u32>)>> {
+    const WHAT: &str = "transposing a CSR matrix on the device";
+    let kernels = device.kernels::<CsrKernels>()?;
+    let s = device.stream();
+    let (rows, columns, nnz) = (matrix.rows(), matrix.columns(), matrix.values.len());
+    if nnz == 0 {
+        return Ok(None);
+    }
+    let grid = |items: usize| -> u32 {
+        let most = device.info().multiprocessors.max(1) as u32 * BLOCKS_PER_SM;
+        (items.div_ceil(BLOCK_THREADS as usize).max(1) as u64).min(most as u64) as u32
+    };
+    let config = |blocks: u32| LaunchConfig {
+        grid_dim: (blocks, 1, 1),
+        block_dim: (BLOCK_THREADS, 1, 1),
+        shared_mem_bytes: 0,
+    };
+
+    let mut counts = s
+        .alloc_zeros::<u32>(columns)
+        .alloc_context::<u32>(WHAT, columns)?;
+    let nnz_arg = nnz as i64;
+    let mut launch = s.launch_builder(&kernels.column_counts);
+    launch.arg(&matrix.col_idx).arg(&nnz_arg).arg(&mut counts);
+    // SAFETY: col_idx holds nnz indices, each below `columns` (the upload's matrix), and
+    // counts holds `columns` zeros.
+    unsafe { launch.launch(config(grid(nnz))) }.context("launching csr_column_counts")?;
+    let counts = s.clone_dtoh(&counts).context(WHAT)?;
+    if counts
+        .iter()
+        .any(|&count| count as usize > csr::SORT_CAPACITY)
+    {
+        return Ok(None);
+    }
+    // The transpose's row pointers: nnz < 2^31 (checked at upload) bounds every partial sum.
+    let mut row_ptr = Vec::with_capacity(columns + 1);
+    row_ptr.push(0u32);
+    let mut total = 0u32;
+    for &count in &counts {
+        total += count;
+        row_ptr.push(total);
+    }
+    let t_row_ptr = s
+        .clone_htod(&row_ptr)
+        .alloc_context::<u32>(WHAT, row_ptr.len())?;
+    let mut cursor = s
+        .clone_htod(&row_ptr)
+        .alloc_context::<u32>(WHAT, row_ptr.len())?;
+    let mut t_col_idx = s.alloc_zeros::<u32>(nnz).alloc_context::<u32>(WHAT, nnz)?;
+    let mut t_values = s.alloc_zeros::<f32>(nnz).alloc_context::<f32>(WHAT, nnz)?;
+
+    let rows_arg = dim(rows, WHAT)?;
+    let mut launch = s.launch_builder(&kernels.scatter);
+    launch
+        .arg(&matrix.row_ptr)
+        .arg(&matrix.col_idx)
+        .arg(&matrix.values)
+        .arg(&rows_arg)
+        .arg(&mut cursor)
+        .arg(&mut t_col_idx)
+        .arg(&mut t_values);
+    // SAFETY: the matrix's rows + 1 row pointers bound its nnz entries; cursor[j] runs from
+    // the transpose's row_ptr[j] over exactly column j's count of slots, all below nnz, which
+    // t_col_idx and t_values hold.
+    unsafe { launch.launch(config(grid(rows.saturating_mul(32)))) }
+        .context("launching csr_scatter_transpose")?;
+
+    let columns_arg = dim(columns, WHAT)?;
+    let mut launch = s.launch_builder(&kernels.sort_rows);
+    launch
+        .arg(&t_row_ptr)
+        .arg(&columns_arg)
+        .arg(&mut t_col_idx)
+        .arg(&mut t_values);
+    // SAFETY: the transpose has `columns` rows of at most SORT_CAPACITY entries (checked
+    // above), within its nnz values; the kernel's shared memory is static.
+    unsafe { launch.launch(config(grid(columns.saturating_mul(BLOCK_THREADS as usize)))) }
+        .context("launching csr_sort_rows")?;
+
+    let transposed = DeviceCsr::from_device(t_row_ptr, t_col_idx, t_values, rows);
+    Ok(Some((transposed, counts)))
+}
+
+#[cfg(test)]
+mod tests {
+    use ndarray::Array2;
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+    use reservoir_core::CsrMatrix;
+
+    use super::*;
+
+    /// GPU 0, or `None` with the reason printed (a failure with `RESERVOIR_REQUIRE_GPU=1`).
+    fn gpu() -> Option<GpuDevice> {
+        match GpuDevice::shared(0) {
+            Ok(device) => Some(device),
+            Err(e) => {
+                let required = std::env::var("RESERVOIR_REQUIRE_GPU").is_ok_and(|v| v == "1");
+                assert!(!required, "RESERVOIR_REQUIRE_GPU=1 but no usable GPU: {e}");
+                eprintln!("skipping GPU test: {e}");
+                None
+            }
+        }
+    }
+
+    /// The device transpose against the CSR of the dense transpose, on fresh random matrices:
+    /// empty rows and columns, rows of 1, of a power of two and of the sort's whole capacity,
+    /// non-square shapes; a column longer than the capacity is left to the host.
+    #[test]
+    fn the_device_transpose_is_the_transpose() {
+        let Some(device) = gpu() else { return };
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        eprintln!("the_device_transpose_is_the_transpose: seed {seed}");
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let capacity = csr::SORT_CAPACITY;
+        // (rows, columns, density, rows that also hold column 0)
+        for (rows, columns, density, full_column) in [
+            (1, 1, 1.0, 0),
+            (7, 3, 0.5, 0),
+            (300, 9000, 0.002, 0),
+            (2000, 1500, 0.05, 1024),
+            (capacity, 700, 0.01, capacity),
+            (capacity + 1, 50, 0.02, capacity + 1),
+        ] {
+            let dense = Array2::from_shape_fn((rows, columns), |(i, j)| {
+                if (j == 0 && i < full_column) || rng.random_bool(density) {
+                    rng.random_range(-1.0f64..1.0)
+                } else {
+                    0.0
+                }
+            });
+            let w = CsrMatrix::from_dense(&dense).expect("a CSR matrix");
+            let on_device = DeviceCsr::upload(&device, &w, |v| v as f32).expect("an upload");
+            let result = transposed_on_device(&device, &on_device).expect("a transpose");
+            let Some((t, counts)) = result else {
+                assert!(
+                    full_column > capacity,
+                    "{rows} x {columns}: left to the host"
+                );
+                continue;
+            };
+            assert!(full_column <= capacity, "{rows} x {columns}: not refused");
+            let expected = CsrMatrix::from_dense(&dense.t().to_owned()).expect("Wᵀ");
+            let s = device.stream();
+            let row_ptr = s.clone_dtoh(&t.row_ptr).expect("row pointers");
+            let col_idx = s.clone_dtoh(&t.col_idx).expect("columns");
+            let values = s.clone_dtoh(&t.values).expect("values");
+            assert_eq!(row_ptr, expected.row_ptr(), "{rows} x {columns}");
+            assert_eq!(col_idx, expected.col_idx(), "{rows} x {columns}");
+            let rounded: Vec<f32> = expected.values().iter().map(|&v| v as f32).collect();
+            assert_eq!(values, rounded, "{rows} x {columns}");
+            let lengths: Vec<u32> = row_ptr.windows(2).map(|p| p[1] - p[0]).collect();
+            assert_eq!(counts, lengths);
+            assert_eq!(t.columns(), rows);
+        }
+    }
+}
