@@ -40,6 +40,7 @@ const BUILT_BY: &[(&str, &str)] = &[
     ("encoding.cu", "gpu_reservoir::encoding::rate_sequence"),
     ("detection.cu", "gpu_reservoir::detection::scores"),
     ("lif.cu", "GpuLifNetwork, on the gather and event-driven paths"),
+    ("csr.cu", "GpuLifNetwork's upload (Wᵀ built on the device)"),
     (
         "lif_cluster.cu",
         "GpuLifNetwork on the EventCluster path, where the device has thread-block clusters (sm_90+)",
@@ -145,7 +146,8 @@ fn every_public_gpu_object_builds_and_runs_once_on_this_device() {
         assert_eq!(lengths, [12, 7], "{math:?}");
     }
 
-    // lif.cu on its two paths, and lif_cluster.cu where the device has clusters.
+    // lif.cu on its two paths (csr.cu builds Wᵀ for them), and lif_cluster.cu where the
+    // device has clusters.
     let lif = LifParams::new()
         .size(50)
         .input_size(2)
