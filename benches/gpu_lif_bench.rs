@@ -12,7 +12,9 @@
 //! last timed run. The paths run the same trajectory from rest (same weights, inputs and
 //! number of runs, bit-identical steps), so their last runs hold the same spikes and synaptic
 //! events: the benchmark checks that and exits with an error otherwise. Start-up (context,
-//! NVRTC, weight generation, the CPU network's Wᵀ, the GPU upload) is reported separately.
+//! NVRTC, weight generation on the CPU and with the spectral estimate's products on the GPU,
+//! checked to be the same weights, the CPU network's Wᵀ, the GPU upload) is reported
+//! separately.
 //!
 //! Input: one channel driving 10 % of the neurons (the default config), a level uniform on
 //! [0.3, 1) held for 10 ms, then the next: the default regime (bias 0.9, ρ = 2), which fires
@@ -206,6 +208,8 @@ struct Startup {
     n: usize,
     synapses: usize,
     generate_s: f64,
+    /// `GpuLifNetwork::generate_weights` (the same weights, checked), when there is a GPU.
+    gpu_generate_s: Option<f64>,
     spectral_products: usize,
     /// The CPU network's construction, unless `--gpu-only`.
     cpu_build_s: Option<f64>,
@@ -283,7 +287,16 @@ fn main() -> Result<()> {
         }
         let mut timings = Vec::new();
         let mut gpu_startup = None;
+        let mut gpu_generate_s = None;
         if let Some((device, _, _)) = &gpu_device {
+            let t = Instant::now();
+            let with_gpu = GpuLifNetwork::generate_weights(&config, device)?;
+            gpu_generate_s = Some(t.elapsed().as_secs_f64());
+            if with_gpu != weights {
+                let message = format!("N = {n}: the weights with the GPU estimate differ");
+                return Err(ReservoirError::numerical("gpu_lif_bench", message).into());
+            }
+            drop(with_gpu);
             let t = Instant::now();
             let mut gpu = GpuLifNetwork::from_weights(&config, weights, device)?;
             device
@@ -378,6 +391,7 @@ fn main() -> Result<()> {
             n,
             synapses,
             generate_s,
+            gpu_generate_s,
             spectral_products: spectral_products(synapses),
             cpu_build_s,
             gpu: gpu_startup,
@@ -426,8 +440,8 @@ fn main() -> Result<()> {
         "\nCPU: {} threads available, the CPU network steps on one",
         std::thread::available_parallelism().map_or(1, |n| n.get())
     );
-    println!("\n| N | synapses | weights (generate) | spectral budget (products) | CPU network (Wᵀ) | GPU upload (W, Wᵀ) | host W + Wᵀ | device bytes |");
-    println!("|---|---|---|---|---|---|---|---|");
+    println!("\n| N | synapses | weights (generate) | weights (GPU estimate) | spectral budget (products) | CPU network (Wᵀ) | GPU upload (W, Wᵀ) | host W + Wᵀ | device bytes |");
+    println!("|---|---|---|---|---|---|---|---|---|");
     for s in &startups {
         let (upload, device_bytes) = match s.gpu {
             Some((seconds, bytes)) => (
@@ -439,8 +453,11 @@ fn main() -> Result<()> {
         let cpu_build = s
             .cpu_build_s
             .map_or_else(|| "—".to_string(), |seconds| format!("{seconds:.2} s"));
+        let gpu_generate = s
+            .gpu_generate_s
+            .map_or_else(|| "—".to_string(), |seconds| format!("{seconds:.2} s"));
         println!(
-            "| {} | {} | {:.2} s | {} | {cpu_build} | {upload} | {:.2} GB | {device_bytes} |",
+            "| {} | {} | {:.2} s | {gpu_generate} | {} | {cpu_build} | {upload} | {:.2} GB | {device_bytes} |",
             s.n,
             s.synapses,
             s.generate_s,

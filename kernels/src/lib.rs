@@ -175,7 +175,7 @@ pub mod ridge {
 pub mod spectral {
     use super::Module;
 
-    /// `y = W·x` in f64 (CSR, a warp per row).
+    /// `y = W·x` in f64 (CSR, a thread per row, summed in the CPU's order).
     pub const CSR_PRODUCT_F64: &str = "csr_matvec_f64";
 
     /// The module.

@@ -50,7 +50,7 @@ pub use esn::{
 pub use lanes::{GpuLaneRunner, LANE_GROUP};
 pub use lif::{
     GpuLifNetwork, LifStepPath, ShardedLifNetwork, LIF_CHUNK_BYTES, LIF_CHUNK_STEPS,
-    LIF_EVENT_MIN_SYNAPSES, LIF_INBOX_CAPACITY,
+    LIF_EVENT_MIN_SYNAPSES, LIF_GPU_ESTIMATE_SYNAPSES, LIF_INBOX_CAPACITY,
 };
 pub use multi_gpu::MultiGpuLaneRunner;
 pub use ops::cluster::CLUSTER_MAX_N;

@@ -10,7 +10,7 @@ use reservoir_core::{CsrMatrix, ReservoirError};
 use reservoir_kernels::spectral;
 
 use crate::driver::csr::DeviceCsr;
-use crate::driver::launch::{dim, warp_per_row};
+use crate::driver::launch::{dim, per_item};
 use crate::driver::{GpuDevice, KernelSet, LoadedModule};
 use crate::error::{DriverContext, GpuError, Result};
 
@@ -60,8 +60,8 @@ impl GpuCsrOperator<'_> {
             .arg(&mut *dy)
             .arg(&n);
         // SAFETY: row_ptr has n+1 entries ending at len(col_idx) = len(values); every column
-        // index < n = len(x); y has n entries; a warp per row, guarded.
-        unsafe { launch.launch(warp_per_row(self.n)?) }.context("launching csr_matvec_f64")?;
+        // index < n = len(x); y has n entries; a thread per row, guarded.
+        unsafe { launch.launch(per_item(self.n)?) }.context("launching csr_matvec_f64")?;
         stream
             .memcpy_dtoh(&*dy, y)
             .context("downloading a power-iteration vector")?;
@@ -88,7 +88,8 @@ impl LinearOperator for GpuCsrOperator<'_> {
 
 /// The spectral radius of a square matrix, by `reservoir-core`'s algorithm (power steps and a
 /// restarted Arnoldi process, see `reservoir_core::spectral`) with every matrix-vector product
-/// computed on the GPU in `f64`. Agrees with the CPU estimate to rounding.
+/// computed on the GPU in `f64`, each row summed in the CPU's order: the same estimate as
+/// [`CsrMatrix::spectral_radius`], bit for bit.
 pub fn spectral_radius(
     device: &GpuDevice,
     matrix: &CsrMatrix<f64>,

@@ -4,11 +4,11 @@
 mod common;
 
 use common::{fresh_seed, gpu};
-use gpu_reservoir::GpuLifNetwork;
+use gpu_reservoir::{GpuLifNetwork, LIF_GPU_ESTIMATE_SYNAPSES};
 use ndarray::Array2;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use reservoir_core::lif::{LifFeatures, LifInputMode, LifNetwork, LifParams};
+use reservoir_core::lif::{LifFeatures, LifInputMode, LifNetwork, LifParams, LifWeights};
 use reservoir_core::Reservoir;
 
 #[test]
@@ -87,6 +87,28 @@ fn spike_trains_and_features_are_identical_over_1000_steps() {
             cpu.run(more.view()).expect("cpu"),
             "case {case}: after reset"
         );
+    }
+}
+
+/// Weights drawn with the spectral estimate's products on the GPU are the CPU's bit for bit:
+/// one W whose estimate converges within the default 5000 products, one that stops at its
+/// budget (above ~1.7·10^6 synapses), both past the size from which the GPU estimates.
+#[test]
+fn weights_with_the_gpu_estimate_are_the_cpus() {
+    let Some(device) = gpu() else { return };
+    let mut rng = ChaCha8Rng::seed_from_u64(fresh_seed("lif_gpu_estimate"));
+    for (size, connection_prob) in [(12_000, 0.01), (20_000, 0.01)] {
+        let config = LifParams::new()
+            .size(size)
+            .connection_prob(connection_prob)
+            .spectral_radius(rng.random_range(0.5..2.0))
+            .seed(rng.random())
+            .check()
+            .expect("config");
+        let on_cpu = LifWeights::generate(&config).expect("CPU weights");
+        assert!(on_cpu.recurrent().nnz() >= LIF_GPU_ESTIMATE_SYNAPSES);
+        let with_gpu = GpuLifNetwork::generate_weights(&config, &device).expect("GPU weights");
+        assert!(with_gpu == on_cpu, "N = {size}: the weights differ");
     }
 }
 

@@ -37,7 +37,7 @@ use reservoir_core::{Reservoir, ReservoirError};
 
 use crate::driver::csr::DeviceCsr;
 use crate::driver::GpuDevice;
-use crate::error::{DriverContext, Result};
+use crate::error::{DriverContext, GpuError, Result};
 use crate::ops::lif::{
     deliver, event_step, gather_step, Inboxes, LifKernels, NeuronUpdate, Neurons, SpikeList,
 };
@@ -50,6 +50,11 @@ mod sharded;
 
 pub use path::{LifStepPath, LIF_EVENT_MIN_SYNAPSES};
 pub use sharded::ShardedLifNetwork;
+
+/// Synapses from which [`GpuLifNetwork::generate_weights`] runs the spectral estimate's
+/// products on the GPU: below, a product on the CPU's cores takes about as long as the GPU's
+/// copies of x and y around its kernel.
+pub const LIF_GPU_ESTIMATE_SYNAPSES: usize = 1 << 20;
 
 /// Most steps per chunk: the inputs, features and spike flags of a chunk live on the device
 /// together and are copied back once per chunk.
@@ -120,9 +125,30 @@ pub struct GpuLifNetwork {
 }
 
 impl GpuLifNetwork {
-    /// Generates the weights for `config` (as the CPU network does) and uploads them.
+    /// Generates the weights for `config` (the CPU network's, see
+    /// [`GpuLifNetwork::generate_weights`]) and uploads them.
     pub fn new_shared(config: &LifConfig, device: &GpuDevice) -> Result<Self> {
-        Self::from_weights(config, LifWeights::generate(config)?, device)
+        Self::from_weights(config, Self::generate_weights(config, device)?, device)
+    }
+
+    /// [`LifWeights::generate`], with the products of W's spectral-radius estimate on
+    /// `device` from [`LIF_GPU_ESTIMATE_SYNAPSES`] synapses on: the same weights bit for bit
+    /// (each product sums its rows in the CPU's order, see [`crate::spectral`]), where the
+    /// estimate is most of the CPU's time. Where W does not fit on the device beside what it
+    /// holds, the CPU estimates.
+    ///
+    /// # Errors
+    /// As [`LifWeights::generate`], and a driver error of the estimate.
+    pub fn generate_weights(config: &LifConfig, device: &GpuDevice) -> Result<LifWeights> {
+        Ok(LifWeights::generate_with(config, |w, options| {
+            if w.nnz() < LIF_GPU_ESTIMATE_SYNAPSES {
+                return w.spectral_radius(options);
+            }
+            match crate::spectral::spectral_radius(device, w, options) {
+                Err(GpuError::OutOfMemory { .. }) => w.spectral_radius(options),
+                estimate => Ok(estimate?),
+            }
+        })?)
     }
 
     /// Uploads existing weights to `device`: W (for the gather), and Wᵀ (for the events)

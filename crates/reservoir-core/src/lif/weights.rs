@@ -12,7 +12,7 @@ use crate::error::{ReservoirError, Result};
 use crate::memory::{bytes_of, ensure_available, try_with_capacity};
 use crate::random::SortedSampler;
 use crate::sparse::CsrMatrix;
-use crate::spectral::SpectralOptions;
+use crate::spectral::{SpectralEstimate, SpectralOptions};
 
 /// ChaCha stream of the recurrent structure and magnitudes (crate streams are below 100).
 pub const STREAM_RECURRENT: u64 = 100;
@@ -124,13 +124,27 @@ impl LifWeights {
     /// or did not converge within the default 5000 products (small W only: larger ones stop
     /// at their budget by design).
     pub fn generate(config: &LifConfig) -> Result<Self> {
+        Self::generate_with(config, |w, options| w.spectral_radius(options))
+    }
+
+    /// [`LifWeights::generate`] with the spectral-radius estimate of W left to `estimate`,
+    /// called with W and the options `generate` uses (e.g. the same algorithm with its
+    /// products on a GPU). An estimate whose products sum every row as [`crate::real`]'s
+    /// kernels do gives the same weights, bit for bit.
+    ///
+    /// # Errors
+    /// As [`LifWeights::generate`], and `estimate`'s errors.
+    pub fn generate_with(
+        config: &LifConfig,
+        estimate: impl FnOnce(&CsrMatrix<f64>, &SpectralOptions) -> Result<SpectralEstimate>,
+    ) -> Result<Self> {
         let n = config.size();
         let n_exc = ((config.excitatory_fraction() * n as f64).round() as usize).min(n);
         let excitatory: Vec<bool> = (0..n).map(|j| j < n_exc).collect();
         let recurrent = if config.spectral_radius() == 0.0 || n == 1 {
             CsrMatrix::from_parts(n, n, vec![0; n + 1], Vec::new(), Vec::new())?
         } else {
-            Self::scaled_recurrent(config, n_exc)?
+            Self::scaled_recurrent(config, n_exc, estimate)?
         };
         let mut stream = rng(config.seed(), STREAM_INPUT);
         let mut input = Array2::zeros((n, config.input_size()));
@@ -144,7 +158,11 @@ impl LifWeights {
         Self::from_parts(recurrent, input, excitatory)
     }
 
-    fn scaled_recurrent(config: &LifConfig, n_exc: usize) -> Result<CsrMatrix<f64>> {
+    fn scaled_recurrent(
+        config: &LifConfig,
+        n_exc: usize,
+        estimate: impl FnOnce(&CsrMatrix<f64>, &SpectralOptions) -> Result<SpectralEstimate>,
+    ) -> Result<CsrMatrix<f64>> {
         let n = config.size();
         let n_inh = n - n_exc;
         let gain = if n_exc > 0 && n_inh > 0 {
@@ -209,7 +227,7 @@ impl LifWeights {
             ..SpectralOptions::default()
         };
         let budgeted = options.max_matvecs < SpectralOptions::default().max_matvecs;
-        let estimate = w.spectral_radius(&options)?;
+        let estimate = estimate(&w, &options)?;
         if !(estimate.converged || budgeted) || estimate.radius <= f64::EPSILON {
             return Err(ReservoirError::numerical(
                 "LIF spectral radius",
