@@ -280,9 +280,9 @@ impl LifWeights {
         }
         let wrong_sign = recurrent
             .col_idx()
-            .iter()
+            .par_iter()
             .zip(recurrent.values())
-            .find(|&(&j, &w)| {
+            .find_first(|&(&j, &w)| {
                 if excitatory[j as usize] {
                     w < 0.0
                 } else {
