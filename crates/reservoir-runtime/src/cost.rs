@@ -9,6 +9,7 @@
 //! fast.
 
 use ndarray::Array2;
+use reservoir_core::lif::{input_fan_in, synapses_per_neuron, LifConfig};
 use reservoir_core::sparse::CsrMatrix;
 
 /// What a job asks of one reservoir.
@@ -44,6 +45,22 @@ pub(crate) struct Shape {
 }
 
 impl Shape {
+    /// The shape of the LIF network `config` draws (see `LifWeights::generate`).
+    pub(crate) fn of_lif(config: &LifConfig) -> Self {
+        let n = config.size();
+        let empty = config.spectral_radius() == 0.0 || n == 1;
+        Self {
+            size: n,
+            nonzeros: if empty {
+                0
+            } else {
+                n * synapses_per_neuron(config)
+            },
+            input_nonzeros: config.input_size() * input_fan_in(config),
+            lanes: 1,
+        }
+    }
+
     /// The shape of one reservoir with recurrent weights `recurrent` (N × N) and input weights
     /// `input` (N × K).
     pub(crate) fn of_weights(recurrent: &CsrMatrix<f64>, input: &Array2<f64>) -> Self {

@@ -274,6 +274,21 @@ impl Dispatch {
         })
     }
 
+    /// The LIF reservoir of `config` on the weights drawn from its seed (`LifWeights::generate`;
+    /// on a GPU, `GpuLifNetwork::generate_weights`: the same weights, their spectral estimate
+    /// there), for a job of `work`.
+    ///
+    /// # Errors
+    /// As [`Dispatch::echo_state`].
+    pub fn lif_drawn(&mut self, config: &LifConfig, work: Workload) -> Result<Box<dyn Reservoir>> {
+        Ok(
+            match self.gpu_for("lif", Ok(()), Shape::of_lif(config), work)? {
+                Some(device) => Box::new(GpuLifNetwork::new_shared(config, &device)?),
+                None => Box::new(LifNetwork::new(config)?),
+            },
+        )
+    }
+
     /// The runner of a sweep's `lanes` lanes around `base`, each run over `work`.
     ///
     /// # Errors

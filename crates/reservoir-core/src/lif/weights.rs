@@ -63,11 +63,21 @@ pub const SPECTRAL_BUDGET: usize = 1 << 33;
 /// input weights.
 pub fn synapse_bytes(config: &LifConfig) -> u64 {
     let n = config.size();
-    let per_row = ((config.connection_prob() * n.saturating_sub(1) as f64).round() as usize)
-        .clamp(1, n.saturating_sub(1).max(1));
-    bytes_of(n, per_row)
+    bytes_of(n, synapses_per_neuron(config))
         .saturating_mul(36)
         .saturating_add(bytes_of(n, config.input_size()).saturating_mul(8))
+}
+
+/// Synapses each neuron receives in a non-empty W: `round(connection_prob·(N − 1))`, at least 1.
+pub fn synapses_per_neuron(config: &LifConfig) -> usize {
+    let others = config.size().saturating_sub(1);
+    ((config.connection_prob() * others as f64).round() as usize).clamp(1, others.max(1))
+}
+
+/// Neurons each input channel reaches: `round(input_connectivity·N)`, at least 1.
+pub fn input_fan_in(config: &LifConfig) -> usize {
+    let n = config.size();
+    ((config.input_connectivity() * n as f64).round() as usize).clamp(1, n.max(1))
 }
 
 /// The products the spectral-radius estimate of a W with `synapses` non-zeros may use: whole
@@ -148,7 +158,7 @@ impl LifWeights {
         };
         let mut stream = rng(config.seed(), STREAM_INPUT);
         let mut input = Array2::zeros((n, config.input_size()));
-        let fan_in = ((config.input_connectivity() * n as f64).round() as usize).clamp(1, n);
+        let fan_in = input_fan_in(config);
         let mut units = SortedSampler::new(n)?;
         for channel in 0..config.input_size() {
             for &unit in units.sample(&mut stream, fan_in)? {
@@ -170,8 +180,7 @@ impl LifWeights {
         } else {
             1.0
         };
-        let per_row =
-            ((config.connection_prob() * (n - 1) as f64).round() as usize).clamp(1, n - 1);
+        let per_row = synapses_per_neuron(config);
         let nnz = n
             .checked_mul(per_row)
             .filter(|&nnz| nnz <= u32::MAX as usize)

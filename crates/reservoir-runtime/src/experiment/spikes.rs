@@ -4,7 +4,7 @@
 use std::time::Instant;
 
 use reservoir_core::detection::{DetectorOptions, PatternDetector};
-use reservoir_core::lif::{synapse_bytes, LifConfig, LifWeights};
+use reservoir_core::lif::{synapse_bytes, LifConfig};
 use reservoir_core::memory::bytes_of;
 use reservoir_core::readout::ridge_bytes;
 use reservoir_core::weights::weights_bytes;
@@ -60,8 +60,7 @@ pub(super) fn run(
 
     if let Some(lif_config) = lif_config {
         let t = Instant::now();
-        let lif_weights = LifWeights::generate(&lif_config)?;
-        let mut network = dispatch.lif(&lif_config, lif_weights, options.workload())?;
+        let mut network = dispatch.lif_drawn(&lif_config, options.workload())?;
         let (_, lif_report) = classify_with_progress(
             network.as_mut(),
             &data,
