@@ -52,8 +52,8 @@ pub use path::{LifStepPath, LIF_EVENT_MIN_SYNAPSES};
 pub use sharded::ShardedLifNetwork;
 
 /// Synapses from which [`GpuLifNetwork::generate_weights`] runs the spectral estimate's
-/// products on the GPU: below, a product on the CPU's cores takes about as long as the GPU's
-/// copies of x and y around its kernel.
+/// products on the GPU: below, the CPU's products are short, and the copies of x and y around
+/// each product's kernel would be most of the GPU's time.
 pub const LIF_GPU_ESTIMATE_SYNAPSES: usize = 1 << 20;
 
 /// Most steps per chunk: the inputs, features and spike flags of a chunk live on the device

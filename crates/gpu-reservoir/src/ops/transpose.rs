@@ -33,8 +33,9 @@ const BLOCKS_PER_SM: u32 = 8;
 
 /// `matrix`ᵀ built on the device, with the count of each of `matrix`'s columns (the
 /// transpose's row lengths); `None` when the matrix is empty or a column has more than
-/// [`csr::SORT_CAPACITY`] entries (the caller then transposes on the host). Row j of the result lists the rows that
-/// hold column j, ascending, with their values: what the CPU's transpose gives, bit for bit.
+/// [`csr::SORT_CAPACITY`] entries (the caller then transposes on the host). Row j of the
+/// result lists the rows that hold column j, ascending, with their values: what the CPU's
+/// transpose gives, bit for bit.
 ///
 /// # Errors
 /// A driver error, or a device out of memory for the transpose.
