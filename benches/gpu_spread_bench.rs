@@ -397,7 +397,6 @@ fn micros_per_step(
 fn bench_lif(sizes: &[(usize, f64)]) -> Result<(), Failure> {
     use gpu_reservoir::internals::{lif_chunk_steps, LifSteps, ShardedLifSteps};
     use gpu_reservoir::{GpuDevice, GpuLifNetwork, LifStepPath, ShardedLifNetwork};
-    use reservoir_core::lif::LifWeights;
     let gpus: Vec<usize> = probe().devices.iter().map(|d| d.ordinal).collect();
     let (warm, steps) = (100, 1000);
     let inputs = lif_setup::held_input(warm + steps, 100);
@@ -411,12 +410,14 @@ fn bench_lif(sizes: &[(usize, f64)]) -> Result<(), Failure> {
     for &(n, p) in sizes {
         let config = lif_setup::lif_config(n, p)?;
         let started = Instant::now();
-        let weights = LifWeights::generate(&config)?;
+        // The CPU's weights, with the spectral estimate's products on GPU 0.
+        let weights = GpuLifNetwork::generate_weights(&config, &GpuDevice::shared(gpus[0])?)?;
         let drawn = started.elapsed().as_secs_f64();
         let started = Instant::now();
         let mut one =
             GpuLifNetwork::from_weights(&config, weights.clone(), &GpuDevice::shared(gpus[0])?)?
                 .with_step_path(LifStepPath::EventDriven);
+        let mut built = vec![started.elapsed().as_secs_f64()];
         one.run(warm_inputs.view())?;
         let (one_s, expected) = timed_lif(&mut one, &timed_inputs)?;
         let spikes = one.spike_count() as f64 / (warm + steps) as f64;
@@ -436,8 +437,10 @@ fn bench_lif(sizes: &[(usize, f64)]) -> Result<(), Failure> {
         let mut split_s = Vec::new();
         let mut same = true;
         for ordinals in [&gpus[..1], &gpus[..]] {
+            let building = Instant::now();
             let mut split =
                 ShardedLifNetwork::new(&config, &weights, Collective::local(ordinals)?)?;
+            built.push(building.elapsed().as_secs_f64());
             split.run(warm_inputs.view())?;
             let (seconds, got) = timed_lif(&mut split, &timed_inputs)?;
             same &= got
@@ -456,7 +459,11 @@ fn bench_lif(sizes: &[(usize, f64)]) -> Result<(), Failure> {
         }
         steps_alone.push((n, alone_steps, alone));
         eprintln!(
-            "N = {n}: weights and uploads {:.1} s",
+            "N = {n}: built in {:.2} s on one GPU, {:.2} s split on GPU 0, {:.2} s split on all \
+             (weights drawn before, {drawn:.2} s); {:.1} s with the runs",
+            built[0],
+            built[1],
+            built[2],
             started.elapsed().as_secs_f64()
         );
         let micros = |s: f64| s * 1e6 / steps as f64;

@@ -18,6 +18,7 @@ use crate::error::{DriverContext, Result};
 use crate::ops::lif::{
     deliver, event_step, flags_to_list, Inboxes, LifKernels, NeuronUpdate, Neurons, SpikeList,
 };
+use crate::ops::transpose::transposed_on_device;
 
 /// One GPU's share of the neurons, `first..first + count`, and what it needs to step them.
 #[derive(Debug)]
@@ -90,7 +91,8 @@ impl ShardedLifNetwork {
         let (ranks, world) = (collective.ranks(), collective.world());
         let rows = n.div_ceil(world);
         let chunk = chunk_steps(rows);
-        let outgoing = weights.outgoing()?;
+        // Wᵀ on the host, made only for a share its GPU cannot transpose.
+        let mut outgoing = None;
         let shards = collective
             .devices()
             .into_iter()
@@ -102,7 +104,7 @@ impl ShardedLifNetwork {
                     &device,
                     config,
                     weights,
-                    &outgoing,
+                    &mut outgoing,
                     (first, count, rows, world),
                     chunk,
                 )
@@ -299,7 +301,7 @@ impl LifShard {
         device: &GpuDevice,
         config: &LifConfig,
         weights: &LifWeights,
-        outgoing: &CsrMatrix<f64>,
+        outgoing: &mut Option<CsrMatrix<f32>>,
         (first, count, rows, world): (usize, usize, usize, usize),
         chunk: usize,
     ) -> Result<Self> {
@@ -320,27 +322,20 @@ impl LifShard {
             col_idx[start..end].to_vec(),
             values[start..end].to_vec(),
         )?;
-        // Wᵀ's synapses onto the share: each source's targets are ascending, so those in the
-        // share are one run of them.
-        let (out_ptr, out_targets, out_values) =
-            (outgoing.row_ptr(), outgoing.col_idx(), outgoing.values());
-        let mut ptr = Vec::with_capacity(padded + 1);
-        let (mut targets, mut kept) = (Vec::new(), Vec::new());
-        ptr.push(0u32);
-        for source in 0..padded {
-            if source < n {
-                let (a, b) = (out_ptr[source] as usize, out_ptr[source + 1] as usize);
-                let row = &out_targets[a..b];
-                let lo = a + row.partition_point(|&t| (t as usize) < first);
-                let hi = a + row.partition_point(|&t| (t as usize) < first + count);
-                targets.extend(out_targets[lo..hi].iter().map(|&t| t - first as u32));
-                kept.extend_from_slice(&out_values[lo..hi]);
+        let recurrent = DeviceCsr::upload(device, &mine, |v| v as f32)?;
+        // Wᵀ's synapses onto the share are the transpose of its rows of W (sources by local
+        // target), built on the GPU; from the host's Wᵀ where it cannot.
+        let outgoing = match transposed_on_device(device, &recurrent)? {
+            Some((transposed, _)) => transposed,
+            None => {
+                let outgoing = match outgoing {
+                    Some(outgoing) => outgoing,
+                    None => outgoing.insert(weights.outgoing_f32()?),
+                };
+                let share = share_of_outgoing(outgoing, (first, count), padded, n)?;
+                DeviceCsr::upload_exact(device, &share)?
             }
-            ptr.push(u32::try_from(targets.len()).map_err(|_| {
-                ReservoirError::invalid("LIF share", "more than 2^32 - 1 synapses onto one GPU")
-            })?);
-        }
-        let outgoing = CsrMatrix::from_parts(padded, count.max(1), ptr, targets, kept)?;
+        };
         let input = weights.input();
         let input_by_channel: Vec<f32> = (0..k)
             .flat_map(|c| (first..first + count).map(move |i| (c, i)))
@@ -350,8 +345,8 @@ impl LifShard {
         Ok(Self {
             kernels: device.kernels::<LifKernels>()?,
             count,
-            recurrent: DeviceCsr::upload(device, &mine, |v| v as f32)?,
-            outgoing: DeviceCsr::upload(device, &outgoing, |v| v as f32)?,
+            recurrent,
+            outgoing,
             inbox_count: lists(count)?,
             inbox: lists(count * LIF_INBOX_CAPACITY)?,
             own_list: lists(count)?,
@@ -455,4 +450,40 @@ impl Reservoir for ShardedLifNetwork {
         }
         Ok(())
     }
+}
+
+/// Wᵀ's synapses onto the neurons `first..first + count` (a share of `padded` sources, the
+/// first `n` real), their targets counted from `first`: each source's targets are ascending,
+/// so those in the share are one run of them.
+fn share_of_outgoing(
+    outgoing: &CsrMatrix<f32>,
+    (first, count): (usize, usize),
+    padded: usize,
+    n: usize,
+) -> Result<CsrMatrix<f32>> {
+    let (out_ptr, out_targets, out_values) =
+        (outgoing.row_ptr(), outgoing.col_idx(), outgoing.values());
+    let mut ptr = Vec::with_capacity(padded + 1);
+    let (mut targets, mut kept) = (Vec::new(), Vec::new());
+    ptr.push(0u32);
+    for source in 0..padded {
+        if source < n {
+            let (a, b) = (out_ptr[source] as usize, out_ptr[source + 1] as usize);
+            let row = &out_targets[a..b];
+            let lo = a + row.partition_point(|&t| (t as usize) < first);
+            let hi = a + row.partition_point(|&t| (t as usize) < first + count);
+            targets.extend(out_targets[lo..hi].iter().map(|&t| t - first as u32));
+            kept.extend_from_slice(&out_values[lo..hi]);
+        }
+        ptr.push(u32::try_from(targets.len()).map_err(|_| {
+            ReservoirError::invalid("LIF share", "more than 2^32 - 1 synapses onto one GPU")
+        })?);
+    }
+    Ok(CsrMatrix::from_parts(
+        padded,
+        count.max(1),
+        ptr,
+        targets,
+        kept,
+    )?)
 }
