@@ -521,6 +521,12 @@ pub fn exchange_id(rank: usize, world: usize, address: &str, timeout: Duration) 
                 .next()
                 .ok_or_else(|| std::io::Error::other("the host name resolves to nothing"))?;
             let mut stream = TcpStream::connect_timeout(&target, Duration::from_secs(5))?;
+            // A connection to a port of this host that nobody listens on yet can get that very
+            // port as its own (TCP's simultaneous open) and connect to itself, which would also
+            // keep rank 0 from listening there: drop it and try again.
+            if stream.local_addr()? == stream.peer_addr()? {
+                return Err(std::io::Error::other("connected to itself"));
+            }
             stream.set_read_timeout(Some(timeout))?;
             stream.write_all(&header(rank))?;
             let mut id = [0u8; 128];

@@ -43,8 +43,13 @@ fn compare_with(
         gpu.state().expect("gpu state"),
         cpu.state().expect("cpu state"),
     );
+    // Within 1e-3 of the state's size: a linear reservoir's states can grow far past 1, and
+    // f32 rounds them in proportion.
     assert!(
-        (&end_gpu - &end_cpu).iter().all(|d| d.abs() < 1e-3),
+        end_gpu
+            .iter()
+            .zip(&end_cpu)
+            .all(|(g, c)| (g - c).abs() < 1e-3 * c.abs().max(1.0)),
         "{label}: final states differ"
     );
 }
