@@ -67,8 +67,34 @@ impl<T: DeviceRepr + Send> DeviceCsr<T> {
         matrix: &CsrMatrix<S>,
         convert: impl Fn(S) -> T + Sync,
     ) -> Result<Self> {
-        let values: Vec<T> = matrix.values().par_iter().map(|&v| convert(v)).collect();
-        Self::with_values(device, matrix, &values)
+        Self::upload_rows(device, matrix, 0..matrix.nrows(), matrix.ncols(), convert)
+    }
+
+    /// Uploads the rows `rows` of `matrix` as a matrix of `columns` columns (at least
+    /// `matrix`'s), converting each value with `convert`, without a host copy of their
+    /// structure.
+    pub(crate) fn upload_rows<S: Real>(
+        device: &GpuDevice,
+        matrix: &CsrMatrix<S>,
+        rows: std::ops::Range<usize>,
+        columns: usize,
+        convert: impl Fn(S) -> T + Sync,
+    ) -> Result<Self> {
+        let row_ptr = &matrix.row_ptr()[rows.start..=rows.end];
+        let (start, end) = (row_ptr[0] as usize, row_ptr[rows.len()] as usize);
+        let rebased: Vec<u32> = row_ptr.iter().map(|&p| p - row_ptr[0]).collect();
+        let values: Vec<T> = matrix.values()[start..end]
+            .par_iter()
+            .map(|&v| convert(v))
+            .collect();
+        let col_idx = &matrix.col_idx()[start..end];
+        Self::from_host(
+            device,
+            &rebased,
+            col_idx,
+            &values,
+            columns.max(matrix.ncols()),
+        )
     }
 
     /// Uploads `matrix` as it is, without a host copy of its values.
@@ -76,27 +102,28 @@ impl<T: DeviceRepr + Send> DeviceCsr<T> {
     where
         T: Real,
     {
-        Self::with_values(device, matrix, matrix.values())
+        let (row_ptr, col_idx) = (matrix.row_ptr(), matrix.col_idx());
+        Self::from_host(device, row_ptr, col_idx, matrix.values(), matrix.ncols())
     }
 
-    /// Uploads `matrix`'s structure with `values` (one per non-zero, in its order). The
+    /// Uploads a CSR matrix's arrays (valid CSR, every column index below `columns`). The
     /// indices go up as they are: a count of non-zeros and columns below 2^31 bounds every one
     /// of them below 2^31, so the kernels' `int` reads the same numbers.
-    fn with_values<S: Real>(
+    fn from_host(
         device: &GpuDevice,
-        matrix: &CsrMatrix<S>,
+        row_ptr: &[u32],
+        col_idx: &[u32],
         values: &[T],
+        columns: usize,
     ) -> Result<Self> {
-        let limit = i32::MAX as usize;
-        if matrix.nnz() > limit || matrix.ncols() > limit || matrix.nrows() > limit {
+        let (limit, rows) = (i32::MAX as usize, row_ptr.len().saturating_sub(1));
+        if values.len() > limit || columns > limit || rows > limit {
             return Err(ReservoirError::invalid(
                 "GPU upload",
                 format!(
-                    "a {} x {} CSR matrix with {} non-zeros: the kernels take at most 2^31 - 1 \
-                     of each",
-                    matrix.nrows(),
-                    matrix.ncols(),
-                    matrix.nnz()
+                    "a {rows} x {columns} CSR matrix with {} non-zeros: the kernels take at \
+                     most 2^31 - 1 of each",
+                    values.len()
                 ),
             )
             .into());
@@ -105,15 +132,15 @@ impl<T: DeviceRepr + Send> DeviceCsr<T> {
         const WHAT: &str = "uploading a CSR matrix";
         Ok(Self {
             row_ptr: s
-                .clone_htod(matrix.row_ptr())
-                .alloc_context::<u32>(WHAT, matrix.row_ptr().len())?,
+                .clone_htod(row_ptr)
+                .alloc_context::<u32>(WHAT, row_ptr.len())?,
             col_idx: s
-                .clone_htod(matrix.col_idx())
-                .alloc_context::<u32>(WHAT, matrix.nnz())?,
+                .clone_htod(col_idx)
+                .alloc_context::<u32>(WHAT, col_idx.len())?,
             values: s
                 .clone_htod(values)
                 .alloc_context::<T>(WHAT, values.len())?,
-            columns: matrix.ncols(),
+            columns,
         })
     }
 }

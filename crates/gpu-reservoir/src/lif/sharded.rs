@@ -308,21 +308,14 @@ impl LifShard {
         let (n, k, padded) = (config.size(), config.input_size(), rows * world);
         let s = device.stream();
         let what = "allocating a LIF share";
-        // W's rows of the share, every column kept.
-        let w = weights.recurrent();
-        let (row_ptr, col_idx, values) = (w.row_ptr(), w.col_idx(), w.values());
-        let (start, end) = (row_ptr[first] as usize, row_ptr[first + count] as usize);
-        let mine = CsrMatrix::from_parts(
-            count,
+        // W's rows of the share, every column kept (sources up to `padded`).
+        let recurrent = DeviceCsr::upload_rows(
+            device,
+            weights.recurrent(),
+            first..first + count,
             padded,
-            row_ptr[first..=first + count]
-                .iter()
-                .map(|&p| p - start as u32)
-                .collect(),
-            col_idx[start..end].to_vec(),
-            values[start..end].to_vec(),
+            |v| v as f32,
         )?;
-        let recurrent = DeviceCsr::upload(device, &mine, |v| v as f32)?;
         // Wᵀ's synapses onto the share are the transpose of its rows of W (sources by local
         // target), built on the GPU; from the host's Wᵀ where it cannot.
         let outgoing = match transposed_on_device(device, &recurrent)? {
