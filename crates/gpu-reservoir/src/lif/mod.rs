@@ -152,8 +152,9 @@ impl GpuLifNetwork {
     }
 
     /// Uploads existing weights to `device`: W (for the gather), and Wᵀ (for the events)
-    /// built from it on the device (on the host where a neuron has more than 4096 targets), on
-    /// the path [`LifStepPath::auto`] picks for them.
+    /// built from it on the device (on the host where a neuron has more targets than
+    /// `reservoir_kernels::csr::SORT_CAPACITY`, 4096), on the path [`LifStepPath::auto`] picks
+    /// for them.
     pub fn from_weights(
         config: &LifConfig,
         weights: LifWeights,
