@@ -13,6 +13,9 @@
 //! With `--export DIR` it first writes the network, with its synapses, for
 //! `benches/python/lif_vs_brian2.py` (the files: `lif_export.rs`).
 //!
+//! The weights' generation is reported by phase on stderr (draw, checks, spectral setup,
+//! products and host work, scale, input).
+//!
 //! `cargo run --release -p reservoir-benches --bin cpu_lif_bench -- [--sizes 10000,100000]
 //! [--steps S] [--runs R] [--threads 1,2] [--export DIR]` (defaults: both sizes; S = 10,000
 //! at N ≤ 10^4, 2000 above; R = 5; one thread).
@@ -24,7 +27,7 @@ use std::path::PathBuf;
 
 use lif_export::{export_network, export_synapses, HOLD_STEPS};
 use lif_setup::{held_input, lif_config, time_cpu};
-use reservoir_benches::cpu_model;
+use reservoir_benches::{cpu_model, weight_phases};
 use reservoir_core::lif::{LifNetwork, LifWeights, MIN_PART_NEURONS};
 use reservoir_core::{Reservoir, ReservoirError, Result};
 
@@ -103,7 +106,13 @@ fn main() -> Result<()> {
             .steps
             .unwrap_or(if n <= 10_000 { 10_000 } else { 2000 });
         let config = lif_config(n, 0.01)?;
-        let weights = LifWeights::generate(&config)?;
+        let started = std::time::Instant::now();
+        let (weights, times) = LifWeights::generate_timed(&config)?;
+        eprintln!(
+            "N = {n}: weights {:.3} s: {}",
+            started.elapsed().as_secs_f64(),
+            weight_phases(&times)
+        );
         let inputs = held_input(steps, HOLD_STEPS);
         let synapses = weights.recurrent().nnz();
         let mut network = LifNetwork::from_weights(&config, weights)?;

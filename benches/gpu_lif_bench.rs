@@ -14,7 +14,8 @@
 //! events: the benchmark checks that and exits with an error otherwise. Start-up (context,
 //! NVRTC, weight generation on the CPU and with the spectral estimate's products on the GPU,
 //! checked to be the same weights, the CPU network's Wᵀ, the GPU upload) is reported
-//! separately.
+//! separately, and each weight generation by phase (`LifWeightTimes`: draw, checks, spectral
+//! setup, products and host work, scale, input).
 //!
 //! Input: one channel driving 10 % of the neurons (the default config), a level uniform on
 //! [0.3, 1) held for 10 ms, then the next: the default regime (bias 0.9, ρ = 2), which fires
@@ -46,7 +47,7 @@ use gpu_reservoir::{
 use lif_export::{export_network, export_synapses, HOLD_STEPS};
 use lif_setup::{held_input, lif_config, time_cpu, LifStepTiming};
 use ndarray::{Array2, ArrayView2};
-use reservoir_benches::median_micros_per_step;
+use reservoir_benches::{median_micros_per_step, weight_phases};
 use reservoir_core::lif::{spectral_products, LifConfig, LifNetwork, LifWeights};
 use reservoir_core::{Reservoir, ReservoirError};
 
@@ -265,9 +266,13 @@ fn main() -> Result<()> {
     {
         let config = lif_config(n, connection_prob)?;
         let t = Instant::now();
-        let weights = LifWeights::generate(&config)?;
+        let (weights, cpu_times) = LifWeights::generate_timed(&config)?;
         let generate_s = t.elapsed().as_secs_f64();
         let synapses = weights.recurrent().nnz();
+        println!(
+            "N = {n}: weights with the CPU estimate {generate_s:.3} s: {}",
+            weight_phases(&cpu_times)
+        );
         let inputs = held_input(steps, HOLD_STEPS);
         let export_synapses_too = synapses <= EXPORT_MAX_SYNAPSES;
         if let Some(dir) = &options.export {
@@ -290,8 +295,13 @@ fn main() -> Result<()> {
         let mut gpu_generate_s = None;
         if let Some((device, _, _)) = &gpu_device {
             let t = Instant::now();
-            let with_gpu = GpuLifNetwork::generate_weights(&config, device)?;
+            let (with_gpu, gpu_times) = GpuLifNetwork::generate_weights_timed(&config, device)?;
             gpu_generate_s = Some(t.elapsed().as_secs_f64());
+            println!(
+                "N = {n}: weights with the GPU estimate {:.3} s: {}",
+                t.elapsed().as_secs_f64(),
+                weight_phases(&gpu_times)
+            );
             if with_gpu != weights {
                 let message = format!("N = {n}: the weights with the GPU estimate differ");
                 return Err(ReservoirError::numerical("gpu_lif_bench", message).into());

@@ -4,6 +4,7 @@
 use cudarc::driver::sys::CUevent_flags;
 use gpu_reservoir::{GpuDevice, GpuError, Result};
 use ndarray::Array2;
+use reservoir_core::lif::LifWeightTimes;
 
 /// The CPU's model name as the kernel reports it (`/proc/cpuinfo`), or "unknown CPU".
 pub fn cpu_model() -> String {
@@ -15,6 +16,16 @@ pub fn cpu_model() -> String {
                 .map(|v| v.trim_start_matches([' ', '\t', ':']).trim().to_string())
         })
         .unwrap_or_else(|| "unknown CPU".to_string())
+}
+
+/// The phases of a LIF weight draw on one line: `draw 1.234 s, checks 0.123 s, …`.
+pub fn weight_phases(times: &LifWeightTimes) -> String {
+    let phases: Vec<String> = times
+        .phases()
+        .iter()
+        .map(|(name, spent)| format!("{name} {:.3} s", spent.as_secs_f64()))
+        .collect();
+    phases.join(", ")
 }
 
 /// A smooth deterministic 1-D input of `len` steps.

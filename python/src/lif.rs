@@ -7,7 +7,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use reservoir_core::lif::{LifConfig, LifParams, LifWeights};
-use reservoir_core::CsrMatrix;
+use reservoir_core::{CsrMatrix, Reservoir};
 use reservoir_runtime::{Device, Dispatch, RuntimeError, Workload};
 
 use crate::arrays::{to_list, views};
@@ -48,18 +48,22 @@ fn lif_config(
 }
 
 impl LifReservoir {
-    /// Places `weights` on `device` for a job of `steps` steps.
+    /// The reservoir that `build` makes (with the weights it runs on) through a dispatch for
+    /// `device`, off the interpreter's lock.
     fn place(
         py: Python<'_>,
         (config, device): (LifConfig, Device),
-        weights: LifWeights,
-        steps: usize,
+        build: impl FnOnce(
+                &mut Dispatch,
+                &LifConfig,
+            ) -> Result<(Box<dyn Reservoir>, LifWeights), RuntimeError>
+            + Send,
     ) -> PyResult<Self> {
-        let (reservoir, placed) = py
+        let ((reservoir, weights), placed) = py
             .detach(|| {
                 let mut dispatch = Dispatch::new(device);
-                let reservoir = dispatch.lif(&config, weights.clone(), Workload::single(steps))?;
-                Ok::<_, RuntimeError>((reservoir, placed(&dispatch)))
+                let built = build(&mut dispatch, &config)?;
+                Ok::<_, RuntimeError>((built, placed(&dispatch)))
             })
             .py_err()?;
         Ok(Self {
@@ -83,9 +87,12 @@ impl LifReservoir {
         input_size: usize,
         steps: usize,
     ) -> PyResult<Self> {
-        let placement = lif_config(params, None, input_size)?;
-        let weights = py.detach(|| LifWeights::generate(&placement.0)).py_err()?;
-        Self::place(py, placement, weights, steps)
+        // Drawn where the reservoir runs: on a GPU with the spectral estimate's products there.
+        Self::place(
+            py,
+            lif_config(params, None, input_size)?,
+            |dispatch, config| dispatch.lif_drawn_with_weights(config, Workload::single(steps)),
+        )
     }
 
     /// Builds the reservoir on given weights: `recurrent` W (N × N, row = target, column =
@@ -117,7 +124,10 @@ impl LifReservoir {
                 LifWeights::from_parts(recurrent, input.to_owned(), excitatory)
             })
             .py_err()?;
-        Self::place(py, placement, weights, steps)
+        Self::place(py, placement, |dispatch, config| {
+            let reservoir = dispatch.lif(config, weights.clone(), Workload::single(steps))?;
+            Ok((reservoir, weights))
+        })
     }
 
     /// Runs `inputs` (T × K spikes or currents, one row per `dt_ms`) from the current state;

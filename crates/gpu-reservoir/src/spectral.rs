@@ -1,10 +1,12 @@
 //! Spectral radius with the power-iteration products on the GPU.
 
 use std::cell::RefCell;
+use std::time::Instant;
 
 use cudarc::driver::{CudaFunction, CudaSlice, PushKernelArg};
 use reservoir_core::spectral::{
-    spectral_radius as radius_of, LinearOperator, SpectralEstimate, SpectralOptions,
+    spectral_radius_timed as radius_of, LinearOperator, SpectralEstimate, SpectralOptions,
+    SpectralTimes,
 };
 use reservoir_core::{CsrMatrix, ReservoirError};
 use reservoir_kernels::spectral;
@@ -95,6 +97,18 @@ pub fn spectral_radius(
     matrix: &CsrMatrix<f64>,
     options: &SpectralOptions,
 ) -> Result<SpectralEstimate> {
+    Ok(spectral_radius_timed(device, matrix, options)?.0)
+}
+
+/// [`spectral_radius`], with where its time went: `setup` is the matrix's upload (waited
+/// for, so that it is not counted in the first product), `products` the products with their
+/// copies of x and y, `host` the algorithm's work on the host.
+pub fn spectral_radius_timed(
+    device: &GpuDevice,
+    matrix: &CsrMatrix<f64>,
+    options: &SpectralOptions,
+) -> Result<(SpectralEstimate, SpectralTimes)> {
+    let started = Instant::now();
     let n = matrix.nrows();
     if matrix.ncols() != n {
         return Err(ReservoirError::shape(
@@ -122,9 +136,14 @@ pub fn spectral_radius(
         ),
         error: RefCell::new(None),
     };
+    stream
+        .synchronize()
+        .context("waiting for the spectral estimate's upload")?;
+    let setup = started.elapsed();
     let estimate = radius_of(&operator, options);
     if let Some(error) = operator.error.into_inner() {
         return Err(error);
     }
-    Ok(estimate?)
+    let (estimate, times) = estimate?;
+    Ok((estimate, SpectralTimes { setup, ..times }))
 }

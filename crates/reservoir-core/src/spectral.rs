@@ -32,7 +32,16 @@
 //! eigenvalue converges slowly. A nilpotent matrix that is not triangular gives ≈ ε^{1/n}‖A‖,
 //! not 0, like any floating-point eigensolver. Power methods cannot see an eigenvector that
 //! extreme non-normality hides below rounding in every product (seen once in 870 tiny random
-//! graphs with ρ ≈ 0.0017: error 1.5e-5). Memory is (`krylov_dim` + 3)·N numbers.
+//! graphs with ρ ≈ 0.0017: error 1.5e-5). Memory is (`krylov_dim` + 3)·N numbers, from
+//! N = 2^16 (`krylov_dim` + 4)·N.
+//!
+//! # Threads
+//! From N = 2^16 on, the work on vectors of length N runs on rayon's threads: the updates
+//! (scalings, the Gram–Schmidt subtractions, the restart's combination of the basis) and the
+//! elementwise products of the dot products and norms. Each element gets the same operations in
+//! the same order as on one thread, and each dot product's sum runs on one thread in the
+//! one-thread order (split over threads it would sum in another order and change the bits), so
+//! the estimate's bits do not depend on the threads.
 
 use crate::error::{ReservoirError, Result};
 use faer::diag::DiagMut;
@@ -42,12 +51,23 @@ use faer::{Mat, Par};
 use ndarray::{Array2, ArrayView1};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use rayon::prelude::*;
+use std::cell::Cell;
+use std::time::{Duration, Instant};
 
 const CONTEXT: &str = "spectral_radius";
 /// Relative spread of ‖A u‖ over unit vectors below which A is taken as a scaled isometry.
 const ISOMETRY_SPREAD: f64 = 1e-10;
 /// h_{j+1,j} below this fraction of ‖A v_j‖ is an invariant subspace (happy breakdown).
 const BREAKDOWN: f64 = 1e-12;
+/// Vector length from which the elementwise vector work (updates, the products of dot products)
+/// runs on rayon's threads. At N = 10^6 one cycle (64 products) makes ~2400 passes over w,
+/// seconds on one core; at N = 1000 (a usual echo-state size) a pass takes ~1 µs, less than
+/// handing it to the pool.
+const PARALLEL_ELEMENTS: usize = 1 << 16;
+/// Elements per piece of a parallel update (64 kB of `f64`): few enough pieces to hand out,
+/// enough of them to keep every thread busy.
+const PARALLEL_PIECE: usize = 1 << 13;
 
 /// A square linear map y = A x, the only thing power iteration needs.
 pub trait LinearOperator {
@@ -109,6 +129,23 @@ impl Default for SpectralOptions {
     }
 }
 
+/// Where the wall time of an estimate went ([`spectral_radius_timed`]): with vectors of
+/// 10^6 entries the host's vector work is seconds next to a GPU's products, so benchmarks
+/// report the parts apart.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct SpectralTimes {
+    /// Preparing the operator before its first product: the product layout on the CPU
+    /// ([`crate::CsrMatrix::spectral_radius_timed`]), the matrix's upload to a GPU; zero where
+    /// the operator came prepared.
+    pub setup: Duration,
+    /// The operator's products, [`LinearOperator::apply`] (on a GPU with its copies of x and
+    /// y).
+    pub products: Duration,
+    /// The rest: the start vector, the vector work of the power steps and of the Arnoldi
+    /// process (orthogonalisation, norms, restarts) and the small eigenproblems.
+    pub host: Duration,
+}
+
 /// Result of [`spectral_radius`].
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SpectralEstimate {
@@ -122,7 +159,8 @@ pub struct SpectralEstimate {
 
 /// Estimates the spectral radius of `op` (see the module docs for the method and its limits).
 /// Deterministic: the same operator and options give a bit-identical result (no clock; the
-/// CSR operator spreads a product's rows over threads, each row summed as on one thread).
+/// CSR operator spreads a product's rows over threads, each row summed as on one thread, and
+/// the vector updates spread their elements, see "Threads" in the module docs).
 /// Buffers of length N are allocated once, none inside the product loop.
 ///
 /// # Errors
@@ -144,7 +182,9 @@ pub fn spectral_radius(
     let mut rng = ChaCha8Rng::seed_from_u64(options.seed);
     let mut y: Vec<f64> = (0..n).map(|_| rng.random_range(-1.0..1.0)).collect();
     let mut x = vec![0.0; n];
-    set_scaled(&mut x, &y, 1.0 / norm(&y));
+    let mut dots = Dots::new(n);
+    let ny = dots.norm(&mut y);
+    set_scaled(&mut x, &y, 1.0 / ny);
     // Arnoldi basis V (ld vectors of length n) and H̄ (ld × m, column-major).
     let (mut v, mut h) = (vec![0.0; ld * n], vec![0.0; ld * m]);
     let (mut coef, mut next) = (vec![0.0; ld], vec![0.0; ld]);
@@ -159,7 +199,7 @@ pub fn spectral_radius(
         for _ in 0..p.min(left - mc) {
             op.apply(&x, &mut y);
             mv += 1;
-            let ny = finite_norm(&y)?;
+            let ny = finite(dots.norm(&mut y))?;
             if ny == 0.0 {
                 return finished(0.0, mv, true);
             }
@@ -167,7 +207,8 @@ pub fn spectral_radius(
             (degree, log_growth) = (degree + 1, log_growth + ny.ln());
             set_scaled(&mut x, &y, 1.0 / ny);
         }
-        // Arnoldi from x: A V_k = V_{k+1} H̄_k, modified Gram–Schmidt run twice.
+        // Arnoldi from x: A V_k = V_{k+1} H̄_k, modified Gram–Schmidt run twice; each
+        // subtraction is made in the pass over w of the next dot product (or of the norm).
         v[..n].copy_from_slice(&x);
         h.fill(0.0);
         let (mut k, mut broke) = (mc, false);
@@ -176,22 +217,25 @@ pub fn spectral_radius(
             let w = &mut rest[..n];
             op.apply(&done[j * n..], w);
             mv += 1;
-            let nw = finite_norm(w)?;
+            let done = &*done;
+            let nw = finite(dots.norm(w))?;
             (lo, hi, samples) = (lo.min(nw), hi.max(nw), samples + 1);
+            let mut pending = None;
             for _ in 0..2 {
                 for (i, vi) in done.chunks_exact(n).enumerate() {
-                    let c = dot(vi, w);
+                    let c = dots.subtract_then_dot(w, pending, Some(vi));
                     h[i + j * ld] += c;
-                    w.iter_mut().zip(vi).for_each(|(a, b)| *a -= c * b);
+                    pending = Some((c, vi));
                 }
             }
-            let beta = norm(w);
+            let sq = dots.subtract_then_dot(w, pending, None);
+            let beta = norm_from(w, sq);
             h[j + 1 + j * ld] = beta;
             if beta <= BREAKDOWN * nw {
                 (k, broke) = (j + 1, true);
                 break;
             }
-            w.iter_mut().for_each(|e| *e /= beta);
+            divide(w, beta);
         }
         let (theta, tail) = top_ritz(&h, ld, k)?;
         if (samples >= 2 || n == 1) && hi - lo <= ISOMETRY_SPREAD * hi {
@@ -220,18 +264,60 @@ pub fn spectral_radius(
             set_scaled(&mut coef[..len], &next[..len], 1.0 / nc);
             (degree, log_growth) = (degree + 1, log_growth + nc.ln());
         }
-        x.fill(0.0);
-        for (vi, &c) in v.chunks_exact(n).zip(&coef[..rows]) {
-            x.iter_mut().zip(vi).for_each(|(a, b)| *a += c * b);
-        }
-        let nx = finite_norm(&x)?; // ≈ 1: V is orthonormal and ‖coef‖ = 1
-        x.iter_mut().for_each(|e| *e /= nx);
+        combine(&mut x, &v, &coef[..rows]);
+        let nx = finite(dots.norm(&mut x))?; // ≈ 1: V is orthonormal and ‖coef‖ = 1
+        divide(&mut x, nx);
         log_growth += nx.ln();
     }
     // Not converged: the last Ritz estimate or, if larger, the mean growth rate
     // ‖A^d x_0‖^{1/d} (a lower bound for normal matrices, right for many equal moduli).
     let growth = (degree > 0).then(|| (log_growth / degree as f64).exp());
     finished(estimate.max(growth.unwrap_or(0.0)), mv, false)
+}
+
+/// [`spectral_radius`], with where its time went: the products are timed one by one, the
+/// host's work is the rest (`setup` is zero). The clock is only read, so the estimate's bits
+/// are [`spectral_radius`]'s.
+///
+/// # Errors
+/// As [`spectral_radius`].
+pub fn spectral_radius_timed(
+    op: &impl LinearOperator,
+    options: &SpectralOptions,
+) -> Result<(SpectralEstimate, SpectralTimes)> {
+    let started = Instant::now();
+    let timed = TimedProducts {
+        op,
+        spent: Cell::new(Duration::ZERO),
+    };
+    let estimate = spectral_radius(&timed, options)?;
+    let products = timed.spent.get();
+    let times = SpectralTimes {
+        setup: Duration::ZERO,
+        products,
+        host: started.elapsed().saturating_sub(products),
+    };
+    Ok((estimate, times))
+}
+
+/// An operator whose products add up their wall time.
+struct TimedProducts<'a, O> {
+    op: &'a O,
+    spent: Cell<Duration>,
+}
+
+impl<O: LinearOperator> LinearOperator for TimedProducts<'_, O> {
+    fn dim(&self) -> usize {
+        self.op.dim()
+    }
+    fn shape(&self) -> (usize, usize) {
+        self.op.shape()
+    }
+    fn apply(&self, x: &[f64], y: &mut [f64]) {
+        let started = Instant::now();
+        self.op.apply(x, y);
+        self.spent.set(self.spent.get() + started.elapsed());
+    }
 }
 
 fn finished(radius: f64, iterations: usize, converged: bool) -> Result<SpectralEstimate> {
@@ -314,7 +400,11 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
 
 /// Euclidean norm, rescaled when the plain sum of squares under- or overflows.
 fn norm(x: &[f64]) -> f64 {
-    let sq = dot(x, x);
+    norm_from(x, dot(x, x))
+}
+
+/// [`norm`] of `x` whose sum of squares, `dot(x, x)`, is `sq`.
+fn norm_from(x: &[f64], sq: f64) -> f64 {
     if sq.is_normal() || sq.is_nan() {
         return sq.sqrt();
     }
@@ -325,8 +415,8 @@ fn norm(x: &[f64]) -> f64 {
     big * x.iter().map(|v| (v / big) * (v / big)).sum::<f64>().sqrt()
 }
 
-fn finite_norm(x: &[f64]) -> Result<f64> {
-    let nx = norm(x);
+/// `nx` (a norm), or an error when it is not finite.
+fn finite(nx: f64) -> Result<f64> {
     if nx.is_finite() {
         return Ok(nx);
     }
@@ -334,7 +424,293 @@ fn finite_norm(x: &[f64]) -> Result<f64> {
     Err(ReservoirError::numerical(CONTEXT, msg))
 }
 
+/// The dot products and norms of vectors of length N with [`dot`]'s bits. From
+/// `PARALLEL_ELEMENTS` on, the elementwise products are formed on rayon's threads, each
+/// in the same pass as the Gram–Schmidt subtraction before it, and only their sum runs on one
+/// thread, in [`dot`]'s order. At N = 10^6 a dot product on one core streams two vectors from
+/// memory; summing products already in cache takes a fraction of that. Measured at N = 10^6
+/// on the 16-core Xeon of an H100 host, a Gram–Schmidt step (subtraction and the next dot
+/// product) took 1.26 ms this way against 1.69 with only the subtraction on the threads, and
+/// 2.73 on one thread; on the 2-core AMD EPYC development machine, whose memory one core
+/// nearly saturates, all three take ~0.6 ms.
+struct Dots {
+    /// The last pass's products (empty below `PARALLEL_ELEMENTS`).
+    products: Vec<f64>,
+}
+
+impl Dots {
+    fn new(n: usize) -> Self {
+        let len = if n < PARALLEL_ELEMENTS { 0 } else { n };
+        Self {
+            products: vec![0.0; len],
+        }
+    }
+
+    /// [`norm`] of `x` (which it does not change).
+    fn norm(&mut self, x: &mut [f64]) -> f64 {
+        let sq = self.subtract_then_dot(x, None, None);
+        norm_from(x, sq)
+    }
+
+    /// w ← w − c·v for `subtract = Some((c, v))`, then `dot(a, w)` for `with = Some(a)`, or
+    /// `dot(w, w)`: every element of w gets the same operations as in the separate
+    /// subtraction and product, and the sum the order of [`dot`].
+    fn subtract_then_dot(
+        &mut self,
+        w: &mut [f64],
+        subtract: Option<(f64, &[f64])>,
+        with: Option<&[f64]>,
+    ) -> f64 {
+        let n = w.len();
+        if self.products.len() != n {
+            if let Some((c, v)) = subtract {
+                w.iter_mut().zip(v).for_each(|(a, b)| *a -= c * b);
+            }
+            let w = &*w;
+            return dot(with.unwrap_or(w), w);
+        }
+        self.products
+            .par_chunks_mut(PARALLEL_PIECE)
+            .zip(w.par_chunks_mut(PARALLEL_PIECE))
+            .enumerate()
+            .for_each(|(k, (products, w))| {
+                let part = k * PARALLEL_PIECE..k * PARALLEL_PIECE + w.len();
+                if let Some((c, v)) = subtract {
+                    w.iter_mut()
+                        .zip(&v[part.clone()])
+                        .for_each(|(a, b)| *a -= c * b);
+                }
+                let pairs = products.iter_mut().zip(w.iter());
+                match with {
+                    Some(a) => pairs.zip(&a[part]).for_each(|((p, y), x)| *p = x * y),
+                    None => pairs.for_each(|(p, y)| *p = y * y),
+                }
+            });
+        sum_in_dot_order(&self.products)
+    }
+}
+
+/// The sum of `products` (`x[e]·y[e]`) in the order in which [`dot`] adds them.
+fn sum_in_dot_order(products: &[f64]) -> f64 {
+    let mut acc = [0.0; 4];
+    for p in products.chunks_exact(4) {
+        for l in 0..4 {
+            acc[l] += p[l];
+        }
+    }
+    let split = products.len() - products.len() % 4;
+    let rest: f64 = products[split..].iter().copied().sum();
+    (acc[0] + acc[1]) + (acc[2] + acc[3]) + rest
+}
+
 /// dst ← s · src.
 fn set_scaled(dst: &mut [f64], src: &[f64], s: f64) {
-    dst.iter_mut().zip(src).for_each(|(a, b)| *a = b * s);
+    update_with(dst, src, |a, b| *a = b * s);
+}
+
+/// x ← x / d (a division per element, not a product with 1/d, which rounds differently).
+fn divide(x: &mut [f64], d: f64) {
+    if x.len() < PARALLEL_ELEMENTS {
+        x.iter_mut().for_each(|e| *e /= d);
+    } else {
+        x.par_chunks_mut(PARALLEL_PIECE)
+            .for_each(|piece| piece.iter_mut().for_each(|e| *e /= d));
+    }
+}
+
+/// `f(dst[e], src[e])` for every element e, on rayon's threads from [`PARALLEL_ELEMENTS`].
+fn update_with(dst: &mut [f64], src: &[f64], f: impl Fn(&mut f64, f64) + Sync) {
+    if dst.len() < PARALLEL_ELEMENTS {
+        dst.iter_mut().zip(src).for_each(|(a, &b)| f(a, b));
+    } else {
+        dst.par_chunks_mut(PARALLEL_PIECE)
+            .zip(src.par_chunks(PARALLEL_PIECE))
+            .for_each(|(d, s)| d.iter_mut().zip(s).for_each(|(a, &b)| f(a, b)));
+    }
+}
+
+/// x ← Σ_i coef[i] · v_i over the first `coef.len()` vectors of `basis` (each of x's length),
+/// every element summed from 0 in ascending i, the order of one axpy after another; a piece of
+/// x at a time, so that it stays in cache while the basis streams past once.
+fn combine(x: &mut [f64], basis: &[f64], coef: &[f64]) {
+    let n = x.len();
+    let piece = |start: usize, xs: &mut [f64]| {
+        xs.fill(0.0);
+        for (vi, &c) in basis.chunks_exact(n).zip(coef) {
+            let vi = &vi[start..start + xs.len()];
+            xs.iter_mut().zip(vi).for_each(|(a, b)| *a += c * b);
+        }
+    };
+    if n < PARALLEL_ELEMENTS {
+        piece(0, x);
+    } else {
+        x.par_chunks_mut(PARALLEL_PIECE)
+            .enumerate()
+            .for_each(|(k, xs)| piece(k * PARALLEL_PIECE, xs));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Random values of mixed signs and magnitudes, with exact zeros of both signs, so that a
+    /// changed order of operations would show in the bits.
+    fn random_vector(rng: &mut ChaCha8Rng, len: usize) -> Vec<f64> {
+        (0..len)
+            .map(|_| match rng.random_range(0..10) {
+                0 => 0.0,
+                1 => -0.0,
+                _ => rng.random_range(-1.0..1.0) * 10f64.powi(rng.random_range(-30..30)),
+            })
+            .collect()
+    }
+
+    fn bits(x: &[f64]) -> Vec<u64> {
+        x.iter().map(|v| v.to_bits()).collect()
+    }
+
+    /// The vector work on 1, 2 and 5 threads, below and above `PARALLEL_ELEMENTS` and with a
+    /// partial last piece, gives the bits of the plain loops it replaced (one element after
+    /// another, the restart as one axpy after another from zero, a subtraction and then
+    /// [`dot`] or [`norm`] over the whole vector).
+    #[test]
+    fn parallel_vector_updates_have_the_sequential_bits() {
+        let mut rng = ChaCha8Rng::seed_from_u64(17);
+        for n in [
+            1,
+            1000,
+            PARALLEL_ELEMENTS - 1,
+            3 * PARALLEL_ELEMENTS + 12_345,
+        ] {
+            let (src, dst) = (random_vector(&mut rng, n), random_vector(&mut rng, n));
+            let basis = random_vector(&mut rng, 5 * n);
+            let mut coef = random_vector(&mut rng, 4);
+            coef[1] = -0.0;
+            let (c, d) = (rng.random_range(-2.0..2.0), rng.random_range(0.5..3.0));
+            let mut scaled = dst.clone();
+            scaled.iter_mut().zip(&src).for_each(|(a, b)| *a = b * c);
+            let mut subtracted = dst.clone();
+            subtracted
+                .iter_mut()
+                .zip(&src)
+                .for_each(|(a, b)| *a -= c * b);
+            let (with_basis, squared) =
+                (dot(&basis[..n], &subtracted), dot(&subtracted, &subtracted));
+            let (dot_dst, norm_dst) = (dot(&src, &dst), norm(&dst));
+            let mut divided = dst.clone();
+            divided.iter_mut().for_each(|e| *e /= d);
+            let mut combined = vec![0.0; n];
+            for (vi, &c) in basis.chunks_exact(n).zip(&coef) {
+                combined.iter_mut().zip(vi).for_each(|(a, b)| *a += c * b);
+            }
+            for threads in [1, 2, 5] {
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .expect("a thread pool");
+                pool.install(|| {
+                    let mut x = dst.clone();
+                    set_scaled(&mut x, &src, c);
+                    assert_eq!(
+                        bits(&x),
+                        bits(&scaled),
+                        "set_scaled, n {n}, {threads} threads"
+                    );
+                    let mut dots = Dots::new(n);
+                    let mut x = dst.clone();
+                    let got = dots.subtract_then_dot(&mut x, Some((c, &src)), Some(&basis[..n]));
+                    assert_eq!(
+                        bits(&x),
+                        bits(&subtracted),
+                        "subtraction, n {n}, {threads} threads"
+                    );
+                    assert_eq!(
+                        got.to_bits(),
+                        with_basis.to_bits(),
+                        "dot, n {n}, {threads} threads"
+                    );
+                    let mut x = dst.clone();
+                    let got = dots.subtract_then_dot(&mut x, Some((c, &src)), None);
+                    assert_eq!(
+                        got.to_bits(),
+                        squared.to_bits(),
+                        "square, n {n}, {threads} threads"
+                    );
+                    let mut x = dst.clone();
+                    let got = dots.subtract_then_dot(&mut x, None, Some(&src));
+                    assert_eq!(
+                        got.to_bits(),
+                        dot_dst.to_bits(),
+                        "dot, n {n}, {threads} threads"
+                    );
+                    assert_eq!(
+                        bits(&x),
+                        bits(&dst),
+                        "no subtraction, n {n}, {threads} threads"
+                    );
+                    let got = dots.norm(&mut x);
+                    assert_eq!(
+                        got.to_bits(),
+                        norm_dst.to_bits(),
+                        "norm, n {n}, {threads} threads"
+                    );
+                    let mut x = dst.clone();
+                    divide(&mut x, d);
+                    assert_eq!(bits(&x), bits(&divided), "divide, n {n}, {threads} threads");
+                    let mut x = dst.clone();
+                    combine(&mut x, &basis, &coef);
+                    assert_eq!(
+                        bits(&x),
+                        bits(&combined),
+                        "combine, n {n}, {threads} threads"
+                    );
+                });
+            }
+        }
+    }
+
+    /// A whole estimate with N above `PARALLEL_ELEMENTS` (a diagonal and a shift, so several
+    /// cycles run and restart) gives the same bits on 1 and 3 threads; the timed estimate is
+    /// the same estimate.
+    #[test]
+    fn a_large_estimate_does_not_depend_on_the_threads() {
+        struct ShiftedDiagonal(Vec<f64>);
+        impl LinearOperator for ShiftedDiagonal {
+            fn dim(&self) -> usize {
+                self.0.len()
+            }
+            fn apply(&self, x: &[f64], y: &mut [f64]) {
+                let n = x.len();
+                for (i, yi) in y.iter_mut().enumerate() {
+                    *yi = self.0[i] * x[i] + 0.3 * x[(i + 1) % n];
+                }
+            }
+        }
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let n = PARALLEL_ELEMENTS + 1001;
+        let op = ShiftedDiagonal((0..n).map(|_| rng.random_range(-1.0..1.0)).collect());
+        // Short cycles (12 products), so that several restarts run in little time.
+        let options = SpectralOptions {
+            krylov_dim: 8,
+            power_steps: 4,
+            max_matvecs: 40,
+            ..SpectralOptions::default()
+        };
+        let on = |threads| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .expect("a thread pool")
+                .install(|| spectral_radius(&op, &options))
+                .expect("estimate")
+        };
+        let one = on(1);
+        assert!(one.iterations > 24, "{one:?}: more than two cycles");
+        assert_eq!(on(3).radius.to_bits(), one.radius.to_bits());
+        let (timed, times) = spectral_radius_timed(&op, &options).expect("estimate");
+        assert_eq!(timed, one);
+        assert_eq!(times.setup, Duration::ZERO);
+        assert!(times.products > Duration::ZERO);
+    }
 }

@@ -30,7 +30,7 @@ use std::time::Instant;
 use cudarc::driver::{CudaSlice, CudaView, CudaViewMut};
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2, ArrayViewMut2};
 use reservoir_core::checks::check_run;
-use reservoir_core::lif::{LifConfig, LifConstants, LifInputMode, LifWeights};
+use reservoir_core::lif::{LifConfig, LifConstants, LifInputMode, LifWeightTimes, LifWeights};
 use reservoir_core::reservoir::{run_one_by_one, SequenceVisitor};
 use reservoir_core::spikes::{Spike, SpikePattern};
 use reservoir_core::{Reservoir, ReservoirError};
@@ -140,12 +140,24 @@ impl GpuLifNetwork {
     /// # Errors
     /// As [`LifWeights::generate`], and a driver error of the estimate.
     pub fn generate_weights(config: &LifConfig, device: &GpuDevice) -> Result<LifWeights> {
+        Ok(Self::generate_weights_timed(config, device)?.0)
+    }
+
+    /// [`GpuLifNetwork::generate_weights`], with the wall time of each phase (benchmarks;
+    /// the spectral setup is W's upload in `f64` where the GPU estimates).
+    ///
+    /// # Errors
+    /// As [`GpuLifNetwork::generate_weights`].
+    pub fn generate_weights_timed(
+        config: &LifConfig,
+        device: &GpuDevice,
+    ) -> Result<(LifWeights, LifWeightTimes)> {
         Ok(LifWeights::generate_with(config, |w, options| {
             if w.nnz() < LIF_GPU_ESTIMATE_SYNAPSES {
-                return w.spectral_radius(options);
+                return w.spectral_radius_timed(options);
             }
-            match crate::spectral::spectral_radius(device, w, options) {
-                Err(GpuError::OutOfMemory { .. }) => w.spectral_radius(options),
+            match crate::spectral::spectral_radius_timed(device, w, options) {
+                Err(GpuError::OutOfMemory { .. }) => w.spectral_radius_timed(options),
                 estimate => Ok(estimate?),
             }
         })?)

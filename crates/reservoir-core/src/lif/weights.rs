@@ -1,6 +1,8 @@
 //! Seeded weights of the LIF reservoir: a Dale's-law recurrent matrix scaled to a spectral
 //! radius, and the input matrix.
 
+use std::time::{Duration, Instant};
+
 use ndarray::Array2;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -12,7 +14,7 @@ use crate::error::{ReservoirError, Result};
 use crate::memory::{bytes_of, ensure_available, try_with_capacity};
 use crate::random::SortedSampler;
 use crate::sparse::CsrMatrix;
-use crate::spectral::{SpectralEstimate, SpectralOptions};
+use crate::spectral::{SpectralEstimate, SpectralOptions, SpectralTimes};
 
 /// ChaCha stream of the recurrent structure and magnitudes (crate streams are below 100).
 pub const STREAM_RECURRENT: u64 = 100;
@@ -100,6 +102,39 @@ pub fn spectral_products(synapses: usize) -> usize {
     (cycles * cycle).min(options.max_matvecs)
 }
 
+/// Wall time of each phase of [`LifWeights::generate_with`]: at 10^9 synapses it takes
+/// seconds, and which phase dominates decides what to speed up.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct LifWeightTimes {
+    /// Allocating W and drawing its rows.
+    pub draw: Duration,
+    /// Checking W: its CSR structure after the draw, Dale's law after the scaling.
+    pub checks: Duration,
+    /// The spectral-radius estimate, as the estimate reported its parts.
+    pub spectral: SpectralTimes,
+    /// Scaling W to the spectral radius.
+    pub scale: Duration,
+    /// Drawing W_in.
+    pub input: Duration,
+}
+
+impl LifWeightTimes {
+    /// The phases in the order they run, named for reports: draw, checks, spectral setup
+    /// (e.g. W's upload to a GPU), spectral products, spectral host work (the vector work of
+    /// the Arnoldi process), scale, input.
+    pub fn phases(&self) -> [(&'static str, Duration); 7] {
+        [
+            ("draw", self.draw),
+            ("checks", self.checks),
+            ("spectral setup", self.spectral.setup),
+            ("spectral products", self.spectral.products),
+            ("spectral host", self.spectral.host),
+            ("scale", self.scale),
+            ("input", self.input),
+        ]
+    }
+}
+
 /// Rows of W drawn from one place of stream [`STREAM_RECURRENT`]: block b starts at word
 /// b·2^[`DRAW_BLOCK_WORDS_LOG2`], so blocks are drawn in parallel with the same result on any
 /// number of threads.
@@ -134,28 +169,42 @@ impl LifWeights {
     /// or did not converge within the default 5000 products (small W only: larger ones stop
     /// at their budget by design).
     pub fn generate(config: &LifConfig) -> Result<Self> {
-        Self::generate_with(config, |w, options| w.spectral_radius(options))
+        Ok(Self::generate_timed(config)?.0)
     }
 
-    /// [`LifWeights::generate`] with the spectral-radius estimate of W left to `estimate`,
-    /// called with W and the options `generate` uses (e.g. the same algorithm with its
-    /// products on a GPU). An estimate whose products sum every row as [`crate::real`]'s
-    /// kernels do gives the same weights, bit for bit.
+    /// [`LifWeights::generate`], with the wall time of each phase (benchmarks).
+    ///
+    /// # Errors
+    /// As [`LifWeights::generate`].
+    pub fn generate_timed(config: &LifConfig) -> Result<(Self, LifWeightTimes)> {
+        Self::generate_with(config, |w, options| w.spectral_radius_timed(options))
+    }
+
+    /// [`LifWeights::generate_timed`] with the spectral-radius estimate of W left to
+    /// `estimate`, called with W and the options `generate` uses (e.g. the same algorithm with
+    /// its products on a GPU), which returns the estimate and where its time went. An
+    /// estimate whose products sum every row as [`crate::real`]'s kernels do gives the same
+    /// weights, bit for bit.
     ///
     /// # Errors
     /// As [`LifWeights::generate`], and `estimate`'s errors.
     pub fn generate_with(
         config: &LifConfig,
-        estimate: impl FnOnce(&CsrMatrix<f64>, &SpectralOptions) -> Result<SpectralEstimate>,
-    ) -> Result<Self> {
+        estimate: impl FnOnce(
+            &CsrMatrix<f64>,
+            &SpectralOptions,
+        ) -> Result<(SpectralEstimate, SpectralTimes)>,
+    ) -> Result<(Self, LifWeightTimes)> {
+        let mut times = LifWeightTimes::default();
         let n = config.size();
         let n_exc = ((config.excitatory_fraction() * n as f64).round() as usize).min(n);
         let excitatory: Vec<bool> = (0..n).map(|j| j < n_exc).collect();
         let recurrent = if config.spectral_radius() == 0.0 || n == 1 {
             CsrMatrix::from_parts(n, n, vec![0; n + 1], Vec::new(), Vec::new())?
         } else {
-            Self::scaled_recurrent(config, n_exc, estimate)?
+            Self::scaled_recurrent(config, n_exc, estimate, &mut times)?
         };
+        let started = Instant::now();
         let mut stream = rng(config.seed(), STREAM_INPUT);
         let mut input = Array2::zeros((n, config.input_size()));
         let fan_in = input_fan_in(config);
@@ -165,14 +214,24 @@ impl LifWeights {
                 input[(unit, channel)] = config.input_scaling() * stream.random_range(-1.0..1.0);
             }
         }
-        Self::from_parts(recurrent, input, excitatory)
+        times.input = started.elapsed();
+        let started = Instant::now();
+        let weights = Self::from_parts(recurrent, input, excitatory)?;
+        times.checks += started.elapsed();
+        Ok((weights, times))
     }
 
+    /// W drawn, checked and scaled, its phases' times added to `times`.
     fn scaled_recurrent(
         config: &LifConfig,
         n_exc: usize,
-        estimate: impl FnOnce(&CsrMatrix<f64>, &SpectralOptions) -> Result<SpectralEstimate>,
+        estimate: impl FnOnce(
+            &CsrMatrix<f64>,
+            &SpectralOptions,
+        ) -> Result<(SpectralEstimate, SpectralTimes)>,
+        times: &mut LifWeightTimes,
     ) -> Result<CsrMatrix<f64>> {
+        let started = Instant::now();
         let n = config.size();
         let n_inh = n - n_exc;
         let gain = if n_exc > 0 && n_inh > 0 {
@@ -196,17 +255,16 @@ impl LifWeights {
         )?;
         let mut row_ptr = try_with_capacity("the LIF synapses' row pointers", n + 1)?;
         row_ptr.extend((0..=n).map(|row| (row * per_row) as u32));
-        // Zeroed in parallel: at 10^9 synapses one thread takes seconds.
-        let mut col_idx = try_with_capacity("the LIF synapses' columns", nnz)?;
-        col_idx.par_extend(rayon::iter::repeat_n(0u32, nnz));
-        let mut values = try_with_capacity("the LIF synapses", nnz)?;
-        values.par_extend(rayon::iter::repeat_n(0.0f64, nnz));
+        // Written in place rather than zeroed first: at 10^9 synapses zeroing is 12 GB of
+        // writes, all overwritten by the draw.
+        let mut col_idx: Vec<u32> = try_with_capacity("the LIF synapses' columns", nnz)?;
+        let mut values: Vec<f64> = try_with_capacity("the LIF synapses", nnz)?;
         // Blocks of rows in parallel, each from its own place in the stream, so the weights do
         // not depend on the threads (a network of at most one block draws as one sequence).
         let block_synapses = DRAW_BLOCK_ROWS * per_row;
-        col_idx
+        col_idx.spare_capacity_mut()[..nnz]
             .par_chunks_mut(block_synapses)
-            .zip(values.par_chunks_mut(block_synapses))
+            .zip(values.spare_capacity_mut()[..nnz].par_chunks_mut(block_synapses))
             .enumerate()
             .try_for_each(|(block, (cols, vals))| -> Result<()> {
                 let mut stream = rng(config.seed(), STREAM_RECURRENT);
@@ -217,26 +275,43 @@ impl LifWeights {
                     let row = block * DRAW_BLOCK_ROWS + offset;
                     // Sample among the n − 1 other neurons; skipping `row` keeps them sorted.
                     let picks = others.sample(&mut stream, per_row)?;
+                    if picks.len() != cols.len() {
+                        let what = "the LIF synapses of a row";
+                        return Err(ReservoirError::shape(what, cols.len(), picks.len()));
+                    }
                     for ((&pick, col), value) in picks.iter().zip(cols).zip(vals) {
-                        *col = (if pick >= row { pick + 1 } else { pick }) as u32;
+                        let col = *col.write((if pick >= row { pick + 1 } else { pick }) as u32);
                         let magnitude = 1.0 - stream.random::<f64>();
-                        *value = if (*col as usize) < n_exc {
+                        value.write(if (col as usize) < n_exc {
                             magnitude
                         } else {
                             -gain * magnitude
-                        };
+                        });
                     }
                 }
                 Ok(())
             })?;
+        // SAFETY: the first nnz slots of both vectors (within their capacity, reserved above)
+        // are written: the blocks split them into rows of per_row slots (nnz = n·per_row and
+        // a block holds whole rows), and every row wrote all of its slots, one per pick, after
+        // checking that it had as many picks as slots. Had a block failed, the error would
+        // have returned above, with both vectors still empty.
+        unsafe {
+            col_idx.set_len(nnz);
+            values.set_len(nnz);
+        }
+        times.draw = started.elapsed();
+        let started = Instant::now();
         let mut w = CsrMatrix::from_parts(n, n, row_ptr, col_idx, values)?;
+        times.checks = started.elapsed();
         let options = SpectralOptions {
             seed: rng(config.seed(), STREAM_SPECTRAL).random(),
             max_matvecs: spectral_products(nnz),
             ..SpectralOptions::default()
         };
         let budgeted = options.max_matvecs < SpectralOptions::default().max_matvecs;
-        let estimate = estimate(&w, &options)?;
+        let (estimate, spectral) = estimate(&w, &options)?;
+        times.spectral = spectral;
         if !(estimate.converged || budgeted) || estimate.radius <= f64::EPSILON {
             return Err(ReservoirError::numerical(
                 "LIF spectral radius",
@@ -250,7 +325,9 @@ impl LifWeights {
                 ),
             ));
         }
+        let started = Instant::now();
         w.scale(config.spectral_radius() / estimate.radius);
+        times.scale = started.elapsed();
         Ok(w)
     }
 

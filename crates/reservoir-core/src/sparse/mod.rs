@@ -6,7 +6,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{ReservoirError, Result};
 use crate::real::{CsrRef, Real};
-use crate::spectral::{spectral_radius, LinearOperator, SpectralEstimate, SpectralOptions};
+use crate::spectral::{
+    spectral_radius_timed, LinearOperator, SpectralEstimate, SpectralOptions, SpectralTimes,
+};
 
 mod product;
 
@@ -268,6 +270,16 @@ impl CsrMatrix<f64> {
 impl CsrMatrix<f64> {
     /// Spectral radius of a square matrix by power iteration (see [`crate::spectral`]).
     pub fn spectral_radius(&self, options: &SpectralOptions) -> Result<SpectralEstimate> {
+        Ok(self.spectral_radius_timed(options)?.0)
+    }
+
+    /// [`CsrMatrix::spectral_radius`], with where its time went: `setup` is the product's
+    /// layout (and the timing of its kernels, once per process), then
+    /// [`crate::spectral::spectral_radius_timed`]'s products and host work.
+    pub fn spectral_radius_timed(
+        &self,
+        options: &SpectralOptions,
+    ) -> Result<(SpectralEstimate, SpectralTimes)> {
         if self.nrows != self.ncols {
             return Err(ReservoirError::shape(
                 "spectral radius",
@@ -275,7 +287,11 @@ impl CsrMatrix<f64> {
                 format!("{} x {}", self.nrows, self.ncols),
             ));
         }
-        spectral_radius(&SquareProduct(SparseProduct::new(self)?), options)
+        let started = std::time::Instant::now();
+        let product = SquareProduct(SparseProduct::new(self)?);
+        let setup = started.elapsed();
+        let (estimate, times) = spectral_radius_timed(&product, options)?;
+        Ok((estimate, SpectralTimes { setup, ..times }))
     }
 }
 
