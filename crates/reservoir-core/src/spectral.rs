@@ -428,11 +428,8 @@ fn finite(nx: f64) -> Result<f64> {
 /// `PARALLEL_ELEMENTS` on, the elementwise products are formed on rayon's threads, each
 /// in the same pass as the Gram–Schmidt subtraction before it, and only their sum runs on one
 /// thread, in [`dot`]'s order. At N = 10^6 a dot product on one core streams two vectors from
-/// memory; summing products already in cache takes a fraction of that. Measured at N = 10^6
-/// on the 16-core Xeon of an H100 host, a Gram–Schmidt step (subtraction and the next dot
-/// product) took 1.26 ms this way against 1.69 with only the subtraction on the threads, and
-/// 2.73 on one thread; on the 2-core AMD EPYC development machine, whose memory one core
-/// nearly saturates, all three take ~0.6 ms.
+/// memory; summing products already in cache takes a fraction of that (where one core does not
+/// already saturate the memory).
 struct Dots {
     /// The last pass's products (empty below `PARALLEL_ELEMENTS`).
     products: Vec<f64>,
