@@ -7,7 +7,8 @@ use reservoir_core::lif::LifInputMode;
 use reservoir_core::reservoir::SequenceVisitor;
 use reservoir_core::Reservoir;
 
-use super::{check_finite, step_flags, GpuLifNetwork, LIF_CHUNK_BYTES};
+use super::enqueue::step_flags;
+use super::{check_finite, GpuLifNetwork, LIF_CHUNK_BYTES};
 use crate::error::{DriverContext, Result};
 use crate::ops::lif::{gather_step, NeuronUpdate, Neurons, MAX_SEQUENCES};
 
