@@ -178,6 +178,10 @@ pub mod spectral {
     /// `y = W·x` in f64 (CSR, a thread per row, summed in the CPU's order).
     pub const CSR_PRODUCT_F64: &str = "csr_matvec_f64";
 
+    /// Threads (rows) of a block of [`CSR_PRODUCT_F64`] (`MATVEC_ROWS`): the block stages its
+    /// rows' entries in shared memory, so it is launched with exactly this many.
+    pub const PRODUCT_ROWS: u32 = 256;
+
     /// The module.
     pub const MODULE: Module = Module {
         name: "spectral.cu",
@@ -324,6 +328,12 @@ mod tests {
             lif_cluster::PER_THREAD
         );
         assert!(lif_cluster::MODULE.source.contains(&define));
+    }
+
+    #[test]
+    fn the_spectral_product_is_launched_with_its_block_of_rows() {
+        let define = format!("#define MATVEC_ROWS {}\n", spectral::PRODUCT_ROWS);
+        assert!(spectral::MODULE.source.contains(&define));
     }
 
     #[test]

@@ -12,7 +12,7 @@ use reservoir_core::{CsrMatrix, ReservoirError};
 use reservoir_kernels::spectral;
 
 use crate::driver::csr::DeviceCsr;
-use crate::driver::launch::{dim, per_item};
+use crate::driver::launch::{dim, per_item_in_blocks_of};
 use crate::driver::{GpuDevice, KernelSet, LoadedModule};
 use crate::error::{DriverContext, GpuError, Result};
 
@@ -61,9 +61,11 @@ impl GpuCsrOperator<'_> {
             .arg(&*dx)
             .arg(&mut *dy)
             .arg(&n);
+        let config = per_item_in_blocks_of(self.n, spectral::PRODUCT_ROWS)?;
         // SAFETY: row_ptr has n+1 entries ending at len(col_idx) = len(values); every column
-        // index < n = len(x); y has n entries; a thread per row, guarded.
-        unsafe { launch.launch(per_item(self.n)?) }.context("launching csr_matvec_f64")?;
+        // index < n = len(x); y has n entries; a thread per row, guarded, in blocks of the
+        // kernel's PRODUCT_ROWS.
+        unsafe { launch.launch(config) }.context("launching csr_matvec_f64")?;
         stream
             .memcpy_dtoh(&*dy, y)
             .context("downloading a power-iteration vector")?;

@@ -15,17 +15,6 @@ use crate::error::{DriverContext, Result};
 /// Threads per block of the elementwise and warp-per-row kernels.
 pub(crate) const BLOCK_THREADS: u32 = 256;
 
-/// Blocks of `threads` threads (`BLOCK_THREADS` per block) covering `items` threads.
-fn blocks_for(threads: usize) -> Result<u32> {
-    u32::try_from(threads.div_ceil(BLOCK_THREADS as usize)).map_err(|_| {
-        ReservoirError::invalid(
-            "GPU launch",
-            format!("{threads} threads exceed the grid limit"),
-        )
-        .into()
-    })
-}
-
 /// `value` as a kernel's `int`, or an error naming `what`.
 pub(crate) fn dim(value: usize, what: &str) -> Result<i32> {
     i32::try_from(value).map_err(|_| {
@@ -43,9 +32,20 @@ pub(crate) fn fits(len: usize, needed: usize, what: &str) -> Result<()> {
 
 /// One thread per item (the kernel guards its index against the item count).
 pub(crate) fn per_item(items: usize) -> Result<LaunchConfig> {
+    per_item_in_blocks_of(items, BLOCK_THREADS)
+}
+
+/// One thread per item in blocks of `threads`, for a kernel that needs that block size.
+pub(crate) fn per_item_in_blocks_of(items: usize, threads: u32) -> Result<LaunchConfig> {
+    let blocks = u32::try_from(items.div_ceil(threads as usize)).map_err(|_| {
+        ReservoirError::invalid(
+            "GPU launch",
+            format!("{items} threads exceed the grid limit"),
+        )
+    })?;
     Ok(LaunchConfig {
-        grid_dim: (blocks_for(items)?, 1, 1),
-        block_dim: (BLOCK_THREADS, 1, 1),
+        grid_dim: (blocks, 1, 1),
+        block_dim: (threads, 1, 1),
         shared_mem_bytes: 0,
     })
 }
