@@ -296,10 +296,10 @@ fn main() -> Result<()> {
         if let Some((device, _, _)) = &gpu_device {
             let t = Instant::now();
             let (with_gpu, gpu_times) = GpuLifNetwork::generate_weights_timed(&config, device)?;
-            gpu_generate_s = Some(t.elapsed().as_secs_f64());
+            let spent = t.elapsed().as_secs_f64();
+            gpu_generate_s = Some(spent);
             println!(
-                "N = {n}: weights with the GPU estimate {:.3} s: {}",
-                t.elapsed().as_secs_f64(),
+                "N = {n}: weights with the GPU estimate {spent:.3} s: {}",
                 weight_phases(&gpu_times)
             );
             if with_gpu != weights {
