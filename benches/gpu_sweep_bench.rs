@@ -10,6 +10,11 @@
 //! measured in the same process. It checks itself: the GPU lanes' validation NRMSE must match the CPU
 //! lanes' within 1e-3 relative, or it exits with status 1. Start-up is reported separately.
 //!
+//! It then times the recurrence at N = 1000 with each GEMM arithmetic (`f32`, `tf32`, `f16`:
+//! `GpuLaneRunner::with_math`), B = 64, 128 and 256, and a whole `run_lanes` of 256 lanes
+//! over the series with each, checking the tensor-core lanes' validation NRMSE against the
+//! CPU lanes' within 2e-2 relative (`--math-only`: that table alone).
+//!
 //! With two or more GPUs it also times 256 lanes of N = 1000 over the series into readouts
 //! solved on the GPUs (`score_lanes`) on GPU 0 alone and spread over every GPU
 //! (`MultiGpuLaneRunner`), with the lanes alone and the first runs apart, and checks that both
@@ -23,8 +28,8 @@ use std::time::Instant;
 use cudarc::driver::DriverError;
 use gpu_reservoir::internals::LaneSteps;
 use gpu_reservoir::{
-    probe, DeviceRidgeSums, GpuDevice, GpuError, GpuLaneRunner, MultiGpuLaneRunner, Result,
-    LANE_GROUP,
+    probe, DeviceRidgeSums, GemmMath, GpuDevice, GpuError, GpuLaneRunner, MultiGpuLaneRunner,
+    Result, LANE_GROUP,
 };
 use reservoir_benches::median_micros_per_step;
 use reservoir_core::lanes::{CpuLaneRunner, Lane, LaneData, LaneOutcomes, LaneRunner, LaneSums};
@@ -51,6 +56,17 @@ fn lanes(base: &ReservoirConfig, count: usize) -> Result<Vec<Lane>> {
             .map_err(reservoir_core::ReservoirError::from)?)
         })
         .collect()
+}
+
+/// The base config of the lanes: `n` units, 10 % connected, with a bias, seed 3.
+fn base(n: usize) -> Result<ReservoirConfig> {
+    Ok(ReservoirParams::new()
+        .size(n)
+        .connection_prob(0.1)
+        .bias_scaling(0.1)
+        .seed(3)
+        .check()
+        .map_err(reservoir_core::ReservoirError::from)?)
 }
 
 /// Median timings of one set of lanes.
@@ -166,16 +182,13 @@ fn main() -> Result<()> {
     if std::env::args().any(|a| a == "--multi-only") {
         return several_gpus(&mut runner, &data);
     }
+    if std::env::args().any(|a| a == "--math-only") {
+        return arithmetic(&device, &data);
+    }
     let mut rows = Vec::new();
     let mut worst_check: f64 = 0.0;
     for n in [500, 1000] {
-        let base = ReservoirParams::new()
-            .size(n)
-            .connection_prob(0.1)
-            .bias_scaling(0.1)
-            .seed(3)
-            .check()
-            .map_err(reservoir_core::ReservoirError::from)?;
+        let base = base(n)?;
         // The CPU baseline (its lanes one after another), and the check of the GPU lanes
         // against it.
         let few = lanes(&base, CPU_LANES)?;
@@ -236,7 +249,55 @@ fn main() -> Result<()> {
         println!("FAILED: the GPU lanes do not match the CPU lanes");
         std::process::exit(1);
     }
+    arithmetic(&device, &data)?;
     several_gpus(&mut runner, &data)
+}
+
+/// The recurrence at N = 1000 with each GEMM arithmetic, and a whole `run_lanes` of 256 lanes
+/// with each; exits 1 when a tensor-core arithmetic's validation NRMSE (ridge 1e-6, the first
+/// lanes) is more than 2e-2 from the CPU lanes'.
+fn arithmetic(device: &GpuDevice, data: &LaneData<'_>) -> Result<()> {
+    let base = base(1000)?;
+    let few = lanes(&base, CPU_LANES)?;
+    let cpu = scores(&CpuLaneRunner::all_cores().run_lanes(&base, &few, data)?)?;
+    let widths = [64, 128, 256];
+    let all = lanes(&base, 256)?;
+    println!(
+        "\nGEMM arithmetic: N = 1000, recurrence µs/step (graph, median of {REPEATS}) at B = {widths:?}; run_lanes of 256 lanes over {STEPS} steps (median of 3); validation NRMSE of {CPU_LANES} lanes against the CPU lanes"
+    );
+    println!(
+        "| GEMM | B = 64 | B = 128 | B = 256 | run_lanes, 256 lanes (s) | worst NRMSE difference |"
+    );
+    println!("|---|---|---|---|---|---|");
+    let mut worst_check: f64 = 0.0;
+    for math in GemmMath::ALL {
+        let mut runner = GpuLaneRunner::new(device)?.with_math(math);
+        let mut cells = Vec::new();
+        for width in widths {
+            let timing = time_lanes(&mut runner, &base, &all[..width], 1000)?;
+            cells.push(format!("{:.2}", timing.micros_per_step));
+        }
+        let run_s = median_seconds(3, || {
+            runner.run_lanes(&base, &all, data)?;
+            Ok(())
+        })?;
+        let got = scores(&runner.run_lanes(&base, &few, data)?)?;
+        let worst = got
+            .iter()
+            .zip(&cpu)
+            .map(|(g, c)| (g - c).abs() / c)
+            .fold(0.0f64, f64::max);
+        worst_check = worst_check.max(worst);
+        println!(
+            "| {math} | {} | {run_s:.3} | {worst:.2e} |",
+            cells.join(" | ")
+        );
+    }
+    if worst_check.is_nan() || worst_check >= 2e-2 {
+        println!("FAILED: a GEMM arithmetic's lanes drift more than 2e-2 from the CPU lanes");
+        std::process::exit(1);
+    }
+    Ok(())
 }
 
 /// 256 lanes of N = 1000 over the whole series, into readouts solved and scored on the GPUs
@@ -251,13 +312,7 @@ fn several_gpus(one: &mut GpuLaneRunner, data: &LaneData<'_>) -> Result<()> {
         println!("\nseveral GPUs: only {count} GPU here; not measured");
         return Ok(());
     }
-    let base = ReservoirParams::new()
-        .size(1000)
-        .connection_prob(0.1)
-        .bias_scaling(0.1)
-        .seed(3)
-        .check()
-        .map_err(reservoir_core::ReservoirError::from)?;
+    let base = base(1000)?;
     let all = lanes(&base, 256)?;
     let ordinals: Vec<usize> = (0..count).collect();
     let mut multi = MultiGpuLaneRunner::new(&ordinals)?;

@@ -33,6 +33,13 @@ __device__ __forceinline__ float leaky(float x, float pre, float leak, int activ
     return (1.0f - leak) * x + leak * f;
 }
 
+// The f16 bits of v, rounded to nearest even.
+__device__ __forceinline__ unsigned short to_half(float v) {
+    unsigned short h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(v));
+    return h;
+}
+
 // The sum of `acc` over the 32 lanes of a warp, by butterfly (every lane gets it).
 template <typename T>
 __device__ __forceinline__ T warp_sum(T acc) {

@@ -64,13 +64,6 @@ extern "C" __global__ void esn_step_fused(const int* __restrict__ row_ptr,
     if (lane == 0) x_next[r] = leaky(x[r], acc + drive_t[r], leak, activation);
 }
 
-// The f16 bits of v, rounded to nearest even.
-__device__ __forceinline__ unsigned short to_half(float v) {
-    unsigned short h;
-    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(v));
-    return h;
-}
-
 // x_next = (1 - a) x + a f(pre + drive_t) after a cuBLAS GEMV or GEMM wrote pre (the GEMV
 // baseline, the batched step). When x_half is not null it also receives x_next in f16: the
 // next step's operand of an f16 GEMM.

@@ -6,12 +6,12 @@ use cudarc::driver::{CudaSlice, CudaView, CudaViewMut};
 use ndarray::{s, Array2, ArrayView2};
 use rand_chacha::ChaCha8Rng;
 use reservoir_core::features::SequenceFeatures;
-use reservoir_core::{Activation, HalfFormat, ReservoirConfig, ReservoirError, ReservoirWeights};
+use reservoir_core::{ReservoirConfig, ReservoirWeights};
 
-use crate::driver::blas::{product_row_major, product_row_major_f16};
 use crate::driver::GpuDevice;
 use crate::error::{DriverContext, Result};
 use crate::features::SummaryRows;
+use crate::gemm::{DeviceW, GemmMath};
 use crate::noise::noise_values;
 use crate::ops::esn::{
     activation_code, add_features, elementwise, input_drive, to_f16, EsnKernels, FeatureChunk,
@@ -24,49 +24,6 @@ const CHUNK_BYTES: usize = 1 << 28;
 /// Most bytes of a batch's states on the host (they are handed out once the batch is done),
 /// or of its noise.
 const HOST_BATCH_BYTES: usize = 1 << 29;
-
-/// Arithmetic of the per-step GEMM of [`crate::ManySequences::Batched`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum GemmMath {
-    /// Plain f32 SGEMM (states agree with the CPU to f32 rounding). The default.
-    #[default]
-    F32,
-    /// TF32 tensor cores: f32 storage, 10-bit-mantissa products, f32 accumulation. Faster;
-    /// the states drift from the f32 CPU reference by about 3e-4 relative over 1,000 steps
-    /// (`tests/batched_parity.rs`).
-    Tf32,
-    /// f16 tensor cores: W and each step's X rounded to f16 (TF32's 10-bit mantissa, a range
-    /// of ±65504), products accumulated in f32, the states kept and updated in f32. The
-    /// fastest, at TF32's drift; `tanh` reservoirs only (their states stay in (−1, 1)), and
-    /// every weight of W must be within f16's range.
-    F16,
-}
-
-/// W on the device in the GEMM's operand type.
-#[derive(Debug)]
-enum DeviceW {
-    F32(CudaSlice<f32>),
-    /// f16 bit patterns.
-    F16(CudaSlice<u16>),
-}
-
-/// `W` in f16 bit patterns, rounded to nearest even; an error if a weight is beyond f16's range.
-fn weights_to_f16(w: &Array2<f64>) -> Result<Vec<u16>> {
-    w.iter()
-        .map(|&v| {
-            HalfFormat::F16.to_bits(v).ok_or_else(|| {
-                ReservoirError::invalid(
-                    "batched reservoir",
-                    format!(
-                        "W has a weight ({v}) beyond f16's range (±65504): use GemmMath::F32 or \
-                         Tf32"
-                    ),
-                )
-                .into()
-            })
-        })
-        .collect()
-}
 
 /// The many-sequence engine of one reservoir: its W dense in the GEMM's operand type. The
 /// states of B sequences are an N × B matrix X (column j = sequence j), and each step is
@@ -108,66 +65,17 @@ impl BatchEngine {
     /// Uploads W (densified) for `math`.
     ///
     /// # Errors
-    /// [`GemmMath::F16`] for a linear reservoir (its states can leave f16's range) or a W
-    /// beyond f16's range; any upload error.
+    /// As [`DeviceW::upload`].
     pub(crate) fn new(
         device: &GpuDevice,
         config: &ReservoirConfig,
         weights: &ReservoirWeights,
         math: GemmMath,
     ) -> Result<Self> {
-        Self::check(config, weights, math)?;
-        let dense = weights.recurrent().to_dense();
-        let w = match math {
-            GemmMath::F32 | GemmMath::Tf32 => {
-                DeviceW::F32(device.upload_f32(&dense, "uploading the dense W")?)
-            }
-            GemmMath::F16 => {
-                let half = weights_to_f16(&dense)?;
-                DeviceW::F16(
-                    device
-                        .stream()
-                        .clone_htod(&half)
-                        .alloc_context::<u16>("uploading W in f16", half.len())?,
-                )
-            }
-        };
-        Ok(Self { w, math })
-    }
-
-    /// An error unless `math` can run this reservoir: f16 operands need a `tanh` reservoir
-    /// (a linear one's states can leave f16's range) and every weight of W within f16's range.
-    pub(crate) fn check(
-        config: &ReservoirConfig,
-        weights: &ReservoirWeights,
-        math: GemmMath,
-    ) -> Result<()> {
-        if math != GemmMath::F16 {
-            return Ok(());
-        }
-        if config.activation() != Activation::Tanh {
-            return Err(ReservoirError::invalid(
-                "batched reservoir",
-                "GemmMath::F16 needs activation = tanh: a linear reservoir's states can leave \
-                 f16's range",
-            )
-            .into());
-        }
-        match weights
-            .recurrent()
-            .values()
-            .iter()
-            .find(|&&v| HalfFormat::F16.to_bits(v).is_none())
-        {
-            Some(v) => Err(ReservoirError::invalid(
-                "batched reservoir",
-                format!(
-                    "W has a weight ({v}) beyond f16's range (±65504): use GemmMath::F32 or Tf32"
-                ),
-            )
-            .into()),
-            None => Ok(()),
-        }
+        Ok(Self {
+            w: DeviceW::upload(device, config, weights, math, "batched reservoir")?,
+            math,
+        })
     }
 
     /// The arithmetic of the GEMM.
@@ -175,14 +83,9 @@ impl BatchEngine {
         self.math
     }
 
-    /// The device's cuBLAS handle for this engine's arithmetic: the TF32 handle for
-    /// [`GemmMath::Tf32`], else the default one. Neither handle's math mode ever changes, so
-    /// engines of different arithmetic can step in several threads at once.
+    /// The device's cuBLAS handle for this engine's arithmetic ([`GemmMath::blas`]).
     pub(crate) fn blas<'d>(&self, device: &'d GpuDevice) -> Result<&'d CudaBlas> {
-        match self.math {
-            GemmMath::Tf32 => device.blas_tf32(),
-            GemmMath::F32 | GemmMath::F16 => device.blas(),
-        }
+        self.math.blas(device)
     }
 
     /// Runs `sequences` (checked: K columns, finite), each from the zero state, in batches of
@@ -387,9 +290,9 @@ impl BatchEngine {
         let s = shared.device.stream();
         let alloc = |len: usize, what| s.alloc_zeros::<f32>(len).alloc_context::<f32>(what, len);
         let state = alloc(n * b, "allocating the batch's states")?;
-        let halves = match self.w {
-            DeviceW::F32(_) => None,
-            DeviceW::F16(_) => Some([
+        let halves = match self.math {
+            GemmMath::F32 | GemmMath::Tf32 => None,
+            GemmMath::F16 => Some([
                 s.alloc_zeros::<u16>(n * b)
                     .alloc_context::<u16>("allocating f16 states", n * b)?,
                 s.alloc_zeros::<u16>(n * b)
@@ -468,7 +371,7 @@ impl BatchEngine {
         )?;
         if let Some([first_half, _]) = buffers.halves.as_mut() {
             to_f16(
-                shared.device,
+                shared.device.stream(),
                 shared.kernels,
                 &buffers.state.slice(..),
                 &mut first_half.slice_mut(..),
@@ -524,39 +427,15 @@ impl BatchEngine {
         let n = shared.config.size();
         let width = x.len();
         let b = width / n.max(1);
-        let context = "the batched step GEMM";
-        let mut next_half = match (&self.w, half) {
-            (DeviceW::F32(w), None) => {
-                product_row_major(
-                    blas,
-                    &w.slice(..),
-                    x,
-                    &mut pre.slice_mut(..width),
-                    (n, n, b),
-                    context,
-                )?;
-                None
-            }
-            (DeviceW::F16(w), Some((x_half, next_half))) => {
-                product_row_major_f16(
-                    blas,
-                    shared.device.stream(),
-                    &w.slice(..),
-                    &x_half,
-                    &mut pre.slice_mut(..width),
-                    (n, n, b),
-                    context,
-                )?;
-                Some(next_half.slice_mut(..width))
-            }
-            _ => {
-                return Err(ReservoirError::invalid(
-                    context,
-                    "f16 states go with an f16 W, and only with it",
-                )
-                .into())
-            }
-        };
+        let mut next_half = self.w.product(
+            blas,
+            shared.device.stream(),
+            x,
+            half,
+            &mut pre.slice_mut(..width),
+            (n, b),
+            "the batched step GEMM",
+        )?;
         let update = Update {
             leak: shared.config.leak_rate() as f32,
             activation: activation_code(shared.config.activation()),
@@ -718,16 +597,5 @@ mod tests {
         // A tiny reservoir still gets a bounded batch, and a chunk of at least one step.
         assert!(features_limit(1, false).max_sequences <= CHUNK_BYTES / 8);
         assert_eq!(chunk_steps(1 << 20, 1 << 20, 5), 1);
-    }
-
-    #[test]
-    fn weights_round_to_the_nearest_f16_and_refuse_its_overflow() {
-        let w = Array2::from_shape_vec((1, 4), vec![0.1, -1.0 / 3.0, 65504.0, 0.0]).expect("shape");
-        let bits = weights_to_f16(&w).expect("in range");
-        // 0.1 and -1/3 to nearest even (f16 bits 0x2E66 and 0xB555), the largest finite f16.
-        assert_eq!(bits, vec![0x2E66, 0xB555, 0x7BFF, 0]);
-        let big = Array2::from_shape_vec((1, 2), vec![0.5, 70000.0]).expect("shape");
-        let message = weights_to_f16(&big).expect_err("beyond f16").to_string();
-        assert!(message.contains("70000"), "{message}");
     }
 }

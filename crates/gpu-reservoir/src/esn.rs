@@ -14,11 +14,12 @@ use reservoir_core::reservoir::{features_of_runs, run_one_by_one, SequenceVisito
 use reservoir_core::spikes::SpikePattern;
 use reservoir_core::{Reservoir, ReservoirConfig, ReservoirError, ReservoirWeights};
 
-use crate::batched::{BatchEngine, GemmMath, Shared};
+use crate::batched::{BatchEngine, Shared};
 use crate::driver::csr::DeviceCsr;
 use crate::driver::staging::Staging;
 use crate::driver::GpuDevice;
 use crate::error::{DriverContext, GpuError, Result};
+use crate::gemm::{DeviceW, GemmMath};
 use crate::noise::noise_values;
 use crate::ops::cluster::{ClusterPlan, ClusterRun, CLUSTER_MAX_N};
 use crate::ops::esn::{activation_code, input_drive, step_two_launches, EsnKernels, Update};
@@ -205,7 +206,7 @@ impl GpuReservoirComputer {
     /// with a weight beyond f16's range.
     pub fn with_many_sequences(mut self, how: ManySequences) -> Result<Self> {
         if let ManySequences::Batched(math) = how {
-            BatchEngine::check(&self.config, &self.weights, math)?;
+            DeviceW::check(&self.config, &self.weights, math, "batched reservoir")?;
         }
         self.many = how;
         self.batch = None;

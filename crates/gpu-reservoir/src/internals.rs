@@ -12,11 +12,12 @@ use rand_chacha::ChaCha8Rng;
 use reservoir_core::lanes::Lane;
 use reservoir_core::{Activation, ReservoirConfig, ReservoirError, ReservoirWeights};
 
-use crate::batched::{BatchEngine, GemmMath, Shared};
+use crate::batched::{BatchEngine, Shared};
 use crate::driver::blas::blas_error;
 use crate::driver::csr::DeviceCsr;
 use crate::driver::GpuDevice;
 use crate::error::{DriverContext, GpuError, Result};
+use crate::gemm::GemmMath;
 use crate::lanes::{GpuLaneRunner, LaneRun};
 use crate::lif::{chunk_steps, GpuLifNetwork, ShardedLifNetwork};
 use crate::ops::cluster::{ClusterPlan, ClusterRun};

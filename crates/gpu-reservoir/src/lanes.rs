@@ -1,5 +1,5 @@
 //! A sweep's lanes on the GPU: B echo-state reservoirs that share one random W, W_in and b and
-//! differ in spectral radius, leak rate and input scaling, stepped together with one SGEMM per
+//! differ in spectral radius, leak rate and input scaling, stepped together with one GEMM per
 //! step, their ridge sums kept on the device.
 
 use std::sync::Arc;
@@ -12,12 +12,13 @@ use reservoir_core::lanes::{Lane, LaneData, LaneOutcomes, LaneRunner, LaneSums};
 use reservoir_core::random::{stream_rng, Stream};
 use reservoir_core::{Precision, ReservoirConfig, ReservoirError, ReservoirWeights};
 
-use crate::driver::blas::{blas_error, product_row_major};
+use crate::driver::blas::{blas_handle_on, product_row_major};
 use crate::driver::GpuDevice;
 use crate::error::{DriverContext, GpuError, Result};
 use crate::esn::CHUNK_STEPS;
+use crate::gemm::{DeviceW, GemmMath};
 use crate::noise::noise_values;
-use crate::ops::esn::activation_code;
+use crate::ops::esn::{activation_code, to_f16, EsnKernels};
 use crate::ops::lanes::{lane_step, LaneKernels, LaneParameters, LaneStepInputs};
 use crate::ops::ridge::RidgeKernels;
 use crate::ridge_sums::DeviceRidgeSums;
@@ -38,11 +39,12 @@ pub const LANE_GROUP: usize = 128;
 ///
 /// The lanes are the columns of an N × B state matrix X. W₁ and W_in₁ are the base config's
 /// draws at spectral radius 1 and input scaling 1 (same seed ⇒ the same random structure as
-/// every lane's own config), uploaded once (W₁ dense). A chunk of steps first projects its
-/// inputs, v_t = W_in₁·u_t for every step (one SGEMM); each step is then one SGEMM P = W₁·X
-/// for all lanes and one elementwise launch
+/// every lane's own config), uploaded once (W₁ dense, in the operand type of the runner's
+/// [`GemmMath`]). A chunk of steps first projects its inputs, v_t = W_in₁·u_t for every step
+/// (one SGEMM); each step is then one GEMM P = W₁·X for all lanes and one elementwise launch
 /// `x_b ← (1 − a_b)·x_b + a_b·f(ρ_b·P_b + b + s_b·v_t + noise_t)`, so lane b is the reservoir
-/// of `lane.config(base)` to f32 rounding. Noise, when configured, is drawn on the host from
+/// of `lane.config(base)` to f32 rounding with the f32 GEMM (the default), and to that
+/// arithmetic's drift with TF32 or f16 operands ([`GpuLaneRunner::with_math`]). Noise, when configured, is drawn on the host from
 /// the base seed's noise stream, as every CPU lane draws it (the lanes share one seed, hence
 /// one noise sequence). The rows of each chunk go to the lanes' training and validation
 /// [`DeviceRidgeSums`] on the device; the sums are copied back once per run.
@@ -50,15 +52,20 @@ pub const LANE_GROUP: usize = 128;
 pub struct GpuLaneRunner {
     device: GpuDevice,
     kernels: Arc<LaneKernels>,
+    math: GemmMath,
     shared: Option<SharedWeights>,
+    /// The stream the runs' graphs are captured on and replayed from, made by the first run
+    /// of several chunks and kept for the next (a cuBLAS handle costs tens of milliseconds).
+    capture: Option<CaptureStream>,
 }
 
 /// The weights every lane shares, for the config they were drawn for.
 #[derive(Debug)]
 struct SharedWeights {
     config: ReservoirConfig,
-    /// W₁, dense, row-major N × N.
-    w: CudaSlice<f32>,
+    /// W₁, dense, row-major N × N, in the operand type of `math`.
+    w: DeviceW,
+    math: GemmMath,
     /// W_in₁, row-major N × K.
     input: CudaSlice<f32>,
     /// b (N).
@@ -87,31 +94,39 @@ pub(crate) struct LaneRun {
     noise: Option<(CudaSlice<f32>, f64, ChaCha8Rng)>,
     /// A chunk's states: row t is X after step t (B·N values, lane b at [b·N, (b + 1)·N)).
     pub(crate) states: CudaSlice<f32>,
+    /// X in f16, with f16 GEMM operands.
+    halves: Option<HalfStates>,
     /// The steps of a full chunk captured as a CUDA graph (the buffers above are the same for
-    /// every chunk of a run, so one capture serves them all), on `capture`'s stream.
+    /// every chunk of a run, so one capture serves them all), on the runner's capture stream.
     graph: Option<CudaGraph>,
-    /// The stream the graph is captured on and replayed from, with a cuBLAS handle on it.
-    capture: Option<CaptureStream>,
+}
+
+/// The f16 operands of a run's GEMMs: step t reads `buffers[t % 2]` and writes the other;
+/// before a chunk's first step, `buffers[0]` gets the f16 copy of the lanes' states by the
+/// conversion kernel of `esn.cu`.
+struct HalfStates {
+    buffers: [CudaSlice<u16>; 2],
+    kernels: Arc<EsnKernels>,
 }
 
 /// A stream of one run's own, for its graph: a capture takes every launch into the captured
 /// stream, from any thread, so capturing on the device's stream would take the launches of
 /// other threads' reservoirs into the sweep's graph (their work then runs at the graph's
 /// replays, or never) and break the capture with their copies. Work on it is ordered with the
-/// device's stream by events.
+/// device's stream by events. Its cuBLAS handle is in the math mode of `math`.
+#[derive(Debug)]
 struct CaptureStream {
     stream: Arc<CudaStream>,
     blas: CudaBlas,
 }
 
 impl CaptureStream {
-    fn new(device: &GpuDevice) -> Result<Self> {
+    fn new(device: &GpuDevice, math: GemmMath) -> Result<Self> {
         let stream = device
             .context()
             .new_stream()
             .context("creating a sweep's capture stream")?;
-        let blas = CudaBlas::new(stream.clone())
-            .map_err(|e| blas_error("creating a sweep's cuBLAS handle", e))?;
+        let blas = blas_handle_on(stream.clone(), math == GemmMath::Tf32)?;
         Ok(Self { stream, blas })
     }
 }
@@ -126,8 +141,24 @@ impl GpuLaneRunner {
         Ok(Self {
             kernels: device.kernels::<LaneKernels>()?,
             device: device.clone(),
+            math: GemmMath::F32,
             shared: None,
+            capture: None,
         })
+    }
+
+    /// This runner with the steps' GEMM in `math` (default [`GemmMath::F32`]). With
+    /// [`GemmMath::F16`], runs need a `tanh` base config and fail otherwise.
+    pub fn with_math(mut self, math: GemmMath) -> Self {
+        self.math = math;
+        self.shared = None;
+        self.capture = None;
+        self
+    }
+
+    /// The arithmetic of the steps' GEMM.
+    pub fn math(&self) -> GemmMath {
+        self.math
     }
 
     /// The device the lanes run on.
@@ -160,7 +191,11 @@ impl GpuLaneRunner {
             .input_scaling(1.0)
             .check()
             .map_err(ReservoirError::from)?;
-        if self.shared.as_ref().is_none_or(|w| w.config != unit) {
+        if self
+            .shared
+            .as_ref()
+            .is_none_or(|w| w.config != unit || w.math != self.math)
+        {
             self.shared = Some(self.upload_shared(unit)?);
         }
         let (n, k, b) = (base.size(), base.input_size(), lanes.len());
@@ -170,6 +205,7 @@ impl GpuLaneRunner {
             s.clone_htod(&host)
                 .context("uploading the lanes' parameters")
         };
+        let half = || s.alloc_zeros(n * b).context("allocating the f16 states");
         let noise = if base.noise_level() > 0.0 {
             Some((
                 s.alloc_zeros(chunk_steps * n)
@@ -201,17 +237,25 @@ impl GpuLaneRunner {
             states: s
                 .alloc_zeros(chunk_steps * n * b)
                 .context("allocating a chunk's states")?,
+            halves: match self.math {
+                GemmMath::F16 => Some(HalfStates {
+                    buffers: [half()?, half()?],
+                    kernels: self.device.kernels::<EsnKernels>()?,
+                }),
+                GemmMath::F32 | GemmMath::Tf32 => None,
+            },
             graph: None,
-            capture: None,
         })
     }
 
-    /// Draws the weights of `unit` (spectral radius 1, input scaling 1) and uploads them.
+    /// Draws the weights of `unit` (spectral radius 1, input scaling 1) and uploads them, W
+    /// for the runner's arithmetic.
     fn upload_shared(&self, unit: ReservoirConfig) -> Result<SharedWeights> {
         let (weights, _) = ReservoirWeights::generate(&unit)?;
         let device = &self.device;
         Ok(SharedWeights {
-            w: device.upload_f32(&weights.recurrent().to_dense(), "uploading W")?,
+            w: DeviceW::upload(device, &unit, &weights, self.math, "sweep lanes")?,
+            math: self.math,
             input: device.upload_f32(weights.input(), "uploading W_in")?,
             bias: device.upload_f32(weights.bias(), "uploading b")?,
             config: unit,
@@ -250,13 +294,10 @@ impl GpuLaneRunner {
             "projecting a sweep's inputs",
         )?;
         if replay && steps == run.chunk_steps {
-            let capture = match run.capture.take() {
-                Some(capture) => capture,
-                None => CaptureStream::new(&self.device)?,
-            };
-            let replayed = self.replay(run, steps, &capture);
-            run.capture = Some(capture);
-            replayed?;
+            let capture = self.capture.as_ref().ok_or_else(|| {
+                ReservoirError::invalid("sweep on the GPU", "no stream to capture the steps on")
+            })?;
+            self.replay(run, steps, capture)?;
         } else {
             self.enqueue_steps(run, steps)?;
         }
@@ -279,12 +320,17 @@ impl GpuLaneRunner {
             // A first product outside the capture: whatever cuBLAS sets up on first use of
             // a handle (workspace) must not happen while capturing. Its result is overwritten.
             let shared = self.shared()?;
-            product_row_major(
+            shared.w.product(
                 &capture.blas,
-                &shared.w.slice(..),
+                own,
                 &run.state.slice(..),
+                run.halves.as_mut().map(
+                    |HalfStates {
+                         buffers: [x, next], ..
+                     }| (x.slice(..), next),
+                ),
                 &mut run.product.slice_mut(..),
-                (run.n, run.n, run.lanes),
+                (run.n, run.lanes),
                 "the sweep step GEMM",
             )?;
             let graph = GpuDevice::capture_on(own, || {
@@ -302,7 +348,12 @@ impl GpuLaneRunner {
     /// Enqueues `steps` steps from `run.state` on the chunk's projected inputs (and noise),
     /// writing row t of `run.states`; `run.state` is left as it was. On the device's stream.
     pub(crate) fn enqueue_steps(&self, run: &mut LaneRun, steps: usize) -> Result<()> {
-        self.enqueue_steps_on(run, steps, self.device.stream(), self.device.blas()?)
+        self.enqueue_steps_on(
+            run,
+            steps,
+            self.device.stream(),
+            self.math.blas(&self.device)?,
+        )
     }
 
     /// [`GpuLaneRunner::enqueue_steps`] on `stream`, with `blas` a cuBLAS handle on it.
@@ -322,6 +373,19 @@ impl GpuLaneRunner {
             leak: &run.leak,
             activation: run.activation,
         };
+        if let Some(HalfStates {
+            buffers: [first, _],
+            kernels,
+        }) = run.halves.as_mut()
+        {
+            to_f16(
+                stream,
+                kernels,
+                &run.state.slice(..),
+                &mut first.slice_mut(..),
+                width,
+            )?;
+        }
         for t in 0..steps {
             let (done, mut rest) = run.states.split_at_mut(t * width);
             let x = if t == 0 {
@@ -329,12 +393,25 @@ impl GpuLaneRunner {
             } else {
                 done.slice((t - 1) * width..)
             };
-            product_row_major(
+            let half = run.halves.as_mut().map(
+                |HalfStates {
+                     buffers: [even, odd],
+                     ..
+                 }| {
+                    if t % 2 == 0 {
+                        (even.slice(..), odd)
+                    } else {
+                        (odd.slice(..), even)
+                    }
+                },
+            );
+            let mut next_half = shared.w.product(
                 blas,
-                &shared.w.slice(..),
+                stream,
                 &x,
+                half,
                 &mut run.product.slice_mut(..),
-                (n, n, b),
+                (n, b),
                 "the sweep step GEMM",
             )?;
             let input_t = run.drive.slice(t * n..(t + 1) * n);
@@ -343,6 +420,7 @@ impl GpuLaneRunner {
                 .as_ref()
                 .map(|(buffer, _, _)| buffer.slice(t * n..(t + 1) * n));
             let inputs = LaneStepInputs {
+                x: &x,
                 product: &run.product,
                 input_t: &input_t,
                 bias: &shared.bias,
@@ -353,8 +431,8 @@ impl GpuLaneRunner {
                 &self.kernels,
                 &inputs,
                 &parameters,
-                &x,
                 &mut rest.slice_mut(..width),
+                next_half.as_mut(),
                 (n, b),
             )?;
         }
@@ -417,6 +495,9 @@ impl GpuLaneRunner {
         let mut run = self.prepare(base, lanes, chunk)?;
         // A graph pays for its capture when it replaces the launches of several chunks.
         let replay = total / chunk >= 2;
+        if replay && self.capture.is_none() {
+            self.capture = Some(CaptureStream::new(&self.device, self.math)?);
+        }
         let outputs = data.targets.ncols();
         let mut train = DeviceRidgeSums::new(&self.device, n, outputs, b)?;
         let mut validation = DeviceRidgeSums::new(&self.device, n, outputs, b)?;

@@ -27,6 +27,7 @@ pub mod encoding;
 mod error;
 mod esn;
 mod features;
+mod gemm;
 #[cfg(feature = "internals")]
 pub mod internals;
 mod lanes;
@@ -39,7 +40,6 @@ mod ridge_sums;
 mod sharded;
 pub mod spectral;
 
-pub use batched::GemmMath;
 pub use collective::Collective;
 pub use driver::{probe, DeviceInfo, GpuDevice, GpuSupport, Startup, StartupPhase, CACHE_ENV};
 pub use error::{GpuError, Result};
@@ -47,6 +47,7 @@ pub use esn::{
     GpuReservoirComputer, ManySequences, BATCH_MAX_MEAN_STEPS, BATCH_MAX_SIZE, BATCH_MIN_SEQUENCES,
     CHUNK_STEPS,
 };
+pub use gemm::GemmMath;
 pub use lanes::{GpuLaneRunner, LANE_GROUP};
 pub use lif::{
     GpuLifNetwork, LifStepPath, ShardedLifNetwork, LIF_CHUNK_BYTES, LIF_CHUNK_STEPS,

@@ -3,30 +3,25 @@
 
 mod common;
 
-use common::{fresh_seed, gpu, relative_error};
+use common::{f16_product, f16_weights, fresh_seed, gpu, relative_error};
 use gpu_reservoir::{GemmMath, GpuReservoirComputer, ManySequences};
-use ndarray::{Array1, Array2, ArrayView2};
+use ndarray::{Array2, ArrayView2};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use reservoir_core::real::Real;
 use reservoir_core::{
-    Activation, EchoStateNetwork, HalfFormat, Reservoir, ReservoirConfig, ReservoirParams,
-    ReservoirWeights,
+    Activation, EchoStateNetwork, Reservoir, ReservoirConfig, ReservoirParams, ReservoirWeights,
 };
 
 /// The f16 batched step on the CPU as the GPU computes it: W and every step's state rounded
-/// to f16 before the product (f16 products are exact, so the sum in f64 rounded to f32 is the
-/// GPU's f32 sum up to its order), the drive b + W_in·u and the update in f32, the same
+/// to f16 before the product ([`f16_product`]), the drive b + W_in·u and the update in f32, the same
 /// rational tanh.
 fn f16_reference(
     config: &ReservoirConfig,
     weights: &ReservoirWeights,
     inputs: ArrayView2<f64>,
 ) -> Array2<f64> {
-    let w = weights
-        .recurrent()
-        .to_dense()
-        .mapv(|v| HalfFormat::F16.round(v).expect("W within f16's range"));
+    let w = f16_weights(&weights.recurrent().to_dense());
     let (w_in, bias) = (
         weights.input().mapv(|v| v as f32),
         weights.bias().mapv(|v| v as f32),
@@ -35,12 +30,7 @@ fn f16_reference(
     let mut x = vec![0.0f32; config.size()];
     let mut states = Array2::zeros((inputs.nrows(), config.size()));
     for (t, u) in inputs.rows().into_iter().enumerate() {
-        let operand = Array1::from_iter(x.iter().map(|&v| {
-            HalfFormat::F16
-                .round(f64::from(v))
-                .expect("tanh states are within f16's range")
-        }));
-        let mut pre: Vec<f32> = w.dot(&operand).iter().map(|&p| p as f32).collect();
+        let mut pre = f16_product(&w, &x);
         for (i, p) in pre.iter_mut().enumerate() {
             let mut drive = bias[i];
             for (k, &u_k) in u.iter().enumerate() {

@@ -3,14 +3,15 @@
 
 mod common;
 
-use common::{fresh_seed, gpu, relative_error};
-use gpu_reservoir::{GpuDevice, GpuLaneRunner, MultiGpuLaneRunner};
-use ndarray::Array2;
+use common::{f16_product, f16_weights, fresh_seed, gpu, relative_error};
+use gpu_reservoir::{GemmMath, GpuDevice, GpuLaneRunner, MultiGpuLaneRunner};
+use ndarray::{s, Array2, ArrayView2};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use reservoir_core::lanes::{CpuLaneRunner, Lane, LaneData, LaneRunner, LaneSums};
 use reservoir_core::readout::RidgeAccumulator;
-use reservoir_core::{Activation, Precision, ReservoirConfig, ReservoirParams};
+use reservoir_core::real::Real;
+use reservoir_core::{Activation, Precision, ReservoirConfig, ReservoirParams, ReservoirWeights};
 
 /// Inputs u ~ U[0, 0.5] and two targets with memory: u(t−1)·u(t−2) and sin(6·u(t−4)).
 fn task(rng: &mut ChaCha8Rng, steps: usize) -> (Array2<f64>, Array2<f64>) {
@@ -80,23 +81,51 @@ fn compare(gpu: &[LaneSums], cpu: &[LaneSums], ridges: &[f64]) -> (f64, f64) {
     (sums, scores)
 }
 
-#[test]
-fn gpu_lanes_match_the_cpu_lanes() {
-    let Some(device) = gpu() else { return };
-    let mut rng = ChaCha8Rng::seed_from_u64(fresh_seed("sweep_lanes"));
+/// A random sweep: its base config, lanes, task (inputs and targets) and the lanes' chunk.
+struct RandomSweep {
+    base: ReservoirConfig,
+    lanes: Vec<Lane>,
+    u: Array2<f64>,
+    y: Array2<f64>,
+    chunk: usize,
+}
+
+/// A random base of `n` units (10 % connected, with a bias), `count` random lanes around it
+/// and a task two full chunks of those lanes (replayed from a run's CUDA graph) and `extra`
+/// steps (plain launches) long.
+fn random_sweep(rng: &mut ChaCha8Rng, n: usize, count: usize, extra: usize) -> RandomSweep {
     let base = ReservoirParams::new()
-        .size(300)
+        .size(n)
         .connection_prob(0.1)
         .bias_scaling(0.1)
         .seed(rng.random())
         .check()
         .expect("config");
-    let lanes = random_lanes(&mut rng, &base, 6);
-    // Two full chunks (replayed from the run's CUDA graph) and a partial one (plain launches);
-    // the split between training and validation rows inside the second.
-    let chunk = GpuLaneRunner::chunk_steps(300, 6);
-    let steps = 2 * chunk + 1000;
-    let (u, y) = task(&mut rng, steps);
+    let lanes = random_lanes(rng, &base, count);
+    let chunk = GpuLaneRunner::chunk_steps(n, count);
+    let (u, y) = task(rng, 2 * chunk + extra);
+    RandomSweep {
+        base,
+        lanes,
+        u,
+        y,
+        chunk,
+    }
+}
+
+#[test]
+fn gpu_lanes_match_the_cpu_lanes() {
+    let Some(device) = gpu() else { return };
+    let mut rng = ChaCha8Rng::seed_from_u64(fresh_seed("sweep_lanes"));
+    // The split between training and validation rows inside the second chunk.
+    let RandomSweep {
+        base,
+        lanes,
+        u,
+        y,
+        chunk,
+    } = random_sweep(&mut rng, 300, 6, 1000);
+    let steps = u.nrows();
     let data = LaneData {
         inputs: u.view(),
         targets: y.view(),
@@ -154,6 +183,140 @@ fn gpu_lanes_match_with_noise_and_a_linear_reservoir() {
         assert!(sums < 1e-4, "lane sums differ by {sums:.2e}");
         assert!(scores < 1e-3, "validation NRMSE differs by {scores:.2e}");
     }
+}
+
+/// One lane's states with the f16 GEMM as the GPU computes them: W₁ and each step's states
+/// rounded to f16 before the product ([`f16_product`]), then `ρ·P + b`, `+ s·W_in₁u` and the leaky
+/// update in f32, with the same rational tanh.
+fn f16_lane_states(unit: &ReservoirConfig, lane: &Lane, inputs: ArrayView2<f64>) -> Array2<f64> {
+    let (weights, _) = ReservoirWeights::generate(unit).expect("weights");
+    let w = f16_weights(&weights.recurrent().to_dense());
+    let (w_in, bias) = (
+        weights.input().mapv(|v| v as f32),
+        weights.bias().mapv(|v| v as f32),
+    );
+    let (radius, scaling, a) = (
+        lane.spectral_radius() as f32,
+        lane.input_scaling() as f32,
+        lane.leak_rate() as f32,
+    );
+    let mut x = vec![0.0f32; unit.size()];
+    let mut states = Array2::zeros((inputs.nrows(), unit.size()));
+    for (t, u) in inputs.rows().into_iter().enumerate() {
+        let mut pre = f16_product(&w, &x);
+        for (i, p) in pre.iter_mut().enumerate() {
+            let v: f32 = w_in.row(i).iter().zip(u).map(|(&w, &u)| w * u as f32).sum();
+            *p = radius * *p + bias[i];
+            *p += scaling * v;
+        }
+        <f32 as Real>::tanh_in_place(&mut pre);
+        for (i, (x_i, &f)) in x.iter_mut().zip(&pre).enumerate() {
+            *x_i = (1.0 - a) * *x_i + a * f;
+            states[(t, i)] = f64::from(*x_i);
+        }
+    }
+    states
+}
+
+/// The training and validation sums of `states` over `data`'s rows, as a lane runner adds them.
+fn sums_of(states: &Array2<f64>, data: &LaneData<'_>) -> LaneSums {
+    let sums = |from: usize, to: usize| {
+        let mut sums =
+            RidgeAccumulator::new(states.ncols(), data.targets.ncols(), 1).expect("sums");
+        sums.add(
+            states.slice(s![from..to, ..]),
+            data.targets.slice(s![from..to, ..]),
+        )
+        .expect("add");
+        sums
+    };
+    LaneSums {
+        train: sums(data.washout, data.train_rows),
+        validation: sums(data.train_rows, states.nrows()),
+    }
+}
+
+#[test]
+fn tensor_core_lanes_match_their_operand_rounding_and_stay_near_f32() {
+    let Some(device) = gpu() else { return };
+    let mut rng = ChaCha8Rng::seed_from_u64(fresh_seed("sweep_lanes_tensor_cores"));
+    // The graph's f16 operands alternate between two buffers over an odd number of steps.
+    let RandomSweep {
+        base,
+        lanes,
+        u,
+        y,
+        chunk,
+    } = random_sweep(&mut rng, 200, 3, 501);
+    let data = LaneData {
+        inputs: u.view(),
+        targets: y.view(),
+        washout: 100,
+        train_rows: chunk + 500,
+    };
+    let ridges = [1e-4, 1e-2];
+    let cpu = CpuLaneRunner::all_cores()
+        .run_lanes(&base, &lanes, &data)
+        .expect("cpu");
+    let f32_gpu = GpuLaneRunner::new(&device)
+        .expect("runner")
+        .run_lanes(&base, &lanes, &data)
+        .expect("f32 lanes");
+    for math in [GemmMath::Tf32, GemmMath::F16] {
+        let mut runner = GpuLaneRunner::new(&device).expect("runner").with_math(math);
+        assert_eq!(runner.math(), math);
+        let got = runner.run_lanes(&base, &lanes, &data).expect("lanes");
+        assert_ne!(
+            sums_bits(&got),
+            sums_bits(&f32_gpu),
+            "{math}: the tensor-core GEMM gives other bits than the f32 one"
+        );
+        let (sums, scores) = compare(&got, &cpu, &ridges);
+        eprintln!(
+            "{math} against the f32 CPU lanes: sums {sums:.2e}, validation NRMSE {scores:.2e}"
+        );
+        // Seen with fresh seeds: sums 2e-4 to 6e-4, NRMSE 1.1e-2 to 1.5e-2 (the
+        // readouts solved from the sums amplify their drift by the Gram matrix's conditioning).
+        assert!(sums < 2e-3, "{math}: lane sums differ by {sums:.2e}");
+        assert!(
+            scores < 5e-2,
+            "{math}: validation NRMSE differs by {scores:.2e}"
+        );
+        if math == GemmMath::F16 {
+            let unit = base
+                .to_params()
+                .spectral_radius(1.0)
+                .input_scaling(1.0)
+                .check()
+                .expect("unit config");
+            let expected: Vec<LaneSums> = lanes
+                .iter()
+                .map(|lane| sums_of(&f16_lane_states(&unit, lane, u.view()), &data))
+                .collect();
+            let (sums, scores) = compare(&got, &expected, &ridges);
+            eprintln!("f16 against its CPU reference: sums {sums:.2e}, NRMSE {scores:.2e}");
+            // The same operand rounding leaves f32 summation order: sums 2e-6 to 1e-5 and
+            // NRMSE 1e-3 to 3e-3 seen.
+            assert!(sums < 1e-4, "f16 lane sums differ by {sums:.2e}");
+            assert!(
+                scores < 1e-2,
+                "f16 validation NRMSE differs by {scores:.2e}"
+            );
+        }
+    }
+    // f16 states of a linear reservoir could leave f16's range: refused.
+    let linear = base
+        .to_params()
+        .activation(Activation::Identity)
+        .check()
+        .expect("config");
+    let lane = Lane::new(&linear, 0.9, 0.5, 1.0).expect("lane");
+    let err = GpuLaneRunner::new(&device)
+        .expect("runner")
+        .with_math(GemmMath::F16)
+        .run_lanes(&linear, &[lane], &data)
+        .expect_err("f16 with a linear reservoir");
+    assert!(err.to_string().contains("tanh"), "{err}");
 }
 
 #[test]

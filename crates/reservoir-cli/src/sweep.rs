@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use reservoir_runtime::sweep::{run_sweep, SweepReport, SweepScore};
-use reservoir_runtime::{Devices, Dispatch, Launch};
+use reservoir_runtime::{Devices, Dispatch, GemmMath, Launch};
 
 use crate::data::parse_column_list;
 use crate::device::{self, DeviceArg};
@@ -36,6 +36,11 @@ pub struct SweepArgs {
     /// default is the config's (one GPU without it).
     #[arg(long, value_name = "LIST", value_parser = device::parse_devices)]
     pub devices: Option<Devices>,
+    /// The arithmetic of the lanes' GEMM on GPUs: `f32`, `tf32` or `f16` (tensor cores:
+    /// faster, with a small drift from the f32 states; f16 needs a tanh reservoir). Overrides
+    /// the config's `[sweep] gpu_matmul` (default f32).
+    #[arg(long, value_name = "MATH", conflicts_with = "train")]
+    pub gpu_matmul: Option<GemmMath>,
     /// Sweep on a sequence dataset instead of the config's `[task]`: its training file (CSV
     /// with a header row, or `.npy`/`.npz`). Hyper-parameters are validated on folds of these
     /// sequences only (`[sweep] folds`, default 5, or `validation`, a fraction held out).
@@ -68,6 +73,15 @@ pub struct SweepArgs {
     pub device: DeviceArg,
 }
 
+/// A sweep's JSON report: the report's fields, then what starting its first GPU cost.
+#[derive(serde::Serialize)]
+struct WithStartup<'a> {
+    #[serde(flatten)]
+    report: &'a SweepReport,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    startup: Option<gpu_reservoir::Startup>,
+}
+
 /// Runs `reservoir sweep`.
 pub fn run(args: &SweepArgs) -> Result<()> {
     let mut config = read_config(&args.config)?;
@@ -76,6 +90,14 @@ pub fn run(args: &SweepArgs) -> Result<()> {
             flag: "--top",
             message: format!("{}, got {top}", e.rule),
         })?;
+    }
+    if let Some(math) = args.gpu_matmul {
+        config = config
+            .with_sweep_gpu_matmul(math)
+            .map_err(|e| CliError::Argument {
+                flag: "--gpu-matmul",
+                message: format!("{}, got {math}", e.rule),
+            })?;
     }
     if let (Some(_), Some(_)) = (&args.devices, &args.train) {
         return Err(CliError::Argument {
@@ -106,13 +128,16 @@ pub fn run(args: &SweepArgs) -> Result<()> {
     }
     let result = run_sweep(&config, &mut dispatch);
     device::describe(&dispatch);
-    device::startup(&dispatch);
+    let startup = device::startup(&dispatch);
     let report = result.map_err(|e| CliError::config(&args.config, e))?;
     if !prints {
         return Ok(());
     }
     let text = if args.json {
-        json_line(&report)?
+        json_line(&WithStartup {
+            report: &report,
+            startup,
+        })?
     } else {
         table(&report)
     };
@@ -166,7 +191,13 @@ fn table(report: &SweepReport) -> String {
     let mut text = aligned(&[
         ("task".into(), report.task.clone()),
         ("reservoir size".into(), report.size.to_string()),
-        ("backend".into(), report.backend.clone()),
+        (
+            "backend".into(),
+            match report.gpu_matmul {
+                Some(math) => format!("{} ({math} GEMM)", report.backend),
+                None => report.backend.clone(),
+            },
+        ),
         (
             "lanes".into(),
             format!(

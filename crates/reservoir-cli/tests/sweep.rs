@@ -178,6 +178,22 @@ fn bad_sweeps_are_one_error_line() {
         ],
         &["--devices", "--train", "one GPU"],
     );
+    // f16 GEMM operands need a tanh reservoir, in the config and on the command line.
+    let linear =
+        small(1.0, 1.0, 1e-5, SWEEP).replace("seed = 3\n", "seed = 3\nactivation = \"identity\"\n");
+    let f16 = write(&dir, "f16.toml", &format!("{linear}gpu_matmul = \"f16\"\n"));
+    fails_with(
+        &["sweep", &f16],
+        &["f16.toml", "sweep.gpu_matmul", "tanh", "f16"],
+    );
+    let linear = write(&dir, "linear.toml", &linear);
+    fails_with(
+        &["sweep", &linear, "--gpu-matmul", "f16"],
+        &["--gpu-matmul", "tanh"],
+    );
+    let out = reservoir(&["sweep", &path, "--gpu-matmul", "bf16"]);
+    assert_eq!(out.code, Some(2), "{}", out.stderr);
+    assert!(out.stderr.contains("f32, tf32 or f16"), "{}", out.stderr);
     let repeated = write(
         &dir,
         "repeated.toml",
@@ -204,6 +220,11 @@ fn devices_leave_a_sweep_on_the_cpu_where_the_cpu_was_asked_for() {
         assert_eq!(report["backend"], "cpu", "{extra:?}");
         assert_eq!(number(&report, "lanes"), 6.0);
     }
+    // The GEMM arithmetic is the GPU lanes'; CPU lanes compute as the config says and the
+    // report names none.
+    let report = json(&["sweep", &path, "--device", "cpu", "--gpu-matmul", "tf32"]);
+    assert_eq!(report["backend"], "cpu");
+    assert!(report.get("gpu_matmul").is_none(), "{report}");
 }
 
 /// Thousands of lanes on the CPU: each lane's run waits on a thread pool from inside the lane

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use gpu_reservoir::collective::exchange_id;
 use gpu_reservoir::{
-    shards_pay, Collective, DeviceInfo, GpuDevice, GpuLaneRunner, GpuLifNetwork,
+    shards_pay, Collective, DeviceInfo, GemmMath, GpuDevice, GpuLaneRunner, GpuLifNetwork,
     GpuReservoirComputer, MultiGpuLaneRunner, ShardedReservoir, Startup, LANE_GROUP,
 };
 use reservoir_core::lanes::{CpuLaneRunner, LaneRunner};
@@ -317,7 +317,8 @@ impl Dispatch {
         )
     }
 
-    /// The runner of a sweep's `lanes` lanes around `base`, each run over `work`.
+    /// The runner of a sweep's `lanes` lanes around `base`, each run over `work`; on GPUs, their
+    /// steps' GEMM in `math`.
     ///
     /// # Errors
     /// As [`Dispatch::echo_state`].
@@ -326,6 +327,7 @@ impl Dispatch {
         base: &ReservoirConfig,
         lanes: usize,
         work: Workload,
+        math: GemmMath,
     ) -> Result<Box<dyn LaneRunner>> {
         self.launch_on_local_gpu()?;
         let per_row = |density: f64| ((density * base.size() as f64).round() as usize).max(1);
@@ -341,7 +343,7 @@ impl Dispatch {
         };
         if self.launch.is_some() {
             let collective = self.join_launch(&device)?;
-            let runner = GpuLaneRunner::new(&device)?;
+            let runner = GpuLaneRunner::new(&device)?.with_math(math);
             return Ok(Box::new(RankLaneRunner::new(runner, collective)));
         }
         // Only the GPUs that get a group of lanes.
@@ -351,8 +353,8 @@ impl Dispatch {
             others.truncate(ordinals.len() - 1);
         }
         match ordinals.as_slice() {
-            [_] => Ok(Box::new(GpuLaneRunner::new(&device)?)),
-            ordinals => Ok(Box::new(MultiGpuLaneRunner::new(ordinals)?)),
+            [_] => Ok(Box::new(GpuLaneRunner::new(&device)?.with_math(math))),
+            ordinals => Ok(Box::new(MultiGpuLaneRunner::new(ordinals)?.with_math(math))),
         }
     }
 

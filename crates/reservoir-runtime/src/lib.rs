@@ -38,4 +38,5 @@ pub mod tasks;
 pub use device::{Device, Devices};
 pub use dispatch::{Dispatch, Placement, Workload};
 pub use error::{Result, RuntimeError};
+pub use gpu_reservoir::GemmMath;
 pub use launch::Launch;

@@ -7,7 +7,7 @@ use reservoir_core::features::{FeatureParams, Summary};
 use reservoir_core::{Activation, Precision, ReadoutParams, ReservoirParams, WeightDistribution};
 use reservoir_runtime::experiment::{ExperimentConfig, ExperimentParams, SweepParams, TaskConfig};
 use reservoir_runtime::tasks::spike_classification::SpikeClassificationOptions;
-use reservoir_runtime::Device;
+use reservoir_runtime::{Device, GemmMath};
 
 /// Seeds a TOML file can hold (its integers are 64-bit signed).
 fn seed() -> impl Strategy<Value = u64> {
@@ -139,9 +139,19 @@ fn sweep() -> impl Strategy<Value = Option<SweepParams>> {
                 (2usize..10).prop_map(|k| (Some(k), None)),
                 (0.05f64..0.95).prop_map(|f| (None, Some(f))),
             ],
+            // f32 is the default and written as absent; f16 needs a tanh reservoir.
+            prop_oneof![Just(None), Just(Some(GemmMath::Tf32))],
         )
             .prop_map(
-                |(spectral_radius, leak_rate, input_scaling, ridge, top, (folds, validation))| {
+                |(
+                    spectral_radius,
+                    leak_rate,
+                    input_scaling,
+                    ridge,
+                    top,
+                    (folds, validation),
+                    gpu_matmul,
+                )| {
                     SweepParams {
                         spectral_radius,
                         leak_rate,
@@ -150,6 +160,7 @@ fn sweep() -> impl Strategy<Value = Option<SweepParams>> {
                         top,
                         folds,
                         validation,
+                        gpu_matmul,
                     }
                 },
             ),

@@ -3,10 +3,12 @@
 //! buffers here, so a wrong length is an error rather than an out-of-bounds read on the device.
 
 use std::ffi::c_void;
+use std::sync::Arc;
 
 use cudarc::cublas::result::{gemm_ex, CublasError};
 use cudarc::cublas::sys::{
-    cublasComputeType_t, cublasGemmAlgo_t, cublasOperation_t, cublasStatus_t, cudaDataType_t,
+    cublasComputeType_t, cublasGemmAlgo_t, cublasMath_t, cublasOperation_t, cublasSetMathMode,
+    cublasStatus_t, cudaDataType_t,
 };
 use cudarc::cublas::{CudaBlas, Gemm, GemmConfig, StridedBatchedConfig};
 use cudarc::driver::{CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut};
@@ -21,6 +23,28 @@ pub(crate) fn blas_error(context: &'static str, source: CublasError) -> GpuError
         cublasStatus_t::CUBLAS_STATUS_ALLOC_FAILED => GpuError::out_of_memory(context, None),
         _ => GpuError::Blas { context, source },
     }
+}
+
+/// A new cuBLAS handle on `stream`, in math mode `CUBLAS_TF32_TENSOR_OP_MATH` when `tf32`
+/// (else the default).
+///
+/// # Errors
+/// [`GpuError::Unavailable`] when libcublas cannot be loaded, or cuBLAS's own error.
+pub(crate) fn blas_handle_on(stream: Arc<CudaStream>, tf32: bool) -> Result<CudaBlas> {
+    // SAFETY: only tries to dlopen libcublas; no cuBLAS function is called.
+    if !unsafe { cudarc::cublas::sys::is_culib_present() } {
+        return Err(GpuError::Unavailable {
+            reason: "the cuBLAS library (libcublas.so) was not found".into(),
+        });
+    }
+    let blas = CudaBlas::new(stream).map_err(|e| blas_error("creating the cuBLAS handle", e))?;
+    if tf32 {
+        // SAFETY: the handle was just made and no other thread has it yet.
+        unsafe { cublasSetMathMode(*blas.handle(), cublasMath_t::CUBLAS_TF32_TENSOR_OP_MATH) }
+            .result()
+            .map_err(|e| blas_error("setting the GEMM math mode", e))?;
+    }
+    Ok(blas)
 }
 
 /// The cuBLAS dimensions of `out = A·X` (A m × k, X k × n) once the lengths of A, X and out

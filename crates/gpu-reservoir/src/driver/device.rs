@@ -6,7 +6,6 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::Instant;
 
-use cudarc::cublas::sys::{cublasMath_t, cublasSetMathMode};
 use cudarc::cublas::CudaBlas;
 use cudarc::driver::sys::{
     CUdevice_attribute, CUfunction_attribute, CUgraphInstantiate_flags, CUstreamCaptureMode,
@@ -16,7 +15,7 @@ use cudarc::nvrtc::Ptx;
 use reservoir_core::ReservoirError;
 use reservoir_kernels::{Module, HEADERS};
 
-use super::blas::blas_error;
+use super::blas::blas_handle_on;
 use super::cache::{cache_dir, fingerprint, KernelCache, Lookup};
 use super::compile::{compile, options};
 use super::probe::{probe_devices, DeviceInfo};
@@ -190,42 +189,22 @@ impl GpuDevice {
     /// # Errors
     /// [`GpuError::Unavailable`] when libcublas cannot be loaded, or cuBLAS's own error.
     pub fn blas(&self) -> Result<&CudaBlas> {
-        self.blas_handle(&self.inner.blas, None)
+        self.blas_handle(&self.inner.blas, false)
     }
 
     /// The device's TF32 cuBLAS handle (on its stream, math mode
     /// `CUBLAS_TF32_TENSOR_OP_MATH` from its creation on), created on first use.
     pub(crate) fn blas_tf32(&self) -> Result<&CudaBlas> {
-        self.blas_handle(
-            &self.inner.blas_tf32,
-            Some(cublasMath_t::CUBLAS_TF32_TENSOR_OP_MATH),
-        )
+        self.blas_handle(&self.inner.blas_tf32, true)
     }
 
-    /// The handle in `cell`, made (with math mode `math`, if any) on first use.
-    fn blas_handle<'a>(
-        &self,
-        cell: &'a OnceLock<CudaBlas>,
-        math: Option<cublasMath_t>,
-    ) -> Result<&'a CudaBlas> {
+    /// The handle in `cell`, made (in TF32 math mode when `tf32`) on first use.
+    fn blas_handle<'a>(&self, cell: &'a OnceLock<CudaBlas>, tf32: bool) -> Result<&'a CudaBlas> {
         if let Some(blas) = cell.get() {
             return Ok(blas);
         }
-        // SAFETY: only tries to dlopen libcublas; no cuBLAS function is called.
-        if !unsafe { cudarc::cublas::sys::is_culib_present() } {
-            return Err(GpuError::Unavailable {
-                reason: "the cuBLAS library (libcublas.so) was not found".into(),
-            });
-        }
         let started = Instant::now();
-        let blas = CudaBlas::new(self.inner.stream.clone())
-            .map_err(|e| blas_error("creating the cuBLAS handle", e))?;
-        if let Some(mode) = math {
-            // SAFETY: the handle was just made and no other thread has it yet.
-            unsafe { cublasSetMathMode(*blas.handle(), mode) }
-                .result()
-                .map_err(|e| blas_error("setting the GEMM math mode", e))?;
-        }
+        let blas = blas_handle_on(self.inner.stream.clone(), tf32)?;
         self.record("cuBLAS handle", started);
         Ok(cell.get_or_init(|| blas))
     }

@@ -2,7 +2,7 @@
 //! update after a cuBLAS product, and the sums of sequence features over a batch's chunk. Each checks the lengths of its buffers first, so a wrong
 //! length is an error rather than an out-of-bounds access on the device.
 
-use cudarc::driver::{CudaFunction, CudaView, CudaViewMut, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaStream, CudaView, CudaViewMut, PushKernelArg};
 use reservoir_core::Activation;
 use reservoir_kernels::esn;
 
@@ -210,9 +210,9 @@ pub(crate) fn elementwise(
     Ok(())
 }
 
-/// `half = f16(x)` over `len` values, rounded to nearest even.
+/// `half = f16(x)` over `len` values, rounded to nearest even, on `stream`.
 pub(crate) fn to_f16(
-    device: &GpuDevice,
+    stream: &CudaStream,
     kernels: &EsnKernels,
     x: &CudaView<'_, f32>,
     half: &mut CudaViewMut<'_, u16>,
@@ -222,7 +222,7 @@ pub(crate) fn to_f16(
     fits(x.len(), len, WHAT)?;
     fits(half.len(), len, WHAT)?;
     let len_i = dim(len, WHAT)?;
-    let mut launch = device.stream().launch_builder(&kernels.to_f16);
+    let mut launch = stream.launch_builder(&kernels.to_f16);
     launch.arg(x).arg(half).arg(&len_i);
     // SAFETY: x and half hold len values; guarded i < len.
     unsafe { launch.launch(per_item(len)?) }.context("launching f32_to_f16")?;

@@ -44,3 +44,24 @@ pub fn relative_error(a: &ndarray::Array2<f64>, b: &ndarray::Array2<f64>) -> (f6
     let max = diff.iter().fold(0.0f64, |m, d| m.max(d.abs()));
     (norm(&diff) / norm(b).max(f64::MIN_POSITIVE), max)
 }
+
+/// W rounded to f16 (dense), as the f16 GEMM's operand.
+pub fn f16_weights(w: &ndarray::Array2<f64>) -> ndarray::Array2<f64> {
+    w.mapv(|v| {
+        reservoir_core::HalfFormat::F16
+            .round(v)
+            .expect("W within f16's range")
+    })
+}
+
+/// `w16`·x as the f16 GEMM computes it: x rounded to f16 (`w16` already is; see
+/// [`f16_weights`]); f16 products are exact, so their sum in f64 rounded to f32 is the GPU's
+/// f32 sum up to its order.
+pub fn f16_product(w16: &ndarray::Array2<f64>, x: &[f32]) -> Vec<f32> {
+    let operand = ndarray::Array1::from_iter(x.iter().map(|&v| {
+        reservoir_core::HalfFormat::F16
+            .round(f64::from(v))
+            .expect("tanh states are within f16's range")
+    }));
+    w16.dot(&operand).iter().map(|&p| p as f32).collect()
+}

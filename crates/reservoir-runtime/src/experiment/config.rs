@@ -13,6 +13,7 @@ use super::TaskConfig;
 use super::{SweepConfig, SweepParams};
 use crate::device::{Device, Devices};
 use crate::error::{Result, RuntimeError};
+use gpu_reservoir::GemmMath;
 
 /// A config file as written. Every table is optional and defaults as documented on its type.
 ///
@@ -421,6 +422,20 @@ impl ExperimentConfig {
     pub fn with_sweep_top(mut self, top: usize) -> Result<Self, ConfigError> {
         let sweep = self.sweep.take().unwrap_or_default();
         self.sweep = Some(sweep.with_top(top).map_err(|e| e.prefixed("sweep"))?);
+        Ok(self)
+    }
+
+    /// This config with a sweep's lanes stepped on GPUs in `math` (a `[sweep]` table of the
+    /// base config's single lane when there was none).
+    ///
+    /// # Errors
+    /// `f16` for a reservoir whose activation is not `tanh`.
+    pub fn with_sweep_gpu_matmul(mut self, math: GemmMath) -> Result<Self, ConfigError> {
+        let sweep = self.sweep.take().unwrap_or_default();
+        let sweep = sweep
+            .with_gpu_matmul(math, &self.reservoir)
+            .map_err(|e| e.prefixed("sweep"))?;
+        self.sweep = Some(sweep);
         Ok(self)
     }
 }

@@ -1,9 +1,10 @@
 //! The `[sweep]` table of a config: the grid of `reservoir sweep` (run by [`crate::sweep`]).
 
+use gpu_reservoir::GemmMath;
 use serde::{Deserialize, Serialize};
 
 use reservoir_core::lanes::Lane;
-use reservoir_core::{ConfigError, ReadoutConfig, ReservoirConfig};
+use reservoir_core::{Activation, ConfigError, ReadoutConfig, ReservoirConfig};
 
 use crate::sequences::Validation;
 
@@ -39,6 +40,12 @@ pub struct SweepParams {
     /// (in (0, 1)), instead of folds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub validation: Option<f64>,
+    /// The arithmetic of the lanes' GEMM when they run on a GPU: `f32` (the default), `tf32`
+    /// or `f16` (tensor cores; faster, with a drift from the f32 states of about 3e-4 relative
+    /// over 1,000 steps; `f16` needs `activation = "tanh"`). Lanes on the CPU compute in the
+    /// config's precision.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_matmul: Option<GemmMath>,
 }
 
 /// Folds a sequence sweep validates on when the table names neither `folds` nor
@@ -59,6 +66,7 @@ impl Default for SweepParams {
             top: default_top(),
             folds: None,
             validation: None,
+            gpu_matmul: None,
         }
     }
 }
@@ -162,8 +170,10 @@ impl SweepParams {
             ridge,
             top: 1,
             validation,
+            gpu_matmul: GemmMath::F32,
         }
-        .with_top(self.top)
+        .with_top(self.top)?
+        .with_gpu_matmul(self.gpu_matmul.unwrap_or_default(), base)
     }
 }
 
@@ -177,6 +187,7 @@ pub struct SweepConfig {
     ridge: Vec<f64>,
     top: usize,
     validation: Option<Validation>,
+    gpu_matmul: GemmMath,
 }
 
 impl Default for SweepConfig {
@@ -190,6 +201,7 @@ impl Default for SweepConfig {
             ridge: Vec::new(),
             top: default_top(),
             validation: None,
+            gpu_matmul: GemmMath::F32,
         }
     }
 }
@@ -211,6 +223,7 @@ impl From<SweepConfig> for SweepParams {
                 Some(Validation::Holdout(f)) => Some(f),
                 _ => None,
             },
+            gpu_matmul: (config.gpu_matmul != GemmMath::F32).then_some(config.gpu_matmul),
         }
     }
 }
@@ -228,6 +241,27 @@ impl SweepConfig {
         Ok(self)
     }
 
+    /// These lists with the lanes' GEMM on a GPU in `math`.
+    ///
+    /// # Errors
+    /// `f16` for a `base` whose activation is not `tanh` (its states could leave f16's range).
+    pub fn with_gpu_matmul(
+        mut self,
+        math: GemmMath,
+        base: &ReservoirConfig,
+    ) -> Result<Self, ConfigError> {
+        if math == GemmMath::F16 && base.activation() != Activation::Tanh {
+            return Err(ConfigError::new(
+                "gpu_matmul",
+                "f16 operands need activation = \"tanh\" (a linear reservoir's states can leave \
+                 f16's range); use f32 or tf32",
+                math,
+            ));
+        }
+        self.gpu_matmul = math;
+        Ok(self)
+    }
+
     /// Number of best results a report shows.
     pub fn top(&self) -> usize {
         self.top
@@ -237,6 +271,11 @@ impl SweepConfig {
     /// says otherwise).
     pub fn validation(&self) -> Validation {
         self.validation.unwrap_or(Validation::Folds(DEFAULT_FOLDS))
+    }
+
+    /// The arithmetic of the lanes' GEMM on a GPU.
+    pub fn gpu_matmul(&self) -> GemmMath {
+        self.gpu_matmul
     }
 
     /// Whether the table names `folds` or `validation` (which only sequence datasets use).

@@ -6,6 +6,7 @@
 
 use std::time::Instant;
 
+use gpu_reservoir::GemmMath;
 use ndarray::{Array2, ArrayView2, Axis};
 use rayon::prelude::*;
 use serde::Serialize;
@@ -85,6 +86,15 @@ impl Grid {
     /// The grid of `config` with the reservoir set to `k` inputs.
     fn of(config: &ExperimentConfig, k: usize) -> Result<Self> {
         let sweep = config.sweep().cloned().unwrap_or_default();
+        if sweep.gpu_matmul() != GemmMath::F32 {
+            return Err(ConfigError::new(
+                "sweep.gpu_matmul",
+                "applies to the lanes of a config's [task] sweep; a sweep of sequences runs in \
+                 f32",
+                sweep.gpu_matmul(),
+            )
+            .into());
+        }
         let base = reservoir_config(config, k)?;
         Ok(Self {
             lanes: sweep.lanes(&base).map_err(|e| e.prefixed("sweep"))?,

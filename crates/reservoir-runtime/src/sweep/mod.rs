@@ -10,13 +10,14 @@ pub(crate) use ranks::RankLaneRunner;
 use std::cmp::Ordering;
 use std::time::Instant;
 
+use gpu_reservoir::GemmMath;
 use reservoir_core::lanes::{Lane, LaneData, LaneRunner};
 use reservoir_core::readout::SumScores;
 use reservoir_core::{ConfigError, ReservoirConfig, ReservoirError};
 use serde::Serialize;
 
 use crate::cost::Workload;
-use crate::dispatch::Dispatch;
+use crate::dispatch::{Dispatch, Placement};
 use crate::error::Result;
 use crate::experiment::series::{series_reservoir, series_task};
 use crate::experiment::{ExperimentConfig, TaskConfig};
@@ -121,6 +122,10 @@ pub struct SweepReport {
     pub size: usize,
     /// Where the lanes ran: `cpu`, `cuda` or `cuda:N`.
     pub backend: String,
+    /// The arithmetic of the lanes' GEMM where they ran on GPUs (`[sweep] gpu_matmul`);
+    /// absent on the CPU.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_matmul: Option<GemmMath>,
     /// What `score` is.
     pub score: SweepScore,
     /// Number of lanes.
@@ -166,18 +171,23 @@ impl SweepReport {
 /// No `[task]` or the spike task (config errors naming `task` and `task.kind`), any error of
 /// the lane runner, and, when every (lane, ridge) fails, the first failure.
 pub fn run_sweep(config: &ExperimentConfig, dispatch: &mut Dispatch) -> Result<SweepReport> {
+    let math = config
+        .sweep()
+        .map_or(GemmMath::F32, SweepConfig::gpu_matmul);
+    let mut on_gpu = false;
     let mut runner = |base: &ReservoirConfig,
                       lanes: usize,
                       work: Workload|
      -> Result<(Box<dyn LaneRunner>, String)> {
-        let runner = dispatch.lane_runner(base, lanes, work)?;
-        let placed = dispatch
-            .placements()
-            .last()
-            .map_or_else(|| "cpu".to_string(), |(_, placement)| placement.name());
+        let runner = dispatch.lane_runner(base, lanes, work, math)?;
+        let placement = dispatch.placements().last().map(|(_, placement)| placement);
+        on_gpu = matches!(placement, Some(Placement::Cuda { .. }));
+        let placed = placement.map_or_else(|| "cpu".to_string(), Placement::name);
         Ok((runner, placed))
     };
-    sweep_in_batches(config, &mut runner, SWEEP_HELD_BYTES)
+    let mut report = sweep_in_batches(config, &mut runner, SWEEP_HELD_BYTES)?;
+    report.gpu_matmul = on_gpu.then_some(math);
+    Ok(report)
 }
 
 /// What a sweep's grid, results and batch of lanes' sums may hold, out of
@@ -305,6 +315,7 @@ fn sweep_in_batches(
         task: rows.kind.to_string(),
         size: base.size(),
         backend,
+        gpu_matmul: None,
         score,
         lanes: lanes.len(),
         ridges: ridges.len(),
