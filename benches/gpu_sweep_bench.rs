@@ -327,6 +327,12 @@ fn several_gpus(one: &mut GpuLaneRunner, data: &LaneData<'_>) -> Result<()> {
             })
             .collect()
     };
+    let devices = ordinals
+        .iter()
+        .map(|&ordinal| GpuDevice::shared(ordinal))
+        .collect::<Result<Vec<_>>>()?;
+    // Without readouts nothing waits for the lanes' last chunks: every GPU is synchronized
+    // before the clock stops.
     let timed = |runner: &mut dyn LaneRunner, ridges: &[f64]| -> Result<(f64, Vec<u64>)> {
         let mut outcomes = Vec::new();
         let t = Instant::now();
@@ -334,6 +340,15 @@ fn several_gpus(one: &mut GpuLaneRunner, data: &LaneData<'_>) -> Result<()> {
             outcomes.extend(scored);
             Ok(())
         })?;
+        for device in &devices {
+            device
+                .stream()
+                .synchronize()
+                .map_err(|source| GpuError::Driver {
+                    context: "waiting for the lanes",
+                    source,
+                })?;
+        }
         Ok((t.elapsed().as_secs_f64(), bits(&outcomes)))
     };
     let (first_one, _) = timed(one, &ridges)?;

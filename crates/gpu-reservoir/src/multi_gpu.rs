@@ -4,7 +4,6 @@ use reservoir_core::lanes::{Lane, LaneData, LaneOutcomes, LaneRunner, LaneSums};
 use reservoir_core::{ReservoirConfig, ReservoirError};
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::thread::JoinHandle;
 
 use crate::collective::check_ordinals;
 use crate::driver::GpuDevice;
@@ -19,47 +18,14 @@ use crate::lanes::{GpuLaneRunner, LANE_GROUP};
 /// depend only on its group, never on the GPU that ran it, so they are those of a
 /// [`GpuLaneRunner`] on one GPU of the same model, bit for bit.
 ///
-/// The first GPU is opened at once; the others start opening at once too, each in a thread
-/// of its own, so their start-up (context, cuBLAS handle, kernels) overlaps the first GPU's
-/// and the work before the first run, instead of delaying either (a GPU still opening takes
-/// no group until it is ready).
+/// The first GPU is opened at once; the others in their threads when a run first has more
+/// than one group, so their start-up overlaps the first GPU's work instead of delaying it (a
+/// GPU still opening takes no group until it is ready).
 #[derive(Debug)]
 pub struct MultiGpuLaneRunner {
-    /// Each GPU's ordinal and its runner, or the thread opening it.
-    runners: Vec<(usize, Slot)>,
+    /// Each GPU's ordinal and, once opened, its runner.
+    runners: Vec<(usize, Option<GpuLaneRunner>)>,
     math: GemmMath,
-}
-
-/// A GPU's runner once open, and the thread opening it until then.
-#[derive(Debug)]
-struct Slot {
-    runner: Option<GpuLaneRunner>,
-    opening: Option<JoinHandle<Result<GpuLaneRunner>>>,
-}
-
-impl Slot {
-    /// The runner of GPU `ordinal`: the open one, else the opening thread's once it is done,
-    /// else (its opening failed before) opened now; in `math`.
-    ///
-    /// # Errors
-    /// An error opening the GPU, or a panic of the thread opening it.
-    fn open(&mut self, ordinal: usize, math: GemmMath) -> Result<&mut GpuLaneRunner> {
-        let runner = match self.runner.take() {
-            Some(runner) => runner,
-            None => match self.opening.take() {
-                Some(thread) => thread.join().unwrap_or_else(|_| {
-                    Err(ReservoirError::invalid(
-                        "sweep on several GPUs",
-                        format!("the thread opening GPU {ordinal} panicked"),
-                    )
-                    .into())
-                })?,
-                None => GpuLaneRunner::new(&GpuDevice::shared(ordinal)?)?,
-            }
-            .with_math(math),
-        };
-        Ok(self.runner.insert(runner))
-    }
 }
 
 impl MultiGpuLaneRunner {
@@ -70,24 +36,9 @@ impl MultiGpuLaneRunner {
     /// the first GPU ([`GpuDevice::shared`], [`GpuLaneRunner::new`]).
     pub fn new(ordinals: &[usize]) -> Result<Self> {
         check_ordinals(ordinals)?;
-        let open = |ordinal: usize| GpuLaneRunner::new(&GpuDevice::shared(ordinal)?);
-        let others: Vec<(usize, Slot)> = ordinals[1..]
-            .iter()
-            .map(|&ordinal| {
-                let opening = Some(std::thread::spawn(move || open(ordinal)));
-                let slot = Slot {
-                    runner: None,
-                    opening,
-                };
-                (ordinal, slot)
-            })
-            .collect();
-        let first = Slot {
-            runner: Some(open(ordinals[0])?),
-            opening: None,
-        };
-        let mut runners = vec![(ordinals[0], first)];
-        runners.extend(others);
+        let mut runners: Vec<(usize, Option<GpuLaneRunner>)> =
+            ordinals.iter().map(|&o| (o, None)).collect();
+        runners[0].1 = Some(GpuLaneRunner::new(&GpuDevice::shared(ordinals[0])?)?);
         Ok(Self {
             runners,
             math: GemmMath::F32,
@@ -97,8 +48,8 @@ impl MultiGpuLaneRunner {
     /// This runner with every GPU's steps in `math` ([`GpuLaneRunner::with_math`]).
     pub fn with_math(mut self, math: GemmMath) -> Self {
         self.math = math;
-        for (_, slot) in &mut self.runners {
-            slot.runner = slot.runner.take().map(|runner| runner.with_math(math));
+        for (_, runner) in &mut self.runners {
+            *runner = runner.take().map(|r| r.with_math(math));
         }
         self
     }
@@ -164,7 +115,12 @@ impl MultiGpuLaneRunner {
                 .map(|(ordinal, slot)| {
                     let (groups, next, stop) = (&groups, &next, &stop);
                     scope.spawn(move || -> Result<Vec<(usize, Result<T>)>> {
-                        let runner = slot.open(*ordinal, math)?;
+                        let runner = match slot {
+                            Some(runner) => runner,
+                            None => slot.insert(
+                                GpuLaneRunner::new(&GpuDevice::shared(*ordinal)?)?.with_math(math),
+                            ),
+                        };
                         let mut results = Vec::new();
                         while !stop.load(Ordering::Relaxed) {
                             let index = next.fetch_add(1, Ordering::Relaxed);

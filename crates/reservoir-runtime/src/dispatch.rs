@@ -330,6 +330,10 @@ impl Dispatch {
         math: GemmMath,
     ) -> Result<Box<dyn LaneRunner>> {
         self.launch_on_local_gpu()?;
+        if self.device != Device::Cpu {
+            // GPU lanes make cuBLAS handles: its library loads while the GPU opens.
+            gpu_reservoir::driver::preload_cublas();
+        }
         let per_row = |density: f64| ((density * base.size() as f64).round() as usize).max(1);
         let shape = Shape {
             size: base.size(),

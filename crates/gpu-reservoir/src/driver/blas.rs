@@ -3,7 +3,7 @@
 //! buffers here, so a wrong length is an error rather than an out-of-bounds read on the device.
 
 use std::ffi::c_void;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use cudarc::cublas::result::{gemm_ex, CublasError};
 use cudarc::cublas::sys::{
@@ -25,14 +25,36 @@ pub(crate) fn blas_error(context: &'static str, source: CublasError) -> GpuError
     }
 }
 
+/// Whether libcublas could be loaded. It is loaded once and kept for the whole process, so
+/// cudarc's own loading of it (by the same names) finds it in memory: loading it only to see
+/// whether it is there and unloading it again would have it read and relocated twice.
+fn cublas_loaded() -> bool {
+    static LIBRARY: OnceLock<Option<libloading::Library>> = OnceLock::new();
+    LIBRARY
+        .get_or_init(|| {
+            cudarc::get_lib_name_candidates("cublas")
+                .into_iter()
+                // SAFETY: loading libcublas runs only its initialisers, as cudarc's loading of
+                // it does; no symbol is taken from this handle.
+                .find_map(|name| unsafe { libloading::Library::new(name) }.ok())
+        })
+        .is_some()
+}
+
+/// Starts loading libcublas on a thread of its own, so that a job about to make a cuBLAS
+/// handle finds the library loaded once its GPU is open (loading it takes about as long as
+/// opening the GPU, and the two run side by side).
+pub fn preload_cublas() {
+    std::thread::spawn(cublas_loaded);
+}
+
 /// A new cuBLAS handle on `stream`, in math mode `CUBLAS_TF32_TENSOR_OP_MATH` when `tf32`
 /// (else the default).
 ///
 /// # Errors
 /// [`GpuError::Unavailable`] when libcublas cannot be loaded, or cuBLAS's own error.
 pub(crate) fn blas_handle_on(stream: Arc<CudaStream>, tf32: bool) -> Result<CudaBlas> {
-    // SAFETY: only tries to dlopen libcublas; no cuBLAS function is called.
-    if !unsafe { cudarc::cublas::sys::is_culib_present() } {
+    if !cublas_loaded() {
         return Err(GpuError::Unavailable {
             reason: "the cuBLAS library (libcublas.so) was not found".into(),
         });

@@ -12,6 +12,7 @@ mod probe;
 pub(crate) mod staging;
 mod startup;
 
+pub use blas::preload_cublas;
 pub use cache::CACHE_ENV;
 pub use device::GpuDevice;
 pub(crate) use device::{KernelSet, LoadedModule};
