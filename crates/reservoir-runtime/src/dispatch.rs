@@ -330,10 +330,6 @@ impl Dispatch {
         math: GemmMath,
     ) -> Result<Box<dyn LaneRunner>> {
         self.launch_on_local_gpu()?;
-        if self.device != Device::Cpu {
-            // GPU lanes make cuBLAS handles: its library loads while the GPU opens.
-            gpu_reservoir::driver::preload_cublas();
-        }
         let per_row = |density: f64| ((density * base.size() as f64).round() as usize).max(1);
         let shape = Shape {
             size: base.size(),
@@ -521,7 +517,13 @@ impl Dispatch {
     /// GPU `ordinal`, opened on first use; the reason it is not usable otherwise.
     fn open(&mut self, ordinal: usize) -> std::result::Result<GpuDevice, String> {
         self.gpu
-            .get_or_insert_with(|| GpuDevice::shared(ordinal).map_err(|e| e.to_string()))
+            .get_or_insert_with(|| {
+                // Most GPU jobs fit their readouts with cuBLAS on the device: its library
+                // loads while the GPU opens (a job that makes no handle spends a thread's
+                // time on it, not its own).
+                gpu_reservoir::driver::preload_cublas();
+                GpuDevice::shared(ordinal).map_err(|e| e.to_string())
+            })
             .clone()
     }
 }
