@@ -216,7 +216,9 @@ impl LifWeights {
         }
         times.input = started.elapsed();
         let started = Instant::now();
-        let weights = Self::from_parts(recurrent, input, excitatory)?;
+        // Dale's law holds by construction: a synapse's sign is drawn from its column's kind,
+        // and the scaling is by a positive factor.
+        let weights = Self::checked_shapes(recurrent, input, excitatory)?;
         times.checks += started.elapsed();
         Ok((weights, times))
     }
@@ -279,8 +281,18 @@ impl LifWeights {
                         let what = "the LIF synapses of a row";
                         return Err(ReservoirError::shape(what, cols.len(), picks.len()));
                     }
+                    // The CSR rules, checked here while the row is in cache, so the matrix
+                    // is made without another pass over W: columns increasing and below n.
+                    let mut last = None;
                     for ((&pick, col), value) in picks.iter().zip(cols).zip(vals) {
                         let col = *col.write((if pick >= row { pick + 1 } else { pick }) as u32);
+                        if col as usize >= n || last.is_some_and(|last| col <= last) {
+                            return Err(ReservoirError::invalid(
+                                "the LIF synapses",
+                                format!("row {row}: columns drawn out of order or range"),
+                            ));
+                        }
+                        last = Some(col);
                         let magnitude = 1.0 - stream.random::<f64>();
                         value.write(if (col as usize) < n_exc {
                             magnitude
@@ -302,7 +314,9 @@ impl LifWeights {
         }
         times.draw = started.elapsed();
         let started = Instant::now();
-        let mut w = CsrMatrix::from_parts(n, n, row_ptr, col_idx, values)?;
+        // Every row's columns were checked as they were drawn, and every value is a magnitude
+        // in (0, 1] times ±1 or −gain: finite.
+        let mut w = CsrMatrix::from_checked_rows(n, n, row_ptr, col_idx, values)?;
         times.checks = started.elapsed();
         let options = SpectralOptions {
             seed: rng(config.seed(), STREAM_SPECTRAL).random(),
@@ -339,6 +353,35 @@ impl LifWeights {
         input: Array2<f64>,
         excitatory: Vec<bool>,
     ) -> Result<Self> {
+        let weights = Self::checked_shapes(recurrent, input, excitatory)?;
+        let wrong_sign = weights
+            .recurrent
+            .col_idx()
+            .par_iter()
+            .zip(weights.recurrent.values())
+            .find_first(|&(&j, &w)| {
+                if weights.excitatory[j as usize] {
+                    w < 0.0
+                } else {
+                    w > 0.0
+                }
+            });
+        if let Some((&j, &w)) = wrong_sign {
+            return Err(ReservoirError::invalid(
+                "LIF weights",
+                format!("Dale's law: neuron {j} has an outgoing weight {w} of the wrong sign"),
+            ));
+        }
+        Ok(weights)
+    }
+
+    /// [`LifWeights::from_parts`] without the pass over W for Dale's law, for weights that
+    /// obey it by construction.
+    fn checked_shapes(
+        recurrent: CsrMatrix<f64>,
+        input: Array2<f64>,
+        excitatory: Vec<bool>,
+    ) -> Result<Self> {
         let n = recurrent.nrows();
         if recurrent.ncols() != n
             || input.nrows() != n
@@ -362,23 +405,6 @@ impl LifWeights {
             return Err(ReservoirError::invalid(
                 "LIF weights",
                 "W_in must be finite",
-            ));
-        }
-        let wrong_sign = recurrent
-            .col_idx()
-            .par_iter()
-            .zip(recurrent.values())
-            .find_first(|&(&j, &w)| {
-                if excitatory[j as usize] {
-                    w < 0.0
-                } else {
-                    w > 0.0
-                }
-            });
-        if let Some((&j, &w)) = wrong_sign {
-            return Err(ReservoirError::invalid(
-                "LIF weights",
-                format!("Dale's law: neuron {j} has an outgoing weight {w} of the wrong sign"),
             ));
         }
         Ok(Self {
@@ -639,6 +665,13 @@ mod tests {
             .zip(f64s.values())
             .all(|(&a, &b)| a == b as f32));
         let w = one.recurrent();
+        // The draw checks its rows itself: the full checks of weights made elsewhere (every
+        // row's columns, finite values, Dale's law) find nothing either.
+        let parts = (w.row_ptr().to_vec(), w.col_idx().to_vec(), w.values().to_vec());
+        let checked = CsrMatrix::from_parts(w.nrows(), w.ncols(), parts.0, parts.1, parts.2)
+            .expect("a valid CSR matrix");
+        LifWeights::from_parts(checked, one.input().clone(), one.excitatory().to_vec())
+            .expect("Dale's law");
         for (row, pair) in w.row_ptr().windows(2).enumerate() {
             let cols = &w.col_idx()[pair[0] as usize..pair[1] as usize];
             assert!(

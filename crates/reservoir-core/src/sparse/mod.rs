@@ -55,28 +55,8 @@ impl<T: Real> CsrMatrix<T> {
         values: Vec<T>,
     ) -> Result<Self> {
         const CTX: &str = "CSR matrix";
-        if Some(row_ptr.len()) != nrows.checked_add(1) {
-            return Err(ReservoirError::shape(
-                CTX,
-                format!("{nrows} + 1 row pointers"),
-                row_ptr.len(),
-            ));
-        }
-        if col_idx.len() != values.len() {
-            return Err(ReservoirError::shape(CTX, col_idx.len(), values.len()));
-        }
-        if ncols > i32::MAX as usize {
-            return Err(ReservoirError::invalid(CTX, "more than 2^31 - 1 columns"));
-        }
-        if row_ptr.first() != Some(&0) {
-            return Err(ReservoirError::invalid(CTX, "row_ptr must start at 0"));
-        }
-        if row_ptr[nrows] as usize != values.len() {
-            return Err(ReservoirError::invalid(
-                CTX,
-                "row_ptr must end at the number of non-zeros",
-            ));
-        }
+        let matrix = Self::from_checked_rows(nrows, ncols, row_ptr, col_idx, values)?;
+        let (row_ptr, col_idx, values) = (&matrix.row_ptr, &matrix.col_idx, &matrix.values);
         // Rows on rayon's threads (a W of 10^9 synapses takes seconds on one); the first bad
         // row is the one reported.
         let row_problem = |row: usize| -> Option<String> {
@@ -103,6 +83,42 @@ impl<T: Real> CsrMatrix<T> {
         }
         if values.par_iter().any(|v| !v.is_finite()) {
             return Err(ReservoirError::invalid(CTX, "values must be finite"));
+        }
+        Ok(matrix)
+    }
+
+    /// [`CsrMatrix::from_parts`] for rows their maker has checked (each row's columns
+    /// increasing and below `ncols`, every value finite, as a draw can check each row while
+    /// writing it): only the shapes are checked here, not every non-zero again.
+    pub(crate) fn from_checked_rows(
+        nrows: usize,
+        ncols: usize,
+        row_ptr: Vec<u32>,
+        col_idx: Vec<u32>,
+        values: Vec<T>,
+    ) -> Result<Self> {
+        const CTX: &str = "CSR matrix";
+        if Some(row_ptr.len()) != nrows.checked_add(1) {
+            return Err(ReservoirError::shape(
+                CTX,
+                format!("{nrows} + 1 row pointers"),
+                row_ptr.len(),
+            ));
+        }
+        if col_idx.len() != values.len() {
+            return Err(ReservoirError::shape(CTX, col_idx.len(), values.len()));
+        }
+        if ncols > i32::MAX as usize {
+            return Err(ReservoirError::invalid(CTX, "more than 2^31 - 1 columns"));
+        }
+        if row_ptr.first() != Some(&0) {
+            return Err(ReservoirError::invalid(CTX, "row_ptr must start at 0"));
+        }
+        if row_ptr[nrows] as usize != values.len() {
+            return Err(ReservoirError::invalid(
+                CTX,
+                "row_ptr must end at the number of non-zeros",
+            ));
         }
         Ok(Self {
             nrows,

@@ -32,16 +32,14 @@
 //! eigenvalue converges slowly. A nilpotent matrix that is not triangular gives ≈ ε^{1/n}‖A‖,
 //! not 0, like any floating-point eigensolver. Power methods cannot see an eigenvector that
 //! extreme non-normality hides below rounding in every product (seen once in 870 tiny random
-//! graphs with ρ ≈ 0.0017: error 1.5e-5). Memory is (`krylov_dim` + 3)·N numbers, from
-//! N = 2^16 (`krylov_dim` + 4)·N.
+//! graphs with ρ ≈ 0.0017: error 1.5e-5). Memory is (`krylov_dim` + 3)·N numbers.
 //!
 //! # Threads
 //! From N = 2^16 on, the work on vectors of length N runs on rayon's threads: the updates
 //! (scalings, the Gram–Schmidt subtractions, the restart's combination of the basis) and the
-//! elementwise products of the dot products and norms. Each element gets the same operations in
-//! the same order as on one thread, and each dot product's sum runs on one thread in the
-//! one-thread order (split over threads it would sum in another order and change the bits), so
-//! the estimate's bits do not depend on the threads.
+//! dot products and norms, each summed in fixed pieces whose sums are then added in order
+//! (`vectors`). Each element gets the same operations in the same order as on one thread and
+//! every sum's order depends on N alone, so the estimate's bits do not depend on the threads.
 
 use crate::error::{ReservoirError, Result};
 use faer::diag::DiagMut;

@@ -1,5 +1,12 @@
 //! The vector work of the spectral estimate on vectors of length N: dot products, norms,
 //! scalings and the restart's combination, with the same bits on any number of threads.
+//!
+//! Below [`PARALLEL_ELEMENTS`] a dot product is [`dot`]: four accumulators over the whole
+//! vector. From it on, it is [`dot`] over each piece of [`PARALLEL_PIECE`] elements, the
+//! pieces' sums then added in order: the order depends on N alone, so the pieces run on
+//! rayon's threads (each in the same pass as the Gram–Schmidt subtraction before it) and give
+//! the bits of one thread. Summing a whole vector in [`dot`]'s order would have one thread
+//! stream it after every parallel pass, most of the estimate's host time at N = 10^6.
 
 use rayon::prelude::*;
 
@@ -8,8 +15,8 @@ use rayon::prelude::*;
 /// seconds on one core; at N = 1000 (a usual echo-state size) a pass takes ~1 µs, less than
 /// handing it to the pool.
 pub(super) const PARALLEL_ELEMENTS: usize = 1 << 16;
-/// Elements per piece of a parallel update (64 kB of `f64`): few enough pieces to hand out,
-/// enough of them to keep every thread busy.
+/// Elements per piece of a parallel update or dot product (64 kB of `f64`): few enough pieces
+/// to hand out, enough of them to keep every thread busy.
 const PARALLEL_PIECE: usize = 1 << 13;
 
 /// Dot product with four accumulators (vectorisable, fixed summation order).
@@ -25,7 +32,8 @@ pub(super) fn dot(a: &[f64], b: &[f64]) -> f64 {
     (acc[0] + acc[1]) + (acc[2] + acc[3]) + rest
 }
 
-/// Euclidean norm, rescaled when the plain sum of squares under- or overflows.
+/// Euclidean norm of a short vector (the restart's coefficients), rescaled when the plain sum
+/// of squares under- or overflows.
 pub(super) fn norm(x: &[f64]) -> f64 {
     norm_from(x, dot(x, x))
 }
@@ -42,80 +50,61 @@ pub(super) fn norm_from(x: &[f64], sq: f64) -> f64 {
     big * x.iter().map(|v| (v / big) * (v / big)).sum::<f64>().sqrt()
 }
 
-/// The dot products and norms of vectors of length N with [`dot`]'s bits. From
-/// `PARALLEL_ELEMENTS` on, the elementwise products are formed on rayon's threads, each
-/// in the same pass as the Gram–Schmidt subtraction before it, and only their sum runs on one
-/// thread, in [`dot`]'s order. At N = 10^6 a dot product on one core streams two vectors from
-/// memory; summing products already in cache takes a fraction of that (where one core does not
-/// already saturate the memory).
+/// The dot products and norms of vectors of length N, in the order of the module's doc: from
+/// [`PARALLEL_ELEMENTS`] on, pieces on rayon's threads and their sums added in order.
 pub(super) struct Dots {
-    /// The last pass's products (empty below `PARALLEL_ELEMENTS`).
-    products: Vec<f64>,
+    /// Each piece's sum of the last pass (empty below `PARALLEL_ELEMENTS`).
+    pieces: Vec<f64>,
 }
 
 impl Dots {
     pub(super) fn new(n: usize) -> Self {
-        let len = if n < PARALLEL_ELEMENTS { 0 } else { n };
+        let len = if n < PARALLEL_ELEMENTS {
+            0
+        } else {
+            n.div_ceil(PARALLEL_PIECE)
+        };
         Self {
-            products: vec![0.0; len],
+            pieces: vec![0.0; len],
         }
     }
 
-    /// [`norm`] of `x` (which it does not change).
+    /// The norm of `x` (which it does not change), rescaled when the sum of squares under- or
+    /// overflows.
     pub(super) fn norm(&mut self, x: &mut [f64]) -> f64 {
         let sq = self.subtract_then_dot(x, None, None);
         norm_from(x, sq)
     }
 
-    /// w ← w − c·v for `subtract = Some((c, v))`, then `dot(a, w)` for `with = Some(a)`, or
-    /// `dot(w, w)`: every element of w gets the same operations as in the separate
-    /// subtraction and product, and the sum the order of [`dot`].
+    /// w ← w − c·v for `subtract = Some((c, v))`, then the dot product of `a` and w for
+    /// `with = Some(a)`, or of w with itself: every element of w gets the same operations as
+    /// in a separate subtraction.
     pub(super) fn subtract_then_dot(
         &mut self,
         w: &mut [f64],
         subtract: Option<(f64, &[f64])>,
         with: Option<&[f64]>,
     ) -> f64 {
-        let n = w.len();
-        if self.products.len() != n {
+        let pass = |start: usize, w: &mut [f64]| -> f64 {
+            let part = start..start + w.len();
             if let Some((c, v)) = subtract {
-                w.iter_mut().zip(v).for_each(|(a, b)| *a -= c * b);
+                w.iter_mut()
+                    .zip(&v[part.clone()])
+                    .for_each(|(a, b)| *a -= c * b);
             }
             let w = &*w;
-            return dot(with.unwrap_or(w), w);
+            dot(with.map_or(w, |a| &a[part]), w)
+        };
+        if self.pieces.is_empty() {
+            return pass(0, w);
         }
-        self.products
-            .par_chunks_mut(PARALLEL_PIECE)
+        self.pieces
+            .par_iter_mut()
             .zip(w.par_chunks_mut(PARALLEL_PIECE))
             .enumerate()
-            .for_each(|(k, (products, w))| {
-                let part = k * PARALLEL_PIECE..k * PARALLEL_PIECE + w.len();
-                if let Some((c, v)) = subtract {
-                    w.iter_mut()
-                        .zip(&v[part.clone()])
-                        .for_each(|(a, b)| *a -= c * b);
-                }
-                let pairs = products.iter_mut().zip(w.iter());
-                match with {
-                    Some(a) => pairs.zip(&a[part]).for_each(|((p, y), x)| *p = x * y),
-                    None => pairs.for_each(|(p, y)| *p = y * y),
-                }
-            });
-        sum_in_dot_order(&self.products)
+            .for_each(|(k, (sum, w))| *sum = pass(k * PARALLEL_PIECE, w));
+        self.pieces.iter().sum()
     }
-}
-
-/// The sum of `products` (`x[e]·y[e]`) in the order in which [`dot`] adds them.
-pub(super) fn sum_in_dot_order(products: &[f64]) -> f64 {
-    let mut acc = [0.0; 4];
-    for p in products.chunks_exact(4) {
-        for l in 0..4 {
-            acc[l] += p[l];
-        }
-    }
-    let split = products.len() - products.len() % 4;
-    let rest: f64 = products[split..].iter().copied().sum();
-    (acc[0] + acc[1]) + (acc[2] + acc[3]) + rest
 }
 
 /// dst ← s · src.
@@ -187,10 +176,21 @@ mod tests {
         x.iter().map(|v| v.to_bits()).collect()
     }
 
+    /// The dot product in the module's order, one piece after another on one thread.
+    fn dot_in_pieces(a: &[f64], b: &[f64]) -> f64 {
+        if a.len() < PARALLEL_ELEMENTS {
+            return dot(a, b);
+        }
+        a.chunks(PARALLEL_PIECE)
+            .zip(b.chunks(PARALLEL_PIECE))
+            .map(|(a, b)| dot(a, b))
+            .sum()
+    }
+
     /// The vector work on 1, 2 and 5 threads, below and above `PARALLEL_ELEMENTS` and with a
-    /// partial last piece, gives the bits of the plain loops it replaced (one element after
-    /// another, the restart as one axpy after another from zero, a subtraction and then
-    /// [`dot`] or [`norm`] over the whole vector).
+    /// partial last piece, gives the bits of plain loops on one thread (one element after
+    /// another, the restart as one axpy after another from zero, a subtraction and then the
+    /// dot product or norm in the module's order).
     #[test]
     fn parallel_vector_updates_have_the_sequential_bits() {
         let mut rng = ChaCha8Rng::seed_from_u64(17);
@@ -212,9 +212,14 @@ mod tests {
                 .iter_mut()
                 .zip(&src)
                 .for_each(|(a, b)| *a -= c * b);
-            let (with_basis, squared) =
-                (dot(&basis[..n], &subtracted), dot(&subtracted, &subtracted));
-            let (dot_dst, norm_dst) = (dot(&src, &dst), norm(&dst));
+            let (with_basis, squared) = (
+                dot_in_pieces(&basis[..n], &subtracted),
+                dot_in_pieces(&subtracted, &subtracted),
+            );
+            let (dot_dst, norm_dst) = (
+                dot_in_pieces(&src, &dst),
+                norm_from(&dst, dot_in_pieces(&dst, &dst)),
+            );
             let mut divided = dst.clone();
             divided.iter_mut().for_each(|e| *e /= d);
             let mut combined = vec![0.0; n];
