@@ -413,9 +413,8 @@ fn bench_lif(sizes: &[(usize, f64)]) -> Result<(), Failure> {
         // The CPU's weights, with the spectral estimate's products on GPU 0.
         let weights = GpuLifNetwork::generate_weights(&config, &GpuDevice::shared(gpus[0])?)?;
         let drawn = started.elapsed().as_secs_f64();
-        let copy = weights.clone();
         let started = Instant::now();
-        let mut one = GpuLifNetwork::from_weights(&config, copy, &GpuDevice::shared(gpus[0])?)?
+        let mut one = GpuLifNetwork::from_weights(&config, &weights, &GpuDevice::shared(gpus[0])?)?
             .with_step_path(LifStepPath::EventDriven);
         let mut built = vec![started.elapsed().as_secs_f64()];
         one.run(warm_inputs.view())?;

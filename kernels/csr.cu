@@ -1,4 +1,5 @@
-// The transpose of a CSR matrix built on the device (CPU reference: reservoir-core's
+// A CSR matrix's f32 values from its f64 values scaled on the device (csr_scaled_to_f32, at the
+// end), and its transpose built on the device (CPU reference: reservoir-core's
 // LifWeights::outgoing_f32, the layout of event-driven delivery): row j of the result lists the
 // rows i whose row holds column j, ascending, with the values W[i, j].
 //
@@ -83,5 +84,16 @@ extern "C" __global__ void csr_sort_rows(const unsigned int* __restrict__ row_pt
             values[start + t] = payload[t];
         }
         __syncthreads();
+    }
+}
+
+// out[e] = f32(in[e] * factor): a CSR matrix's f64 values scaled and rounded on the device, with
+// the host's bits (reservoir-core scales in f64, then the upload rounds to f32; both round to
+// nearest). Grid-stride.
+extern "C" __global__ void csr_scaled_to_f32(const double* __restrict__ in, double factor,
+                                             long long nnz, float* __restrict__ out) {
+    long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < nnz; e += stride) {
+        out[e] = __double2float_rn(__dmul_rn(in[e], factor));
     }
 }

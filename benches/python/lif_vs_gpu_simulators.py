@@ -14,9 +14,10 @@ silent for its first few hundred steps: give it W so that the timed runs fire.
 
 * ours: `gpu_lif_bench --gpu-only` (event-driven, gather, and where the device has it the
   cluster run, a row each) also exports the network
-  (`--export`). Timing: CUDA events around each run, median. Start-up: drawing the weights on
-  the host (`generate_s`) and the upload (`upload_s`); the context and the NVRTC compile are
-  printed by the binary.
+  (`--export`). Timing: CUDA events around each run, median. Start-up: drawing the weights
+  with the spectral estimate's products on the GPU (`gpu_generate_s`) and making the network
+  on the device (`network_s`: W and Wᵀ); the context and the NVRTC compile are printed by the
+  binary.
 * GeNN (PyGeNN, CUDA backend): a custom neuron model that is our step (exact integration, the
   current held over a step, I_syn decayed and then given the spikes of the previous step
   through `DeltaCurr`), `StaticPulse` synapses, SPARSE connectivity. Where the export holds
@@ -387,8 +388,11 @@ def main() -> int:
             micros = statistics.median(r["us_per_step"] for r in group)
             events = statistics.median(r["synaptic_events_per_s"] for r in group)
             rate = statistics.median(r["rate_hz"] for r in group)
-            if "generate_s" in first:
-                startup = f"weights {first['generate_s']:.2f} s + upload {first['upload_s']:.2f} s"
+            if "gpu_generate_s" in first:
+                startup = (
+                    f"weights {first['gpu_generate_s']:.2f} s + network "
+                    f"{first['network_s']:.2f} s"
+                )
             elif "load_s" in first:
                 startup = (
                     f"build {first['build_s']:.1f} s + load {first['load_s']:.2f} s"

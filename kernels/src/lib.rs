@@ -266,7 +266,7 @@ pub mod lif_cluster {
 }
 
 /// `csr.cu`: the transpose of a CSR matrix on the device (CPU reference:
-/// `reservoir_core::lif::LifWeights::outgoing_f32`).
+/// `reservoir_core::lif::LifWeights::outgoing_f32`), and its values scaled and rounded to f32.
 pub mod csr {
     use super::Module;
 
@@ -278,12 +278,15 @@ pub mod csr {
     pub const SORT_ROWS: &str = "csr_sort_rows";
     /// Most entries of a row [`SORT_ROWS`] sorts (`CSR_SORT_CAPACITY`).
     pub const SORT_CAPACITY: usize = 4096;
+    /// Scales f64 values and rounds them to f32 (CPU reference: `CsrMatrix::scale`, then
+    /// `as f32`).
+    pub const SCALED_TO_F32: &str = "csr_scaled_to_f32";
 
     /// The module.
     pub const MODULE: Module = Module {
         name: "csr.cu",
         source: include_str!("../csr.cu"),
-        entry_points: &[COLUMN_COUNTS, SCATTER_TRANSPOSE, SORT_ROWS],
+        entry_points: &[COLUMN_COUNTS, SCATTER_TRANSPOSE, SORT_ROWS, SCALED_TO_F32],
     };
 }
 

@@ -110,6 +110,17 @@ pub fn spectral_radius_timed(
     matrix: &CsrMatrix<f64>,
     options: &SpectralOptions,
 ) -> Result<(SpectralEstimate, SpectralTimes)> {
+    let (estimate, times, _) = estimate_keeping_matrix(device, matrix, options)?;
+    Ok((estimate, times))
+}
+
+/// [`spectral_radius_timed`], handing back the matrix's copy on the device (f64 values), for
+/// a caller that goes on to use W there.
+pub(crate) fn estimate_keeping_matrix(
+    device: &GpuDevice,
+    matrix: &CsrMatrix<f64>,
+    options: &SpectralOptions,
+) -> Result<(SpectralEstimate, SpectralTimes, DeviceCsr<f64>)> {
     let started = Instant::now();
     let n = matrix.nrows();
     if matrix.ncols() != n {
@@ -147,5 +158,5 @@ pub fn spectral_radius_timed(
         return Err(error);
     }
     let (estimate, times) = estimate?;
-    Ok((estimate, SpectralTimes { setup, ..times }))
+    Ok((estimate, SpectralTimes { setup, ..times }, operator.matrix))
 }

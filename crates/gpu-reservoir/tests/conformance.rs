@@ -97,7 +97,7 @@ fn on_every_gpu_reservoir(run: fn(&Subject<'_>)) {
     };
     for path in [LifStepPath::Gather, LifStepPath::EventDriven] {
         let build = || -> Result<Box<dyn Reservoir>> {
-            let network = GpuLifNetwork::from_weights(&lif, lif_weights.clone(), &device)?;
+            let network = GpuLifNetwork::from_weights(&lif, &lif_weights, &device)?;
             Ok(Box::new(network.with_step_path(path)))
         };
         let name = format!("GpuLifNetwork ({path:?})");

@@ -263,8 +263,7 @@ fn a_cluster_run_of_several_neurons_a_thread_and_small_shared_inboxes_matches_th
         return;
     }
     let mut cpu = LifNetwork::new(&config).expect("cpu network");
-    let mut gpu =
-        GpuLifNetwork::from_weights(&config, cpu.weights().clone(), &device).expect("gpu");
+    let mut gpu = GpuLifNetwork::from_weights(&config, cpu.weights(), &device).expect("gpu");
     let steps = 300;
     let mut most = 0;
     for (leg, path) in [
@@ -349,8 +348,7 @@ fn a_100k_network_at_1_percent_matches_the_cpu() {
     let started = std::time::Instant::now();
     let mut cpu = LifNetwork::new(&config).expect("cpu network");
     let built = started.elapsed().as_secs_f64();
-    let mut gpu =
-        GpuLifNetwork::from_weights(&config, cpu.weights().clone(), &device).expect("gpu");
+    let mut gpu = GpuLifNetwork::from_weights(&config, cpu.weights(), &device).expect("gpu");
     assert_eq!(gpu.step_path(), LifStepPath::EventDriven, "the auto path");
     // Input held for 10 ms at a time, the default regime (the first neurons fire after
     // ~15–35 ms from rest).

@@ -4,7 +4,7 @@
 mod common;
 
 use common::{fresh_seed, gpu};
-use gpu_reservoir::{GpuLifNetwork, LIF_GPU_ESTIMATE_SYNAPSES};
+use gpu_reservoir::{GpuLifNetwork, LifStepPath, LIF_GPU_ESTIMATE_SYNAPSES};
 use ndarray::Array2;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -109,6 +109,40 @@ fn weights_with_the_gpu_estimate_are_the_cpus() {
         assert!(on_cpu.recurrent().nnz() >= LIF_GPU_ESTIMATE_SYNAPSES);
         let with_gpu = GpuLifNetwork::generate_weights(&config, &device).expect("GPU weights");
         assert!(with_gpu == on_cpu, "N = {size}: the weights differ");
+        // The network made from the estimate's copy of W on the device (scaled and rounded
+        // there) runs as the CPU network on the same weights: its W for the gather, its Wᵀ
+        // (built from that W) for the events.
+        let (network, weights) = GpuLifNetwork::generate(&config, &device).expect("network");
+        assert!(
+            weights == on_cpu,
+            "N = {size}: the network's weights differ"
+        );
+        let inputs = Array2::from_shape_fn((300, config.input_size()), |_| {
+            if rng.random_bool(0.3) {
+                rng.random_range(0.0..3.0)
+            } else {
+                0.0
+            }
+        });
+        let mut cpu = LifNetwork::from_weights(&config, on_cpu).expect("cpu network");
+        let (cpu_features, cpu_spikes) = cpu.run_recording(inputs.view()).expect("cpu run");
+        assert!(!cpu_spikes.spikes().is_empty(), "N = {size}: silent");
+        let mut network = Some(network);
+        for path in [LifStepPath::Gather, LifStepPath::EventDriven] {
+            let mut gpu = match network.take() {
+                Some(network) => network,
+                None => {
+                    GpuLifNetwork::generate(&config, &device)
+                        .expect("network")
+                        .0
+                }
+            }
+            .with_step_path(path);
+            let (features, spikes) = gpu.run_recording(inputs.view()).expect("gpu run");
+            assert_eq!(spikes, cpu_spikes, "N = {size}, {path:?}: spike trains");
+            let bits = |a: &Array2<f64>| a.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&features), bits(&cpu_features), "N = {size}, {path:?}");
+        }
     }
 }
 

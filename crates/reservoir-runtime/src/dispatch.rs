@@ -269,7 +269,7 @@ impl Dispatch {
     ) -> Result<Box<dyn Reservoir>> {
         let shape = Shape::of_weights(weights.recurrent(), weights.input());
         Ok(match self.gpu_for("lif", Ok(()), shape, work)? {
-            Some(device) => Box::new(GpuLifNetwork::from_weights(config, weights, &device)?),
+            Some(device) => Box::new(GpuLifNetwork::from_weights(config, &weights, &device)?),
             None => Box::new(LifNetwork::from_weights(config, weights)?),
         })
     }
@@ -304,8 +304,7 @@ impl Dispatch {
         Ok(
             match self.gpu_for("lif", Ok(()), Shape::of_lif(config), work)? {
                 Some(device) => {
-                    let weights = GpuLifNetwork::generate_weights(config, &device)?;
-                    let network = GpuLifNetwork::from_weights(config, weights.clone(), &device)?;
+                    let (network, weights) = GpuLifNetwork::generate(config, &device)?;
                     (Box::new(network), weights)
                 }
                 None => {

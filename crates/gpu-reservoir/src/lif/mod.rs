@@ -25,22 +25,24 @@
 //! [`LifNetwork`]: reservoir_core::lif::LifNetwork
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use cudarc::driver::CudaSlice;
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2, ArrayViewMut2};
 use reservoir_core::checks::check_run;
-use reservoir_core::lif::{LifConfig, LifConstants, LifWeightTimes, LifWeights};
+use reservoir_core::lif::{spectral_scale, LifConfig, LifConstants, LifWeightTimes, LifWeights};
 use reservoir_core::reservoir::{run_one_by_one, SequenceVisitor};
+use reservoir_core::spectral::{SpectralEstimate, SpectralOptions, SpectralTimes};
 use reservoir_core::spikes::{Spike, SpikePattern};
+use reservoir_core::CsrMatrix;
 use reservoir_core::{Reservoir, ReservoirError};
 
 use crate::driver::csr::DeviceCsr;
 use crate::driver::GpuDevice;
 use crate::error::{DriverContext, GpuError, Result};
+use crate::ops::csr::{scaled_to_f32, transposed_on_device};
 use crate::ops::lif::{LifKernels, Neurons};
 use crate::ops::lif_cluster::{cluster_run_possible, LifClusterPlan};
-use crate::ops::transpose::transposed_on_device;
 
 mod batch;
 mod enqueue;
@@ -123,11 +125,71 @@ pub struct GpuLifNetwork {
     cluster: Option<Option<LifClusterPlan>>,
 }
 
+/// W's spectral-radius estimate for [`LifWeights::generate_with`]: on `device` from
+/// [`LIF_GPU_ESTIMATE_SYNAPSES`] synapses on (with the copy of W it used there), else, or
+/// where W does not fit on the device beside what it holds, on the CPU (no copy).
+fn estimate(
+    w: &CsrMatrix<f64>,
+    options: &SpectralOptions,
+    device: &GpuDevice,
+) -> reservoir_core::Result<(SpectralEstimate, SpectralTimes, Option<DeviceCsr<f64>>)> {
+    let on_cpu = || {
+        let (estimate, times) = w.spectral_radius_timed(options)?;
+        Ok((estimate, times, None))
+    };
+    if w.nnz() < LIF_GPU_ESTIMATE_SYNAPSES {
+        return on_cpu();
+    }
+    match crate::spectral::estimate_keeping_matrix(device, w, options) {
+        Err(GpuError::OutOfMemory { .. }) => on_cpu(),
+        Err(e) => Err(e.into()),
+        Ok((estimate, times, matrix)) => Ok((estimate, times, Some(matrix))),
+    }
+}
+
 impl GpuLifNetwork {
-    /// Generates the weights for `config` (the CPU network's, see
-    /// [`GpuLifNetwork::generate_weights`]) and uploads them.
+    /// The network of `config` on `device`, its weights generated as in
+    /// [`GpuLifNetwork::generate`] (the CPU network's).
     pub fn new_shared(config: &LifConfig, device: &GpuDevice) -> Result<Self> {
-        Self::from_weights(config, Self::generate_weights(config, device)?, device)
+        Ok(Self::generate(config, device)?.0)
+    }
+
+    /// The network of `config` on `device` and its weights ([`GpuLifNetwork::generate_weights`]:
+    /// the CPU network's, bit for bit). Where the GPU estimated W's spectral radius, the copy
+    /// of W the estimate used on the device (f64) becomes the network's W, scaled and rounded
+    /// to f32 there with the bits the upload would give, instead of being uploaded again.
+    ///
+    /// # Errors
+    /// As [`GpuLifNetwork::generate_weights`] and [`GpuLifNetwork::from_weights`].
+    pub fn generate(config: &LifConfig, device: &GpuDevice) -> Result<(Self, LifWeights)> {
+        let (network, weights, _, _) = Self::generate_timed(config, device)?;
+        Ok((network, weights))
+    }
+
+    /// [`GpuLifNetwork::generate`], with the wall time of each phase of the weights and of
+    /// the network's making on the device (enqueued, not waited for).
+    ///
+    /// # Errors
+    /// As [`GpuLifNetwork::generate`].
+    pub fn generate_timed(
+        config: &LifConfig,
+        device: &GpuDevice,
+    ) -> Result<(Self, LifWeights, LifWeightTimes, Duration)> {
+        let mut on_device = None;
+        let (weights, times) = LifWeights::generate_with(config, |w, options| {
+            let (estimate, times, matrix) = estimate(w, options, device)?;
+            on_device = matrix.map(|matrix| (matrix, estimate.radius));
+            Ok((estimate, times))
+        })?;
+        let started = Instant::now();
+        let recurrent = match on_device {
+            Some((matrix, radius)) => {
+                scaled_to_f32(device, matrix, spectral_scale(config, radius))?
+            }
+            None => DeviceCsr::upload(device, weights.recurrent(), |v| v as f32)?,
+        };
+        let network = Self::with_recurrent(config, &weights, recurrent, device, started)?;
+        Ok((network, weights, times, started.elapsed()))
     }
 
     /// [`LifWeights::generate`], with the products of W's spectral-radius estimate on
@@ -152,13 +214,8 @@ impl GpuLifNetwork {
         device: &GpuDevice,
     ) -> Result<(LifWeights, LifWeightTimes)> {
         Ok(LifWeights::generate_with(config, |w, options| {
-            if w.nnz() < LIF_GPU_ESTIMATE_SYNAPSES {
-                return w.spectral_radius_timed(options);
-            }
-            match crate::spectral::spectral_radius_timed(device, w, options) {
-                Err(GpuError::OutOfMemory { .. }) => w.spectral_radius_timed(options),
-                estimate => Ok(estimate?),
-            }
+            let (estimate, times, _) = estimate(w, options, device)?;
+            Ok((estimate, times))
         })?)
     }
 
@@ -168,15 +225,28 @@ impl GpuLifNetwork {
     /// for them.
     pub fn from_weights(
         config: &LifConfig,
-        weights: LifWeights,
+        weights: &LifWeights,
         device: &GpuDevice,
     ) -> Result<Self> {
         weights.check_fits(config)?;
-        let kernels = device.kernels::<LifKernels>()?;
         let started = Instant::now();
+        let recurrent = DeviceCsr::upload(device, weights.recurrent(), |v| v as f32)?;
+        Self::with_recurrent(config, weights, recurrent, device, started)
+    }
+
+    /// The network on `weights` (checked to fit `config`) whose W is already on the device
+    /// (`recurrent`, its values in f32): Wᵀ built from it, W_in uploaded, the state at rest.
+    /// The uploads' time since `started` is recorded.
+    fn with_recurrent(
+        config: &LifConfig,
+        weights: &LifWeights,
+        recurrent: DeviceCsr<f32>,
+        device: &GpuDevice,
+        started: Instant,
+    ) -> Result<Self> {
+        let kernels = device.kernels::<LifKernels>()?;
         let s = device.stream();
         let n = config.size();
-        let recurrent = DeviceCsr::upload(device, weights.recurrent(), |v| v as f32)?;
         let (outgoing, out_degree) = match transposed_on_device(device, &recurrent)? {
             Some(transposed) => transposed,
             None => {

@@ -15,10 +15,10 @@ use crate::collective::Collective;
 use crate::driver::csr::DeviceCsr;
 use crate::driver::GpuDevice;
 use crate::error::{DriverContext, Result};
+use crate::ops::csr::transposed_on_device;
 use crate::ops::lif::{
     deliver, event_step, flags_to_list, Inboxes, LifKernels, NeuronUpdate, Neurons, SpikeList,
 };
-use crate::ops::transpose::transposed_on_device;
 
 /// One GPU's share of the neurons, `first..first + count`, and what it needs to step them.
 #[derive(Debug)]

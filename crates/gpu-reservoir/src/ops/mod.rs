@@ -3,10 +3,10 @@
 //! driver layer below them touches cudarc's raw calls.
 
 pub(crate) mod cluster;
+pub(crate) mod csr;
 pub(crate) mod esn;
 pub(crate) mod lanes;
 pub(crate) mod lif;
 pub(crate) mod lif_cluster;
 pub(crate) mod persistent;
 pub(crate) mod ridge;
-pub(crate) mod transpose;

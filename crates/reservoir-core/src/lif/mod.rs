@@ -64,6 +64,6 @@ pub use config::{LifConfig, LifFeatures, LifInputMode, LifParams, MAX_COUNT_WIND
 pub use network::{LifConstants, LifNetwork};
 pub use step::MIN_PART_NEURONS;
 pub use weights::{
-    input_fan_in, spectral_products, synapse_bytes, synapses_per_neuron, LifWeightTimes,
-    LifWeights, SPECTRAL_BUDGET, STREAM_INPUT, STREAM_RECURRENT, STREAM_SPECTRAL,
+    input_fan_in, spectral_products, spectral_scale, synapse_bytes, synapses_per_neuron,
+    LifWeightTimes, LifWeights, SPECTRAL_BUDGET, STREAM_INPUT, STREAM_RECURRENT, STREAM_SPECTRAL,
 };

@@ -147,6 +147,13 @@ const DRAW_BLOCK_WORDS_LOG2: u32 = 40;
 /// against ~0.05 ms to start the threads).
 const PARALLEL_PRODUCT_SYNAPSES: usize = 1 << 20;
 
+/// The factor the drawn W is scaled by once its spectral radius is estimated at `radius`: the
+/// config's spectral radius over the estimate (a copy of W elsewhere, e.g. on a GPU, scaled by
+/// it in f64 has the weights' bits).
+pub fn spectral_scale(config: &LifConfig, radius: f64) -> f64 {
+    config.spectral_radius() / radius
+}
+
 impl LifWeights {
     /// Draws W and W_in for `config`.
     ///
@@ -340,7 +347,7 @@ impl LifWeights {
             ));
         }
         let started = Instant::now();
-        w.scale(config.spectral_radius() / estimate.radius);
+        w.scale(spectral_scale(config, estimate.radius));
         times.scale = started.elapsed();
         Ok(w)
     }
@@ -667,7 +674,11 @@ mod tests {
         let w = one.recurrent();
         // The draw checks its rows itself: the full checks of weights made elsewhere (every
         // row's columns, finite values, Dale's law) find nothing either.
-        let parts = (w.row_ptr().to_vec(), w.col_idx().to_vec(), w.values().to_vec());
+        let parts = (
+            w.row_ptr().to_vec(),
+            w.col_idx().to_vec(),
+            w.values().to_vec(),
+        );
         let checked = CsrMatrix::from_parts(w.nrows(), w.ncols(), parts.0, parts.1, parts.2)
             .expect("a valid CSR matrix");
         LifWeights::from_parts(checked, one.input().clone(), one.excitatory().to_vec())

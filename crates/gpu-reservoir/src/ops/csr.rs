@@ -1,5 +1,7 @@
-//! Launches of `csr.cu`: the transpose of a CSR matrix built on the device (Wᵀ for the LIF
-//! network's event-driven delivery), the same as the CPU's `LifWeights::outgoing_f32`.
+//! Launches of `csr.cu`: a CSR matrix's f32 values from its f64 values scaled on the device
+//! (W for the LIF network from the copy its spectral estimate used), and the transpose of a
+//! CSR matrix built on the device (Wᵀ for the LIF network's event-driven delivery), the same
+//! as the CPU's `LifWeights::outgoing_f32`.
 
 use cudarc::driver::{CudaFunction, LaunchConfig, PushKernelArg};
 use reservoir_kernels::csr;
@@ -15,6 +17,7 @@ pub(crate) struct CsrKernels {
     column_counts: CudaFunction,
     scatter: CudaFunction,
     sort_rows: CudaFunction,
+    scaled_to_f32: CudaFunction,
 }
 
 impl KernelSet for CsrKernels {
@@ -24,12 +27,60 @@ impl KernelSet for CsrKernels {
             column_counts: module.function(csr::COLUMN_COUNTS)?,
             scatter: module.function(csr::SCATTER_TRANSPOSE)?,
             sort_rows: module.function(csr::SORT_ROWS)?,
+            scaled_to_f32: module.function(csr::SCALED_TO_F32)?,
         })
     }
 }
 
 /// Blocks per multiprocessor of the grid-stride launches.
 const BLOCKS_PER_SM: u32 = 8;
+
+/// A grid-stride launch over `items` on `device`: a thread per item up to
+/// [`BLOCKS_PER_SM`] blocks per multiprocessor.
+fn grid_stride(device: &GpuDevice, items: usize) -> LaunchConfig {
+    let most = device.info().multiprocessors.max(1) as u32 * BLOCKS_PER_SM;
+    let blocks = (items.div_ceil(BLOCK_THREADS as usize).max(1) as u64).min(most as u64) as u32;
+    LaunchConfig {
+        grid_dim: (blocks, 1, 1),
+        block_dim: (BLOCK_THREADS, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
+/// `matrix` with every value v replaced by `f32(v · factor)`, on the device: the bits of
+/// scaling the host's matrix in f64 and uploading it rounded to f32. Its structure is
+/// `matrix`'s, moved; its f64 values are freed.
+///
+/// # Errors
+/// A driver error, or a device out of memory for the f32 values.
+pub(crate) fn scaled_to_f32(
+    device: &GpuDevice,
+    matrix: DeviceCsr<f64>,
+    factor: f64,
+) -> Result<DeviceCsr<f32>> {
+    const WHAT: &str = "scaling a CSR matrix on the device";
+    let kernels = device.kernels::<CsrKernels>()?;
+    let s = device.stream();
+    let nnz = matrix.values.len();
+    let mut values = s.alloc_zeros::<f32>(nnz).alloc_context::<f32>(WHAT, nnz)?;
+    if nnz > 0 {
+        let nnz_arg = nnz as i64;
+        let mut launch = s.launch_builder(&kernels.scaled_to_f32);
+        launch
+            .arg(&matrix.values)
+            .arg(&factor)
+            .arg(&nnz_arg)
+            .arg(&mut values);
+        // SAFETY: matrix.values and values both hold nnz elements; grid-stride over nnz.
+        unsafe { launch.launch(grid_stride(device, nnz)) }
+            .context("launching csr_scaled_to_f32")?;
+    }
+    let columns = matrix.columns();
+    let DeviceCsr {
+        row_ptr, col_idx, ..
+    } = matrix;
+    Ok(DeviceCsr::from_device(row_ptr, col_idx, values, columns))
+}
 
 /// `matrix`ᵀ built on the device, with the count of each of `matrix`'s columns (the
 /// transpose's row lengths); `None` when the matrix is empty or a column has more than
@@ -50,15 +101,6 @@ pub(crate) fn transposed_on_device(
     if nnz == 0 {
         return Ok(None);
     }
-    let grid = |items: usize| -> u32 {
-        let most = device.info().multiprocessors.max(1) as u32 * BLOCKS_PER_SM;
-        (items.div_ceil(BLOCK_THREADS as usize).max(1) as u64).min(most as u64) as u32
-    };
-    let config = |blocks: u32| LaunchConfig {
-        grid_dim: (blocks, 1, 1),
-        block_dim: (BLOCK_THREADS, 1, 1),
-        shared_mem_bytes: 0,
-    };
 
     let mut counts = s
         .alloc_zeros::<u32>(columns)
@@ -68,7 +110,7 @@ pub(crate) fn transposed_on_device(
     launch.arg(&matrix.col_idx).arg(&nnz_arg).arg(&mut counts);
     // SAFETY: col_idx holds nnz indices, each below `columns` (the upload's matrix), and
     // counts holds `columns` zeros.
-    unsafe { launch.launch(config(grid(nnz))) }.context("launching csr_column_counts")?;
+    unsafe { launch.launch(grid_stride(device, nnz)) }.context("launching csr_column_counts")?;
     let counts = s.clone_dtoh(&counts).context(WHAT)?;
     if counts
         .iter()
@@ -106,7 +148,7 @@ pub(crate) fn transposed_on_device(
     // SAFETY: the matrix's rows + 1 row pointers bound its nnz entries; cursor[j] runs from
     // the transpose's row_ptr[j] over exactly column j's count of slots, all below nnz, which
     // t_col_idx and t_values hold.
-    unsafe { launch.launch(config(grid(rows.saturating_mul(32)))) }
+    unsafe { launch.launch(grid_stride(device, rows.saturating_mul(32))) }
         .context("launching csr_scatter_transpose")?;
 
     let columns_arg = dim(columns, WHAT)?;
@@ -118,8 +160,13 @@ pub(crate) fn transposed_on_device(
         .arg(&mut t_values);
     // SAFETY: the transpose has `columns` rows of at most SORT_CAPACITY entries (checked
     // above), within its nnz values; the kernel's shared memory is static.
-    unsafe { launch.launch(config(grid(columns.saturating_mul(BLOCK_THREADS as usize)))) }
-        .context("launching csr_sort_rows")?;
+    unsafe {
+        launch.launch(grid_stride(
+            device,
+            columns.saturating_mul(BLOCK_THREADS as usize),
+        ))
+    }
+    .context("launching csr_sort_rows")?;
 
     let transposed = DeviceCsr::from_device(t_row_ptr, t_col_idx, t_values, rows);
     Ok(Some((transposed, counts)))
@@ -144,6 +191,40 @@ mod tests {
                 eprintln!("skipping GPU test: {e}");
                 None
             }
+        }
+    }
+
+    /// Scaled on the device, f64 values of every magnitude (subnormal, to f32's overflow, exact
+    /// zeros of both signs) round to the f32 bits of the host's scaling and rounding.
+    #[test]
+    fn values_scaled_on_the_device_have_the_hosts_bits() {
+        let Some(device) = gpu() else { return };
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        eprintln!("values_scaled_on_the_device_have_the_hosts_bits: seed {seed}");
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let (rows, columns) = (300, 200);
+        let dense = Array2::from_shape_fn((rows, columns), |(i, j)| match (i + j) % 7 {
+            0 => 0.0,
+            1 => -0.0,
+            _ if rng.random_bool(0.7) => 0.0,
+            _ => rng.random_range(-1.0f64..1.0) * 10f64.powi(rng.random_range(-50..40)),
+        });
+        let w = CsrMatrix::from_dense(&dense).expect("a CSR matrix");
+        for factor in [rng.random_range(0.01..10.0), 1.0 / 3.0, 1e-30] {
+            let on_device = DeviceCsr::upload_exact(&device, &w).expect("an upload");
+            let scaled = scaled_to_f32(&device, on_device, factor).expect("scaled");
+            let s = device.stream();
+            let values = s.clone_dtoh(&scaled.values).expect("values");
+            let mut expected = w.clone();
+            expected.scale(factor);
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            let rounded: Vec<f32> = expected.values().iter().map(|&v| v as f32).collect();
+            assert_eq!(bits(&values), bits(&rounded), "factor {factor}");
+            assert_eq!(s.clone_dtoh(&scaled.row_ptr).expect("rows"), w.row_ptr());
+            assert_eq!(s.clone_dtoh(&scaled.col_idx).expect("columns"), w.col_idx());
+            assert_eq!(scaled.columns(), columns);
         }
     }
 
