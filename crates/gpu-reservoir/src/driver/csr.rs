@@ -1,12 +1,12 @@
 //! Sparse matrices on the device, in the layout every CSR kernel takes.
 
-use cudarc::driver::{CudaSlice, DeviceRepr};
+use cudarc::driver::{CudaSlice, DeviceRepr, ValidAsZeroBits};
 use rayon::prelude::*;
 use reservoir_core::real::Real;
 use reservoir_core::{CsrMatrix, ReservoirError};
 
-use super::GpuDevice;
-use crate::error::{DriverContext, Result};
+use super::{staging, GpuDevice};
+use crate::error::Result;
 
 /// A CSR matrix on the device: row pointers and column indices as `u32` that every kernel
 /// reads as `int` (the upload checks that they are below 2^31), values in `T`.
@@ -59,7 +59,7 @@ impl<T> DeviceCsr<T> {
     }
 }
 
-impl<T: DeviceRepr + Send> DeviceCsr<T> {
+impl<T: DeviceRepr + ValidAsZeroBits + Copy + Send + Sync> DeviceCsr<T> {
     /// Uploads `matrix`, converting each value with `convert` (e.g. rounding to `f32`); the
     /// conversions run on rayon's threads (at 10^9 synapses one thread takes seconds).
     pub(crate) fn upload<S: Real>(
@@ -128,18 +128,11 @@ impl<T: DeviceRepr + Send> DeviceCsr<T> {
             )
             .into());
         }
-        let s = device.stream();
         const WHAT: &str = "uploading a CSR matrix";
         Ok(Self {
-            row_ptr: s
-                .clone_htod(row_ptr)
-                .alloc_context::<u32>(WHAT, row_ptr.len())?,
-            col_idx: s
-                .clone_htod(col_idx)
-                .alloc_context::<u32>(WHAT, col_idx.len())?,
-            values: s
-                .clone_htod(values)
-                .alloc_context::<T>(WHAT, values.len())?,
+            row_ptr: staging::upload(device, row_ptr, WHAT)?,
+            col_idx: staging::upload(device, col_idx, WHAT)?,
+            values: staging::upload(device, values, WHAT)?,
             columns,
         })
     }

@@ -298,9 +298,7 @@ impl GpuDevice {
         what: &'static str,
     ) -> Result<CudaSlice<f32>> {
         let host: Vec<f32> = values.into_iter().map(|&v| v as f32).collect();
-        self.stream()
-            .clone_htod(&host)
-            .alloc_context::<f32>(what, host.len())
+        super::staging::upload(self, &host, what)
     }
 
     /// Captures the launches `enqueue` puts on the device's stream into a CUDA graph

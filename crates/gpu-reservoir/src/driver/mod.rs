@@ -18,3 +18,18 @@ pub use device::GpuDevice;
 pub(crate) use device::{KernelSet, LoadedModule};
 pub use probe::{probe, DeviceInfo, GpuSupport};
 pub use startup::{Startup, StartupPhase};
+
+/// GPU 0 for the crate's unit tests, or `None` with the reason printed (a failure with
+/// `RESERVOIR_REQUIRE_GPU=1`); the integration tests have their own in `tests/common`.
+#[cfg(test)]
+pub(crate) fn test_gpu() -> Option<GpuDevice> {
+    match GpuDevice::shared(0) {
+        Ok(device) => Some(device),
+        Err(e) => {
+            let required = std::env::var("RESERVOIR_REQUIRE_GPU").is_ok_and(|v| v == "1");
+            assert!(!required, "RESERVOIR_REQUIRE_GPU=1 but no usable GPU: {e}");
+            eprintln!("skipping GPU test: {e}");
+            None
+        }
+    }
+}

@@ -180,19 +180,7 @@ mod tests {
     use reservoir_core::CsrMatrix;
 
     use super::*;
-
-    /// GPU 0, or `None` with the reason printed (a failure with `RESERVOIR_REQUIRE_GPU=1`).
-    fn gpu() -> Option<GpuDevice> {
-        match GpuDevice::shared(0) {
-            Ok(device) => Some(device),
-            Err(e) => {
-                let required = std::env::var("RESERVOIR_REQUIRE_GPU").is_ok_and(|v| v == "1");
-                assert!(!required, "RESERVOIR_REQUIRE_GPU=1 but no usable GPU: {e}");
-                eprintln!("skipping GPU test: {e}");
-                None
-            }
-        }
-    }
+    use crate::driver::test_gpu as gpu;
 
     /// Scaled on the device, f64 values of every magnitude (subnormal, to f32's overflow, exact
     /// zeros of both signs) round to the f32 bits of the host's scaling and rounding.
