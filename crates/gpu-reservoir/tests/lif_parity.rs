@@ -117,13 +117,10 @@ fn weights_with_the_gpu_estimate_are_the_cpus() {
             weights == on_cpu,
             "N = {size}: the network's weights differ"
         );
-        let inputs = Array2::from_shape_fn((300, config.input_size()), |_| {
-            if rng.random_bool(0.3) {
-                rng.random_range(0.0..3.0)
-            } else {
-                0.0
-            }
-        });
+        // Levels held for 10 ms (100 steps) at a time over 100 ms: the first neurons fire
+        // after 15–35 ms from rest.
+        let levels: Vec<f64> = (0..10).map(|_| rng.random_range(1.0..3.0)).collect();
+        let inputs = Array2::from_shape_fn((1000, config.input_size()), |(t, _)| levels[t / 100]);
         let mut cpu = LifNetwork::from_weights(&config, on_cpu).expect("cpu network");
         let (cpu_features, cpu_spikes) = cpu.run_recording(inputs.view()).expect("cpu run");
         assert!(!cpu_spikes.spikes().is_empty(), "N = {size}: silent");
