@@ -44,9 +44,9 @@ pub const LANE_GROUP: usize = 128;
 /// (one SGEMM); each step is then one GEMM P = W₁·X for all lanes and one elementwise launch
 /// `x_b ← (1 − a_b)·x_b + a_b·f(ρ_b·P_b + b + s_b·v_t + noise_t)`, so lane b is the reservoir
 /// of `lane.config(base)` to f32 rounding with the f32 GEMM (the default), and to that
-/// arithmetic's drift with TF32 or f16 operands ([`GpuLaneRunner::with_math`]). Noise, when configured, is drawn on the host from
-/// the base seed's noise stream, as every CPU lane draws it (the lanes share one seed, hence
-/// one noise sequence). The rows of each chunk go to the lanes' training and validation
+/// arithmetic's drift with TF32 or f16 operands ([`GpuLaneRunner::with_math`]). Noise, when
+/// configured, is drawn on the host from the base seed's noise stream, as every CPU lane draws
+/// it (the lanes share one seed, hence one noise sequence). The rows of each chunk go to the lanes' training and validation
 /// [`DeviceRidgeSums`] on the device; the sums are copied back once per run.
 #[derive(Debug)]
 pub struct GpuLaneRunner {
@@ -63,9 +63,8 @@ pub struct GpuLaneRunner {
 #[derive(Debug)]
 struct SharedWeights {
     config: ReservoirConfig,
-    /// W₁, dense, row-major N × N, in the operand type of `math`.
+    /// W₁, dense, row-major N × N, in the operand type of the runner's arithmetic.
     w: DeviceW,
-    math: GemmMath,
     /// W_in₁, row-major N × K.
     input: CudaSlice<f32>,
     /// b (N).
@@ -109,11 +108,12 @@ struct HalfStates {
     kernels: Arc<EsnKernels>,
 }
 
-/// A stream of one run's own, for its graph: a capture takes every launch into the captured
-/// stream, from any thread, so capturing on the device's stream would take the launches of
-/// other threads' reservoirs into the sweep's graph (their work then runs at the graph's
-/// replays, or never) and break the capture with their copies. Work on it is ordered with the
-/// device's stream by events. Its cuBLAS handle is in the math mode of `math`.
+/// A stream of the runner's own, for its runs' graphs: a capture takes every launch into the
+/// captured stream, from any thread, so capturing on the device's stream would take the
+/// launches of other threads' reservoirs into the sweep's graph (their work then runs at the
+/// graph's replays, or never) and break the capture with their copies. Work on it is ordered
+/// with the device's stream by events. Its cuBLAS handle is in the math mode of the runner's
+/// arithmetic.
 #[derive(Debug)]
 struct CaptureStream {
     stream: Arc<CudaStream>,
@@ -191,11 +191,7 @@ impl GpuLaneRunner {
             .input_scaling(1.0)
             .check()
             .map_err(ReservoirError::from)?;
-        if self
-            .shared
-            .as_ref()
-            .is_none_or(|w| w.config != unit || w.math != self.math)
-        {
+        if self.shared.as_ref().is_none_or(|w| w.config != unit) {
             self.shared = Some(self.upload_shared(unit)?);
         }
         let (n, k, b) = (base.size(), base.input_size(), lanes.len());
@@ -255,7 +251,6 @@ impl GpuLaneRunner {
         let device = &self.device;
         Ok(SharedWeights {
             w: DeviceW::upload(device, &unit, &weights, self.math, "sweep lanes")?,
-            math: self.math,
             input: device.upload_f32(weights.input(), "uploading W_in")?,
             bias: device.upload_f32(weights.bias(), "uploading b")?,
             config: unit,

@@ -476,6 +476,22 @@ fn lanes_over_several_gpus_give_the_bits_of_one_gpu() {
         .run(&base, &lanes[..5], &data)
         .expect("one GPU");
     assert!(sums_bits(&few) == sums_bits(&few_on_one));
+    // With f16 GEMM operands too, every GPU (opened at once or in its thread) steps in f16.
+    let f16_one = GpuLaneRunner::new(&device)
+        .expect("runner")
+        .with_math(GemmMath::F16)
+        .run(&base, &lanes, &data)
+        .expect("one GPU, f16");
+    let f16_spread = MultiGpuLaneRunner::new(&ordinals)
+        .expect("runner")
+        .with_math(GemmMath::F16)
+        .run(&base, &lanes, &data)
+        .expect("several GPUs, f16");
+    assert!(sums_bits(&f16_spread) == sums_bits(&f16_one));
+    assert!(
+        sums_bits(&f16_one) != sums_bits(&one),
+        "f16 operands change the sums"
+    );
     let err = MultiGpuLaneRunner::new(&[count]).expect_err("a GPU the driver does not list");
     assert!(
         err.to_string().contains(&format!("no GPU {count}")),
