@@ -1,5 +1,6 @@
 //! GPU benchmark of a sweep's lanes (`GpuLaneRunner`): B echo-state lanes sharing one random
-//! W, one SGEMM and one elementwise launch per step, per-lane ridge sums on the device.
+//! W, one GEMM (f32 by default) and one elementwise launch per step, per-lane ridge sums on the
+//! device.
 //!
 //! For N = 500 and 1000 and B = 16, 64, 256 lanes it prints µs per step of the recurrence
 //! (replayed from a CUDA graph, as `run_lanes` runs full chunks, and as plain launches) and of
@@ -74,7 +75,7 @@ struct LaneTiming {
     /// µs per step of the recurrence of all lanes replayed from a CUDA graph, as `run_lanes`
     /// runs full chunks (the inputs already projected).
     micros_per_step: f64,
-    /// The same steps as plain launches, one SGEMM and one elementwise launch per step.
+    /// The same steps as plain launches, one GEMM and one elementwise launch per step.
     launch_micros_per_step: f64,
     /// µs per step of the ridge sums of all lanes over those states.
     sums_micros_per_step: f64,
