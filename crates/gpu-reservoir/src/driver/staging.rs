@@ -17,7 +17,7 @@ const UPLOAD_PIECE_BYTES: usize = 1 << 26;
 /// `host` in a new device buffer. From two pieces of [`UPLOAD_PIECE_BYTES`] on it goes through
 /// two page-locked buffers in turn, rayon's threads copying a piece into one while the device
 /// reads the other: a copy from pageable memory is staged by the driver through small buffers
-/// on one thread, at a fraction of the link's speed (12 GB of a LIF network's W took 1.5 s).
+/// on one thread, at a fraction of the link's speed (a LIF network's W is gigabytes).
 pub(crate) fn upload<T>(device: &GpuDevice, host: &[T], what: &'static str) -> Result<CudaSlice<T>>
 where
     T: DeviceRepr + ValidAsZeroBits + Copy + Send + Sync,
