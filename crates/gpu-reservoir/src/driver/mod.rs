@@ -33,3 +33,14 @@ pub(crate) fn test_gpu() -> Option<GpuDevice> {
         }
     }
 }
+
+/// A seed that differs on every run (fresh random inputs) for the crate's unit tests, printed
+/// with the test's name so a failure can be replayed.
+#[cfg(test)]
+pub(crate) fn test_seed(test: &str) -> u64 {
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    eprintln!("{test}: seed {seed}");
+    seed
+}

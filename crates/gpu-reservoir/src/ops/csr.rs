@@ -180,18 +180,15 @@ mod tests {
     use reservoir_core::CsrMatrix;
 
     use super::*;
-    use crate::driver::test_gpu as gpu;
+    use crate::driver::{test_gpu as gpu, test_seed};
 
     /// Scaled on the device, f64 values of every magnitude (subnormal, to f32's overflow, exact
     /// zeros of both signs) round to the f32 bits of the host's scaling and rounding.
     #[test]
     fn values_scaled_on_the_device_have_the_hosts_bits() {
         let Some(device) = gpu() else { return };
-        let seed = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64);
-        eprintln!("values_scaled_on_the_device_have_the_hosts_bits: seed {seed}");
-        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut rng =
+            ChaCha8Rng::seed_from_u64(test_seed("values_scaled_on_the_device_have_the_hosts_bits"));
         let (rows, columns) = (300, 200);
         let dense = Array2::from_shape_fn((rows, columns), |(i, j)| match (i + j) % 7 {
             0 => 0.0,
@@ -222,11 +219,7 @@ mod tests {
     #[test]
     fn the_device_transpose_is_the_transpose() {
         let Some(device) = gpu() else { return };
-        let seed = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64);
-        eprintln!("the_device_transpose_is_the_transpose: seed {seed}");
-        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut rng = ChaCha8Rng::seed_from_u64(test_seed("the_device_transpose_is_the_transpose"));
         let capacity = csr::SORT_CAPACITY;
         // (rows, columns, density, rows that also hold column 0)
         for (rows, columns, density, full_column) in [

@@ -58,6 +58,7 @@ mod config;
 mod network;
 mod run;
 mod step;
+mod transpose;
 mod weights;
 
 pub use config::{LifConfig, LifFeatures, LifInputMode, LifParams, MAX_COUNT_WINDOW};

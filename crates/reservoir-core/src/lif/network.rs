@@ -7,7 +7,8 @@ use ndarray::{Array1, ArrayView1};
 
 use super::config::{LifConfig, LifInputMode};
 use super::step::{Kernel, Part, Split, StepInputs, MIN_PART_NEURONS};
-use super::weights::{transposed, LifWeights};
+use super::transpose::transposed;
+use super::weights::LifWeights;
 use crate::error::{ReservoirError, Result};
 use crate::real::{fastest_of, Remembered};
 use crate::sparse::CsrMatrix;
