@@ -5,17 +5,18 @@
 //! bandwidth. Start-up (context, NVRTC, cuBLAS handle) is reported separately.
 //!
 //! Build with `cargo build --release -p reservoir-benches --bins` and run on a machine with a
-//! GPU: `target/release/gpu_bench` (`--batched-only`: the batched table only; `--case=N`: the
+//! GPU: `target/release/gpu_bench` (`--batched-only`: the batched table only;
+//! `--tensor-core-only`: the tensor-core run at N = 1000, B = 64 and 512 only; `--case=N`: the
 //! single-sequence cases of size N only, e.g. under a profiler). Exits 0 with a message when
 //! there is no GPU.
 
 use std::time::Instant;
 
 use cudarc::driver::DriverError;
-use gpu_reservoir::internals::{capture, BatchedSteps, SingleSequenceSteps};
+use gpu_reservoir::internals::{capture, BatchedSteps, SingleSequenceSteps, TensorCoreSteps};
 use gpu_reservoir::{
-    probe, GemmMath, GpuDevice, GpuError, GpuReservoirComputer, ManySequences, PersistentWeights,
-    Result,
+    probe, BatchKernel, GemmMath, GpuDevice, GpuError, GpuReservoirComputer, ManySequences,
+    PersistentWeights, Result,
 };
 use ndarray::{Array2, ArrayView2};
 use reservoir_benches::{copy_bandwidth, median_micros_per_step};
@@ -74,6 +75,17 @@ fn main() -> Result<()> {
     let blas_s = t.elapsed().as_secs_f64();
     if std::env::args().any(|a| a == "--many-only") {
         print_many(&many_sequences(&device)?);
+        return Ok(());
+    }
+    if std::env::args().any(|a| a == "--tensor-core-only") {
+        // The tensor-core run alone at N = 1000 (for a profiler).
+        let config = bench_config(1000, 1.0, 9)?;
+        let (weights, _) = ReservoirWeights::generate(&config)?;
+        for batch in [64, 512] {
+            let mut run = TensorCoreSteps::new(&device, &weights, batch, 200)?;
+            let micros = median_micros_per_step(&device, run.steps(), 5, || run.enqueue())?;
+            println!("tensor-core run, N=1000, B={batch}: {micros:.2} µs/step");
+        }
         return Ok(());
     }
     let copy = copy_bandwidth(&device, 1 << 30)?;
@@ -204,25 +216,54 @@ fn main() -> Result<()> {
         .sqrt()
         / cpu.mapv(|v| v * v).sum().sqrt();
 
-    // Batched: B sequences through one reservoir, one GEMM + one elementwise launch per step.
+    // Batched: B sequences through one reservoir, one GEMM + one elementwise launch per step
+    // (plain and from a CUDA graph), and the tensor-core run (a cooperative launch per up to
+    // 512 sequences for all 200 steps).
     let mut batched_rows = Vec::new();
-    for (n, batch) in [(1000, 512), (1000, 64)] {
+    let mut tensor_rows = Vec::new();
+    for (n, batches) in [
+        (1000, &[16, 64, 128, 256, 512, 1024, 2048][..]),
+        (500, &[64, 512, 2048][..]),
+        (100, &[64, 512, 2048][..]),
+    ] {
         let config = bench_config(n, 1.0, 9)?;
         let (weights, _) = ReservoirWeights::generate(&config)?;
-        for math in [GemmMath::F32, GemmMath::Tf32, GemmMath::F16] {
-            let mut steps = BatchedSteps::new(&device, &config, &weights, batch, math)?;
-            let plain = median_micros_per_step(&device, 200, 5, || steps.enqueue(200))?;
-            batched_rows.push((n, batch, math, false, plain));
-            let graph = capture(&device, || steps.enqueue(200))?;
-            let replayed = median_micros_per_step(&device, 200, 5, || {
-                graph
-                    .launch()
-                    .map_err(|source: DriverError| GpuError::Driver {
-                        context: "replaying the graph",
-                        source,
-                    })
-            })?;
-            batched_rows.push((n, batch, math, true, replayed));
+        for &batch in batches {
+            let maths: &[GemmMath] = if n == 1000 && (batch == 64 || batch == 512) {
+                &GemmMath::ALL
+            } else {
+                &[GemmMath::F16]
+            };
+            let mut graph_f16 = None;
+            for &math in maths {
+                let mut steps = BatchedSteps::new(&device, &config, &weights, batch, math)?;
+                let plain = median_micros_per_step(&device, 200, 5, || steps.enqueue(200))?;
+                batched_rows.push((n, batch, math, false, plain));
+                let graph = capture(&device, || steps.enqueue(200))?;
+                let replayed = median_micros_per_step(&device, 200, 5, || {
+                    graph
+                        .launch()
+                        .map_err(|source: DriverError| GpuError::Driver {
+                            context: "replaying the graph",
+                            source,
+                        })
+                })?;
+                batched_rows.push((n, batch, math, true, replayed));
+                if math == GemmMath::F16 {
+                    graph_f16 = Some(replayed);
+                }
+            }
+            match TensorCoreSteps::new(&device, &weights, batch, 200) {
+                Ok(mut run) => {
+                    let steps = run.steps();
+                    let micros = median_micros_per_step(&device, steps, 5, || run.enqueue())?;
+                    tensor_rows.push((n, batch, micros, graph_f16.unwrap_or(f64::NAN)));
+                }
+                Err(GpuError::Unsupported { reason, .. }) => {
+                    println!("tensor-core run, N={n}, B={batch}: not on this device ({reason})");
+                }
+                Err(e) => return Err(e),
+            }
         }
     }
 
@@ -261,12 +302,33 @@ fn main() -> Result<()> {
             micros / batch as f64
         );
     }
+    println!("\n| tensor-core run: N, B | µs/step (all B sequences) | f16 GEMM graph µs/step | GEMM graph / tensor cores |");
+    println!("|---|---|---|---|");
+    for (n, batch, micros, graph) in tensor_rows {
+        println!(
+            "| N={n}, B={batch} | {micros:.2} | {graph:.2} | {:.2}× |",
+            graph / micros
+        );
+    }
     Ok(())
 }
 
 /// One row of the many-sequence table: N, sequences, steps each, and the median seconds of
-/// `run_many` one after another, batched in F32 and batched in TF32.
-type ManyRow = (usize, usize, usize, f64, f64, f64);
+/// `run_many` in each of [`MANY_MODES`].
+type ManyRow = (usize, usize, usize, Vec<f64>);
+
+/// The modes of the many-sequence table: one after another; batched with the F32, TF32 and
+/// F16 GEMM; batched in f16 on the tensor-core kernel.
+const MANY_MODES: [(ManySequences, BatchKernel); 5] = [
+    (ManySequences::OneByOne, BatchKernel::Auto),
+    (ManySequences::Batched(GemmMath::F32), BatchKernel::Auto),
+    (ManySequences::Batched(GemmMath::Tf32), BatchKernel::Auto),
+    (ManySequences::Batched(GemmMath::F16), BatchKernel::Gemm),
+    (
+        ManySequences::Batched(GemmMath::F16),
+        BatchKernel::TensorCore,
+    ),
+];
 
 /// Wall seconds (median of 3, after a warm-up) of `count` sequences of `steps` steps through
 /// `run_many` of a reservoir of N units (10 % connected), as a caller gets them (states back on
@@ -274,7 +336,7 @@ type ManyRow = (usize, usize, usize, f64, f64, f64);
 /// batched; checks that the modes agree to 1e-4 relative.
 fn many_sequences(device: &GpuDevice) -> Result<Vec<ManyRow>> {
     let mut rows = Vec::new();
-    for n in [500, 2000] {
+    for n in [500, 1000, 2000] {
         let config = bench_config(n, 0.1, 4)?;
         let (weights, _) = ReservoirWeights::generate(&config)?;
         for (count, steps) in [(8, 80), (64, 80), (400, 80), (8, 1000), (64, 1000)] {
@@ -286,14 +348,19 @@ fn many_sequences(device: &GpuDevice) -> Result<Vec<ManyRow>> {
             let views: Vec<ArrayView2<f64>> = inputs.iter().map(|a| a.view()).collect();
             let mut seconds = Vec::new();
             let mut last_states = Vec::new();
-            for many in [
-                ManySequences::OneByOne,
-                ManySequences::Batched(GemmMath::F32),
-                ManySequences::Batched(GemmMath::Tf32),
-            ] {
-                let mut reservoir =
+            for (many, kernel) in MANY_MODES {
+                let reservoir =
                     GpuReservoirComputer::from_weights(&config, weights.clone(), device)?
                         .with_many_sequences(many)?;
+                let mut reservoir = match reservoir.with_batch_kernel(kernel) {
+                    Ok(reservoir) => reservoir,
+                    Err(GpuError::Unsupported { .. }) => {
+                        seconds.push(f64::NAN);
+                        last_states.push(Array2::zeros((count, n)));
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                };
                 let mut samples = Vec::new();
                 let mut last = Array2::zeros((count, n));
                 for run in 0..4 {
@@ -326,7 +393,7 @@ fn many_sequences(device: &GpuDevice) -> Result<Vec<ManyRow>> {
                 )
                 .into());
             }
-            rows.push((n, count, steps, seconds[0], seconds[1], seconds[2]));
+            rows.push((n, count, steps, seconds));
         }
     }
     Ok(rows)
@@ -334,10 +401,11 @@ fn many_sequences(device: &GpuDevice) -> Result<Vec<ManyRow>> {
 
 /// The many-sequence table.
 fn print_many(rows: &[ManyRow]) {
-    println!("\n| run_many: N (10 %), sequences × steps | one after another (s) | batched, F32 GEMM (s) | batched, TF32 GEMM (s) |");
-    println!("|---|---|---|---|");
-    for (n, count, steps, one_by_one, f32, tf32) in rows {
-        println!("| N={n}, {count} × {steps} | {one_by_one:.4} | {f32:.4} | {tf32:.4} |");
+    println!("\n| run_many: N (10 %), sequences × steps | one after another (s) | batched, F32 GEMM (s) | batched, TF32 GEMM (s) | batched, F16 GEMM (s) | batched, F16 tensor cores (s) |");
+    println!("|---|---|---|---|---|---|");
+    for (n, count, steps, seconds) in rows {
+        let cells: Vec<String> = seconds.iter().map(|s| format!("{s:.4}")).collect();
+        println!("| N={n}, {count} × {steps} | {} |", cells.join(" | "));
     }
 }
 

@@ -12,7 +12,8 @@
 //! lanes' within 1e-3 relative, or it exits with status 1. Start-up is reported separately.
 //!
 //! It then times the recurrence at N = 1000 with each GEMM arithmetic (`f32`, `tf32`, `f16`:
-//! `GpuLaneRunner::with_math`), B = 64, 128 and 256, and a whole `run_lanes` of 256 lanes
+//! `GpuLaneRunner::with_math`), f16 also on the tensor-core run
+//! (`GpuLaneRunner::with_kernel`), B = 64, 128 and 256, and a whole `run_lanes` of 256 lanes
 //! over the series with each, checking the tensor-core lanes' validation NRMSE against the
 //! CPU lanes' within 2e-2 relative (`--math-only`: that table alone).
 //!
@@ -29,8 +30,8 @@ use std::time::Instant;
 use cudarc::driver::DriverError;
 use gpu_reservoir::internals::LaneSteps;
 use gpu_reservoir::{
-    probe, DeviceRidgeSums, GemmMath, GpuDevice, GpuError, GpuLaneRunner, MultiGpuLaneRunner,
-    Result, LANE_GROUP,
+    probe, BatchKernel, DeviceRidgeSums, GemmMath, GpuDevice, GpuError, GpuLaneRunner,
+    MultiGpuLaneRunner, Result, LANE_GROUP,
 };
 use reservoir_benches::median_micros_per_step;
 use reservoir_core::lanes::{CpuLaneRunner, Lane, LaneData, LaneOutcomes, LaneRunner, LaneSums};
@@ -98,15 +99,20 @@ fn time_lanes(
     let steps = bench.steps();
     let launch_micros_per_step =
         median_micros_per_step(&device, steps, REPEATS, || bench.enqueue())?;
-    let graph = bench.capture()?;
-    let micros_per_step = median_micros_per_step(&device, steps, REPEATS, || {
-        graph
-            .launch()
-            .map_err(|source: DriverError| GpuError::Driver {
-                context: "replaying the lanes' steps",
-                source,
-            })
-    })?;
+    // The tensor-core run is one launch: as run_lanes runs it, without a graph.
+    let micros_per_step = if bench.on_tensor_cores() {
+        launch_micros_per_step
+    } else {
+        let graph = bench.capture()?;
+        median_micros_per_step(&device, steps, REPEATS, || {
+            graph
+                .launch()
+                .map_err(|source: DriverError| GpuError::Driver {
+                    context: "replaying the lanes' steps",
+                    source,
+                })
+        })?
+    };
     let mut sums = DeviceRidgeSums::new(&device, base.size(), 1, lanes.len())?;
     let sums_micros_per_step =
         median_micros_per_step(&device, steps, REPEATS, || bench.add_to(&mut sums))?;
@@ -267,12 +273,20 @@ fn arithmetic(device: &GpuDevice, data: &LaneData<'_>) -> Result<()> {
         "\nGEMM arithmetic: N = 1000, recurrence µs/step (graph, median of {REPEATS}) at B = {widths:?}; run_lanes of 256 lanes over {STEPS} steps (median of 3); validation NRMSE of {CPU_LANES} lanes against the CPU lanes"
     );
     println!(
-        "| GEMM | B = 64 | B = 128 | B = 256 | run_lanes, 256 lanes (s) | worst NRMSE difference |"
+        "| arithmetic, kernel | B = 64 | B = 128 | B = 256 | run_lanes, 256 lanes (s) | worst NRMSE difference |"
     );
     println!("|---|---|---|---|---|---|");
     let mut worst_check: f64 = 0.0;
-    for math in GemmMath::ALL {
-        let mut runner = GpuLaneRunner::new(device)?.with_math(math);
+    let kinds = [
+        (GemmMath::F32, BatchKernel::Gemm),
+        (GemmMath::Tf32, BatchKernel::Gemm),
+        (GemmMath::F16, BatchKernel::Gemm),
+        (GemmMath::F16, BatchKernel::Auto),
+    ];
+    for (math, kernel) in kinds {
+        let mut runner = GpuLaneRunner::new(device)?
+            .with_math(math)
+            .with_kernel(kernel);
         let mut cells = Vec::new();
         for width in widths {
             let timing = time_lanes(&mut runner, &base, &all[..width], 1000)?;
@@ -289,8 +303,12 @@ fn arithmetic(device: &GpuDevice, data: &LaneData<'_>) -> Result<()> {
             .map(|(g, c)| (g - c).abs() / c)
             .fold(0.0f64, f64::max);
         worst_check = worst_check.max(worst);
+        let ran = match runner.kernel() {
+            Some(BatchKernel::TensorCore) => "tensor-core run",
+            _ => "GEMM",
+        };
         println!(
-            "| {math} | {} | {run_s:.3} | {worst:.2e} |",
+            "| {math}, {ran} | {} | {run_s:.3} | {worst:.2e} |",
             cells.join(" | ")
         );
     }

@@ -37,22 +37,6 @@ __device__ __forceinline__ unsigned int cluster_rank() {
     return rank;
 }
 
-// The next phase of `barrier` completes once `bytes` more bytes have arrived.
-__device__ __forceinline__ void expect_bytes(unsigned int barrier, unsigned int bytes) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"
-                 ::"r"(barrier), "r"(bytes) : "memory");
-}
-
-__device__ __forceinline__ void wait_phase(unsigned int barrier, unsigned int parity) {
-    unsigned int done = 0;
-    while (!done) {
-        asm volatile("{\n\t.reg .pred p;\n\t"
-                     "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
-                     "selp.u32 %0, 1, 0, p;\n\t}"
-                     : "=r"(done) : "r"(barrier), "r"(parity) : "memory");
-    }
-}
-
 // Stores `v` at the peer's (16-byte aligned) shared address and counts 16 bytes on the peer's
 // barrier.
 __device__ __forceinline__ void store_to_peer(unsigned int address, float4 v, unsigned int barrier) {

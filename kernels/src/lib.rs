@@ -19,6 +19,10 @@ pub struct Module {
     pub source: &'static str,
     /// The entry points (`extern "C" __global__` functions) of the file.
     pub entry_points: &'static [&'static str],
+    /// Whether the module uses instructions of compute capability 9.0's architecture-specific
+    /// target (`sm_90a`: warpgroup register reallocation); it is compiled for that target and
+    /// used on devices of capability 9.0 only.
+    pub hopper_specific: bool,
 }
 
 /// The headers modules include, as `(name, text)`: given to NVRTC with every module.
@@ -84,6 +88,7 @@ pub mod esn {
             TO_F16,
             FEATURES_ADD,
         ],
+        hopper_specific: false,
     };
 }
 
@@ -108,6 +113,7 @@ pub mod esn_persistent {
         name: "esn_persistent.cu",
         source: include_str!("../esn_persistent.cu"),
         entry_points: &[CSR, DENSE, DENSE_F16, DENSE_BF16, SHARD_DENSE_STEP],
+        hopper_specific: false,
     };
 }
 
@@ -124,6 +130,45 @@ pub mod esn_cluster {
         name: "esn_cluster.cu",
         source: include_str!("../esn_cluster.cu"),
         entry_points: &[RUN],
+        hopper_specific: false,
+    };
+}
+
+/// `esn_batch_tc.cu`: many echo-state sequences (or a sweep's lanes) through one reservoir on
+/// the tensor cores, a whole chunk of steps in one cooperative launch, W in registers and the
+/// states exchanged between blocks through global memory (compute capability 9.0; CPU
+/// reference: the batched step with f16 operands, `tests/batched_parity.rs`).
+pub mod esn_batch_tc {
+    use super::Module;
+
+    /// The run with one group of 16 sequences per tile.
+    pub const RUN_1: &str = "esn_batch_tc_1";
+    /// The run with two groups per tile.
+    pub const RUN_2: &str = "esn_batch_tc_2";
+    /// The run with four groups per tile.
+    pub const RUN_4: &str = "esn_batch_tc_4";
+    /// Threads per block (`TC_THREADS`): 8 consumer warps and 4 more, one of them the
+    /// producer.
+    pub const THREADS: u32 = 384;
+    /// Sequences per group (`TC_SEQS`).
+    pub const GROUP: usize = 16;
+    /// Rows per block (`TC_ROWS`).
+    pub const ROWS: usize = 64;
+    /// Largest padded N: four quarters of `TC_KTILES` k-tiles of 16 columns.
+    pub const MAX_PADDED: usize = 1024;
+    /// Bytes of one row block of a group's panel (`TC_SLICE_BYTES`).
+    pub const SLICE_BYTES: usize = GROUP * ROWS * 2;
+    /// Bytes of a group's f32 states in a block (`TC_STATE_FLOATS` floats).
+    pub const STATE_BYTES: usize = GROUP * ROWS * 4;
+    /// Bytes of the warps' partial sums (`TC_RED_FLOATS` floats).
+    pub const PARTIAL_BYTES: usize = 2 * 4 * GROUP * 36 * 4;
+
+    /// The module.
+    pub const MODULE: Module = Module {
+        name: "esn_batch_tc.cu",
+        source: include_str!("../esn_batch_tc.cu"),
+        entry_points: &[RUN_1, RUN_2, RUN_4],
+        hopper_specific: true,
     };
 }
 
@@ -140,6 +185,7 @@ pub mod lanes {
         name: "lanes.cu",
         source: include_str!("../lanes.cu"),
         entry_points: &[STEP],
+        hopper_specific: false,
     };
 }
 
@@ -167,6 +213,7 @@ pub mod ridge {
         name: "ridge.cu",
         source: include_str!("../ridge.cu"),
         entry_points: &[WIDEN, BUILD_SYSTEMS, FACTOR_DIAGONAL, READOUT_PRODUCTS],
+        hopper_specific: false,
     };
 }
 
@@ -187,6 +234,7 @@ pub mod spectral {
         name: "spectral.cu",
         source: include_str!("../spectral.cu"),
         entry_points: &[CSR_PRODUCT_F64],
+        hopper_specific: false,
     };
 }
 
@@ -203,6 +251,7 @@ pub mod encoding {
         name: "encoding.cu",
         source: include_str!("../encoding.cu"),
         entry_points: &[RATE],
+        hopper_specific: false,
     };
 }
 
@@ -221,6 +270,7 @@ pub mod detection {
         name: "detection.cu",
         source: include_str!("../detection.cu"),
         entry_points: &[FILTER, SCORES],
+        hopper_specific: false,
     };
 }
 
@@ -244,6 +294,7 @@ pub mod lif {
         name: "lif.cu",
         source: include_str!("../lif.cu"),
         entry_points: &[STEP, EVENT_STEP, DELIVER, FLAGS_TO_LIST],
+        hopper_specific: false,
     };
 }
 
@@ -262,6 +313,7 @@ pub mod lif_cluster {
         name: "lif_cluster.cu",
         source: include_str!("../lif_cluster.cu"),
         entry_points: &[RUN],
+        hopper_specific: false,
     };
 }
 
@@ -287,6 +339,7 @@ pub mod csr {
         name: "csr.cu",
         source: include_str!("../csr.cu"),
         entry_points: &[COLUMN_COUNTS, SCATTER_TRANSPOSE, SORT_ROWS, SCALED_TO_F32],
+        hopper_specific: false,
     };
 }
 
@@ -295,6 +348,7 @@ pub const MODULES: &[Module] = &[
     esn::MODULE,
     esn_persistent::MODULE,
     esn_cluster::MODULE,
+    esn_batch_tc::MODULE,
     lanes::MODULE,
     ridge::MODULE,
     spectral::MODULE,
@@ -343,6 +397,27 @@ mod tests {
     fn the_transpose_sorts_rows_as_long_as_rust_plans() {
         let define = format!("#define CSR_SORT_CAPACITY {}\n", csr::SORT_CAPACITY);
         assert!(csr::MODULE.source.contains(&define));
+    }
+
+    #[test]
+    fn the_tensor_core_run_has_the_geometry_rust_plans() {
+        let source = esn_batch_tc::MODULE.source;
+        for define in [
+            format!("#define TC_SEQS {}", esn_batch_tc::GROUP),
+            format!("#define TC_ROWS {}", esn_batch_tc::ROWS),
+            format!("#define TC_KTILES {}", esn_batch_tc::MAX_PADDED / 64),
+            format!(
+                "#define TC_THREADS (TC_CONSUMERS + {})",
+                esn_batch_tc::THREADS - 256
+            ),
+            "#define TC_CONSUMERS 256".to_string(),
+            "#define TC_SLICE_BYTES (TC_SEQS * TC_ROWS * 2)".to_string(),
+            "#define TC_STATE_FLOATS (TC_SEQS * TC_ROWS)".to_string(),
+            "#define TC_RED_STRIDE 36".to_string(),
+            "#define TC_RED_FLOATS (2 * 4 * TC_SEQS * TC_RED_STRIDE)".to_string(),
+        ] {
+            assert!(source.contains(&define), "{define}");
+        }
     }
 
     #[test]

@@ -6,17 +6,18 @@ use cudarc::driver::{CudaSlice, CudaView, CudaViewMut};
 use ndarray::{s, Array2, ArrayView2};
 use rand_chacha::ChaCha8Rng;
 use reservoir_core::features::SequenceFeatures;
-use reservoir_core::{ReservoirConfig, ReservoirWeights};
+use reservoir_core::{ReservoirConfig, ReservoirError, ReservoirWeights};
 
 use crate::driver::GpuDevice;
 use crate::error::{DriverContext, Result};
 use crate::features::SummaryRows;
-use crate::gemm::{DeviceW, GemmMath};
+use crate::gemm::{BatchKernel, BatchW, GemmMath};
 use crate::noise::noise_values;
 use crate::ops::esn::{
     activation_code, add_features, elementwise, input_drive, to_f16, EsnKernels, FeatureChunk,
     Update,
 };
+use crate::ops::tensor_core::{TensorCoreDrive, TensorCoreRun, TensorCoreScratch};
 
 /// Most bytes of one time chunk's drive and states (all sequences of a batch).
 const CHUNK_BYTES: usize = 1 << 28;
@@ -27,12 +28,13 @@ const HOST_BATCH_BYTES: usize = 1 << 29;
 
 /// The many-sequence engine of one reservoir: its W dense in the GEMM's operand type. The
 /// states of B sequences are an N × B matrix X (column j = sequence j), and each step is
-/// `X ← (1 − a)·X + a·f(W·X + D_t)` with one cuBLAS GEMM for W·X and one elementwise launch;
-/// the drive D_t = b + W_in·u_t (+ noise) of every sequence and step of a time chunk is
-/// computed up front.
+/// `X ← (1 − a)·X + a·f(W·X + D_t)`: one cuBLAS GEMM for W·X and one elementwise launch, or,
+/// on the tensor cores ([`BatchKernel::TensorCore`]), a whole time chunk in one launch. The
+/// drive D_t = b + W_in·u_t (+ noise) of every sequence and step of a time chunk is computed
+/// up front.
 #[derive(Debug)]
 pub(crate) struct BatchEngine {
-    w: DeviceW,
+    w: BatchW,
     math: GemmMath,
 }
 
@@ -57,30 +59,39 @@ struct ChunkBuffers {
     states: CudaSlice<f32>,
     /// X after the last step of the previous chunk (zero before the first).
     state: CudaSlice<f32>,
-    pre: CudaSlice<f32>,
+    /// The GEMM's product W·X and, with f16 operands, X in f16 (step t reads `halves[t % 2]`).
+    pre: Option<CudaSlice<f32>>,
     halves: Option<[CudaSlice<u16>; 2]>,
+    /// The tensor-core run's scratch.
+    tensor_core: Option<TensorCoreScratch>,
 }
 
 impl BatchEngine {
-    /// Uploads W (densified) for `math`.
+    /// Uploads W for `math` and the kernel `kernel` resolves to ([`BatchW::upload`]).
     ///
     /// # Errors
-    /// As [`DeviceW::upload`].
+    /// As [`BatchW::upload`].
     pub(crate) fn new(
         device: &GpuDevice,
         config: &ReservoirConfig,
         weights: &ReservoirWeights,
         math: GemmMath,
+        kernel: BatchKernel,
     ) -> Result<Self> {
         Ok(Self {
-            w: DeviceW::upload(device, config, weights, math, "batched reservoir")?,
+            w: BatchW::upload(device, config, weights, math, kernel, "batched reservoir")?,
             math,
         })
     }
 
-    /// The arithmetic of the GEMM.
+    /// The arithmetic of the products.
     pub(crate) fn math(&self) -> GemmMath {
         self.math
+    }
+
+    /// The kernel that steps the batches: `Gemm` or `TensorCore`.
+    pub(crate) fn kernel(&self) -> BatchKernel {
+        self.w.kernel()
     }
 
     /// The device's cuBLAS handle for this engine's arithmetic ([`GemmMath::blas`]).
@@ -271,10 +282,9 @@ impl BatchEngine {
         }
         let chunk = chunk_steps(n, b, longest);
         let mut buffers = self.buffers(shared, (n, k, b), chunk, noise.is_some())?;
-        let blas = self.blas(shared.device)?;
         for first in (0..longest).step_by(chunk) {
             let steps = chunk.min(longest - first);
-            self.run_chunk(shared, blas, &mut buffers, batch, noise, first, steps)?;
+            self.run_chunk(shared, &mut buffers, batch, noise, first, steps)?;
             take(buffers.states.slice(..steps * b * n), first, steps)?;
         }
         Ok(())
@@ -290,14 +300,19 @@ impl BatchEngine {
         let s = shared.device.stream();
         let alloc = |len: usize, what| s.alloc_zeros::<f32>(len).alloc_context::<f32>(what, len);
         let state = alloc(n * b, "allocating the batch's states")?;
+        let gemm = matches!(self.w, BatchW::Gemm(_));
         let halves = match self.math {
-            GemmMath::F32 | GemmMath::Tf32 => None,
-            GemmMath::F16 => Some([
+            GemmMath::F16 if gemm => Some([
                 s.alloc_zeros::<u16>(n * b)
                     .alloc_context::<u16>("allocating f16 states", n * b)?,
                 s.alloc_zeros::<u16>(n * b)
                     .alloc_context::<u16>("allocating f16 states", n * b)?,
             ]),
+            GemmMath::F16 | GemmMath::F32 | GemmMath::Tf32 => None,
+        };
+        let tensor_core = match &self.w {
+            BatchW::TensorCore(w) => Some(w.scratch(shared.device, b)?),
+            BatchW::Gemm(_) => None,
         };
         Ok(ChunkBuffers {
             u: alloc(chunk * b * k, "allocating the batch's inputs")?,
@@ -309,17 +324,20 @@ impl BatchEngine {
             },
             states: alloc(chunk * b * n, "allocating the batch's states")?,
             state,
-            pre: alloc(n * b, "allocating W·X")?,
+            pre: if gemm {
+                Some(alloc(n * b, "allocating W·X")?)
+            } else {
+                None
+            },
             halves,
+            tensor_core,
         })
     }
 
     /// Steps `first..first + steps` of every sequence of the batch, from `buffers.state`.
-    #[allow(clippy::too_many_arguments)]
     fn run_chunk(
         &self,
         shared: &Shared<'_>,
-        blas: &CudaBlas,
         buffers: &mut ChunkBuffers,
         batch: &[ArrayView2<f64>],
         noise: Option<&[Vec<f32>]>,
@@ -369,16 +387,56 @@ impl BatchEngine {
             &mut buffers.drive.slice_mut(..steps * b * n),
             (steps * b, n, k),
         )?;
+        let width = n * b;
+        match (&self.w, buffers.tensor_core.as_mut()) {
+            (BatchW::TensorCore(w), Some(scratch)) => w.run(
+                shared.device,
+                scratch,
+                TensorCoreRun {
+                    drive: TensorCoreDrive::Sequences {
+                        drive: buffers.drive.slice(..steps * width),
+                        leak: shared.config.leak_rate() as f32,
+                    },
+                    x0: buffers.state.slice(..),
+                    states: &mut buffers.states,
+                    batch: b,
+                    steps,
+                },
+            )?,
+            _ => self.gemm_chunk(shared, buffers, width, steps)?,
+        }
+        s.memcpy_dtod(
+            &buffers.states.slice((steps - 1) * width..steps * width),
+            &mut buffers.state,
+        )
+        .context("keeping the batch's last states")
+    }
+
+    /// The steps of a chunk on the GEMM path: a GEMM and an elementwise launch each.
+    fn gemm_chunk(
+        &self,
+        shared: &Shared<'_>,
+        buffers: &mut ChunkBuffers,
+        width: usize,
+        steps: usize,
+    ) -> Result<()> {
+        let blas = self.blas(shared.device)?;
+        let Some(pre) = buffers.pre.as_mut() else {
+            return Err(ReservoirError::invalid(
+                "the batched step",
+                "the chunk's buffers have no W·X",
+            )
+            .into());
+        };
         if let Some([first_half, _]) = buffers.halves.as_mut() {
             to_f16(
                 shared.device.stream(),
                 shared.kernels,
                 &buffers.state.slice(..),
                 &mut first_half.slice_mut(..),
-                n * b,
+                width,
             )?;
         }
-        let width = n * b;
         for t in 0..steps {
             let (done, mut rest) = buffers.states.split_at_mut(t * width);
             let x = if t == 0 {
@@ -399,15 +457,11 @@ impl BatchEngine {
                 &x,
                 half,
                 &buffers.drive.slice(t * width..(t + 1) * width),
-                &mut buffers.pre,
+                pre,
                 &mut rest.slice_mut(..width),
             )?;
         }
-        s.memcpy_dtod(
-            &buffers.states.slice((steps - 1) * width..steps * width),
-            &mut buffers.state,
-        )
-        .context("keeping the batch's last states")
+        Ok(())
     }
 
     /// One step: `pre = W·x` (GEMM), then `next = (1 − a)·x + a·f(pre + drive)`; with `half`
@@ -427,7 +481,14 @@ impl BatchEngine {
         let n = shared.config.size();
         let width = x.len();
         let b = width / n.max(1);
-        let mut next_half = self.w.product(
+        let BatchW::Gemm(w) = &self.w else {
+            return Err(ReservoirError::invalid(
+                "the batched step",
+                "a GEMM step of an engine on the tensor cores",
+            )
+            .into());
+        };
+        let mut next_half = w.product(
             blas,
             shared.device.stream(),
             x,

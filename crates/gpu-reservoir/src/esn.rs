@@ -19,7 +19,7 @@ use crate::driver::csr::DeviceCsr;
 use crate::driver::staging::Staging;
 use crate::driver::GpuDevice;
 use crate::error::{DriverContext, GpuError, Result};
-use crate::gemm::{DeviceW, GemmMath};
+use crate::gemm::{resolve_kernel, BatchKernel, DeviceW, GemmMath};
 use crate::noise::noise_values;
 use crate::ops::cluster::{ClusterPlan, ClusterRun, CLUSTER_MAX_N};
 use crate::ops::esn::{activation_code, input_drive, step_two_launches, EsnKernels, Update};
@@ -79,6 +79,8 @@ pub struct GpuReservoirComputer {
     cluster: Option<ClusterPlan>,
     path: StepPath,
     many: ManySequences,
+    /// The kernel of batches with f16 operands.
+    batch_kernel: BatchKernel,
     /// The many-sequence engine (a dense W), made on the first `run_many` that uses it.
     batch: Option<BatchEngine>,
     /// Page-locked buffers the states are copied back through.
@@ -137,6 +139,7 @@ impl GpuReservoirComputer {
             persistent,
             cluster,
             many: ManySequences::default(),
+            batch_kernel: BatchKernel::default(),
             batch: None,
             staging: Staging::default(),
             chunk: ChunkBuffers::new(device, config.size(), config.input_size())?,
@@ -207,10 +210,34 @@ impl GpuReservoirComputer {
     pub fn with_many_sequences(mut self, how: ManySequences) -> Result<Self> {
         if let ManySequences::Batched(math) = how {
             DeviceW::check(&self.config, &self.weights, math, "batched reservoir")?;
+            resolve_kernel(&self.device, self.config.size(), math, self.batch_kernel)?;
         }
         self.many = how;
         self.batch = None;
         Ok(self)
+    }
+
+    /// The kernel of `run_many`'s batches with f16 operands ([`GemmMath::F16`]; default
+    /// [`BatchKernel::Auto`]).
+    ///
+    /// # Errors
+    /// [`GpuError::Unsupported`] for [`BatchKernel::TensorCore`] where this device or N
+    /// cannot run it, or with a batch arithmetic other than f16.
+    pub fn with_batch_kernel(mut self, kernel: BatchKernel) -> Result<Self> {
+        let math = match self.many {
+            ManySequences::Batched(math) => math,
+            ManySequences::Auto | ManySequences::OneByOne => GemmMath::F16,
+        };
+        resolve_kernel(&self.device, self.config.size(), math, kernel)?;
+        self.batch_kernel = kernel;
+        self.batch = None;
+        Ok(self)
+    }
+
+    /// The kernel that stepped the last batched `run_many` (`Gemm` or `TensorCore`), or
+    /// `None` before one.
+    pub fn batch_kernel(&self) -> Option<BatchKernel> {
+        self.batch.as_ref().map(BatchEngine::kernel)
     }
 
     /// The GEMM arithmetic `run_many` batches `sequences` in, or `None` to run them one after
@@ -239,7 +266,13 @@ impl GpuReservoirComputer {
     ) -> Result<T> {
         let engine = match self.batch.take() {
             Some(engine) if engine.math() == math => engine,
-            _ => BatchEngine::new(&self.device, &self.config, &self.weights, math)?,
+            _ => BatchEngine::new(
+                &self.device,
+                &self.config,
+                &self.weights,
+                math,
+                self.batch_kernel,
+            )?,
         };
         let engine = self.batch.insert(engine);
         let shared = Shared {

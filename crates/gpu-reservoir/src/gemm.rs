@@ -12,7 +12,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::driver::blas::{product_row_major, product_row_major_f16};
 use crate::driver::GpuDevice;
-use crate::error::{DriverContext, Result};
+use crate::error::{DriverContext, GpuError, Result};
+use crate::ops::tensor_core::{unsupported, TensorCoreW};
 
 /// Arithmetic of the per-step GEMM W·X of [`crate::ManySequences::Batched`] and of a sweep's
 /// lanes ([`crate::GpuLaneRunner::with_math`]). Written `f32`, `tf32` or `f16` in configs
@@ -75,6 +76,98 @@ impl FromStr for GemmMath {
     }
 }
 
+/// The kernel that steps many states whose products have f16 operands ([`GemmMath::F16`]):
+/// a batch of [`crate::ManySequences::Batched`] or a sweep's lanes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum BatchKernel {
+    /// [`BatchKernel::TensorCore`] where it runs (it was measured faster at every batch size
+    /// it takes, `docs/performance.md`), else [`BatchKernel::Gemm`]. The default.
+    #[default]
+    Auto,
+    /// One cuBLAS GEMM and one elementwise launch per step, on every device.
+    Gemm,
+    /// A chunk of steps in one cooperative launch per up to 512 sequences (N = 1000 on 132
+    /// SMs), W held in the tensor cores' registers: compute capability 9.0 and N ≤ 1024 only.
+    /// With [`GemmMath::F16`] only.
+    TensorCore,
+}
+
+/// The kernel of `math` and `kernel` for a reservoir of `n` units on `device`: `Gemm` or
+/// `TensorCore`, never `Auto`.
+///
+/// # Errors
+/// [`GpuError::Unsupported`] for [`BatchKernel::TensorCore`] with another arithmetic than
+/// f16, or where the device or N cannot run it.
+pub(crate) fn resolve_kernel(
+    device: &GpuDevice,
+    n: usize,
+    math: GemmMath,
+    kernel: BatchKernel,
+) -> Result<BatchKernel> {
+    let refused = |reason: String| GpuError::Unsupported {
+        what: "the tensor-core batch kernel".into(),
+        reason,
+    };
+    match (kernel, math) {
+        (BatchKernel::Gemm, _) | (BatchKernel::Auto, GemmMath::F32 | GemmMath::Tf32) => {
+            Ok(BatchKernel::Gemm)
+        }
+        (BatchKernel::TensorCore, GemmMath::F32 | GemmMath::Tf32) => Err(refused(format!(
+            "it takes f16 operands; the batch's arithmetic is {math}"
+        ))),
+        (BatchKernel::Auto | BatchKernel::TensorCore, GemmMath::F16) => {
+            match unsupported(device, n)? {
+                None => Ok(BatchKernel::TensorCore),
+                Some(_) if kernel == BatchKernel::Auto => Ok(BatchKernel::Gemm),
+                Some(reason) => Err(refused(reason)),
+            }
+        }
+    }
+}
+
+/// W on the device for the kernel that steps many states: dense in the GEMM's operand type,
+/// or padded f16 for the tensor-core run.
+#[derive(Debug)]
+pub(crate) enum BatchW {
+    Gemm(DeviceW),
+    TensorCore(TensorCoreW),
+}
+
+impl BatchW {
+    /// W of `weights` for `math` and the kernel `kernel` resolves to ([`resolve_kernel`]),
+    /// after [`DeviceW::check`] (`what` names the reservoir in errors).
+    ///
+    /// # Errors
+    /// As [`DeviceW::check`] and [`resolve_kernel`]; any upload error.
+    pub(crate) fn upload(
+        device: &GpuDevice,
+        config: &ReservoirConfig,
+        weights: &ReservoirWeights,
+        math: GemmMath,
+        kernel: BatchKernel,
+        what: &'static str,
+    ) -> Result<Self> {
+        DeviceW::check(config, weights, math, what)?;
+        let n = config.size();
+        if resolve_kernel(device, n, math, kernel)? == BatchKernel::TensorCore {
+            if let Some(w) = TensorCoreW::upload(device, &f16_bits(weights, what)?, n)? {
+                return Ok(BatchW::TensorCore(w));
+            }
+        }
+        Ok(BatchW::Gemm(DeviceW::upload(
+            device, config, weights, math, what,
+        )?))
+    }
+
+    /// The kernel this W is for: `Gemm` or `TensorCore`.
+    pub(crate) fn kernel(&self) -> BatchKernel {
+        match self {
+            BatchW::Gemm(_) => BatchKernel::Gemm,
+            BatchW::TensorCore(_) => BatchKernel::TensorCore,
+        }
+    }
+}
+
 /// W on the device, dense, in the operand type of a [`GemmMath`].
 #[derive(Debug)]
 pub(crate) enum DeviceW {
@@ -98,13 +191,12 @@ impl DeviceW {
         what: &'static str,
     ) -> Result<Self> {
         Self::check(config, weights, math, what)?;
-        let dense = weights.recurrent().to_dense();
         Ok(match math {
-            GemmMath::F32 | GemmMath::Tf32 => {
-                DeviceW::F32(device.upload_f32(&dense, "uploading the dense W")?)
-            }
+            GemmMath::F32 | GemmMath::Tf32 => DeviceW::F32(
+                device.upload_f32(&weights.recurrent().to_dense(), "uploading the dense W")?,
+            ),
             GemmMath::F16 => {
-                let half = weights_to_f16(&dense, what)?;
+                let half = f16_bits(weights, what)?;
                 DeviceW::F16(
                     device
                         .stream()
@@ -195,6 +287,12 @@ fn beyond_f16(v: f64, what: &'static str) -> crate::GpuError {
         format!("W has a weight ({v}) beyond f16's range (±65504): use the f32 or tf32 GEMM"),
     )
     .into()
+}
+
+/// W of `weights`, dense and row-major, in f16 bit patterns rounded to nearest even; an error
+/// if a weight is beyond f16's range.
+pub(crate) fn f16_bits(weights: &ReservoirWeights, what: &'static str) -> Result<Vec<u16>> {
+    weights_to_f16(&weights.recurrent().to_dense(), what)
 }
 
 /// `w` in f16 bit patterns, rounded to nearest even; an error if a weight is beyond f16's

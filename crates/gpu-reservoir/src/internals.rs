@@ -17,12 +17,15 @@ use crate::driver::blas::blas_error;
 use crate::driver::csr::DeviceCsr;
 use crate::driver::GpuDevice;
 use crate::error::{DriverContext, GpuError, Result};
-use crate::gemm::GemmMath;
+use crate::gemm::{f16_bits, BatchKernel, GemmMath};
 use crate::lanes::{GpuLaneRunner, LaneRun};
 use crate::lif::{chunk_steps, GpuLifNetwork, ShardedLifNetwork};
 use crate::ops::cluster::{ClusterPlan, ClusterRun};
 use crate::ops::esn::{activation_code, elementwise, step_fused, EsnKernels, Update};
 use crate::ops::persistent::{PersistentPlan, PersistentRun, PersistentWeights};
+use crate::ops::tensor_core::{
+    unsupported, TensorCoreDrive, TensorCoreRun, TensorCoreScratch, TensorCoreW,
+};
 use crate::ridge_sums::DeviceRidgeSums;
 
 pub use crate::ops::cluster::ClusterShape;
@@ -262,7 +265,7 @@ impl BatchedSteps {
         let half = |what| s.alloc_zeros::<u16>(width).context(what);
         Ok(Self {
             kernels: device.kernels::<EsnKernels>()?,
-            engine: BatchEngine::new(device, config, weights, math)?,
+            engine: BatchEngine::new(device, config, weights, math, BatchKernel::Gemm)?,
             input: device.upload_f32(weights.input(), "uploading W_in")?,
             bias: device.upload_f32(weights.bias(), "uploading b")?,
             drive: s.clone_htod(&host_drive).context("uploading a drive")?,
@@ -311,6 +314,83 @@ impl BatchedSteps {
     }
 }
 
+/// The many-sequence step on the tensor cores alone: B sequences through one reservoir for a
+/// fixed number of steps on a fixed random drive, in one run (a cooperative launch per up to
+/// 512 sequences), from the zero state.
+pub struct TensorCoreSteps {
+    device: GpuDevice,
+    w: TensorCoreW,
+    scratch: TensorCoreScratch,
+    drive: CudaSlice<f32>,
+    x0: CudaSlice<f32>,
+    states: CudaSlice<f32>,
+    batch: usize,
+    steps: usize,
+}
+
+impl TensorCoreSteps {
+    /// The run of `weights`' W in f16 for `batch` sequences over `steps` steps (drive values
+    /// in ±0.5).
+    ///
+    /// # Errors
+    /// [`GpuError::Unsupported`] where the device or N cannot run the kernel.
+    pub fn new(
+        device: &GpuDevice,
+        weights: &ReservoirWeights,
+        batch: usize,
+        steps: usize,
+    ) -> Result<Self> {
+        let n = weights.recurrent().nrows();
+        let refused = |reason: String| GpuError::Unsupported {
+            what: "the tensor-core batch kernel".into(),
+            reason,
+        };
+        if let Some(reason) = unsupported(device, n)? {
+            return Err(refused(reason));
+        }
+        let w = TensorCoreW::upload(device, &f16_bits(weights, "bench W")?, n)?
+            .ok_or_else(|| refused("the device cannot run it".into()))?;
+        let s = device.stream();
+        let values = steps * batch * n;
+        let host_drive: Vec<f32> = (0..values)
+            .map(|i| ((i * 7919 % 1000) as f32 / 1000.0) - 0.5)
+            .collect();
+        Ok(Self {
+            scratch: w.scratch(device, batch)?,
+            w,
+            drive: s.clone_htod(&host_drive).context("uploading a drive")?,
+            x0: s.alloc_zeros(batch * n).context("allocating x0")?,
+            states: s.alloc_zeros(values).context("allocating the states")?,
+            device: device.clone(),
+            batch,
+            steps,
+        })
+    }
+
+    /// Steps of one run.
+    pub fn steps(&self) -> usize {
+        self.steps
+    }
+
+    /// Queues one run of all the steps.
+    pub fn enqueue(&mut self) -> Result<()> {
+        self.w.run(
+            &self.device,
+            &mut self.scratch,
+            TensorCoreRun {
+                drive: TensorCoreDrive::Sequences {
+                    drive: self.drive.slice(..),
+                    leak: bench_update().leak,
+                },
+                x0: self.x0.slice(..),
+                states: &mut self.states,
+                batch: self.batch,
+                steps: self.steps,
+            },
+        )
+    }
+}
+
 /// A sweep's lanes over one chunk of a seeded random input, for timing their steps (plain or
 /// replayed from a graph) and their ridge sums.
 pub struct LaneSteps<'a> {
@@ -352,9 +432,15 @@ impl<'a> LaneSteps<'a> {
         self.steps
     }
 
-    /// Queues the steps (one GEMM and one elementwise launch each).
+    /// Queues the steps (one GEMM and one elementwise launch each, or one tensor-core run).
     pub fn enqueue(&mut self) -> Result<()> {
         self.runner.enqueue_steps(&mut self.run, self.steps)
+    }
+
+    /// Whether the steps are one tensor-core run (a single launch: nothing for a graph to
+    /// save).
+    pub fn on_tensor_cores(&self) -> bool {
+        self.runner.kernel() == Some(BatchKernel::TensorCore)
     }
 
     /// The steps captured into a CUDA graph.

@@ -16,11 +16,12 @@ use crate::driver::blas::{blas_handle_on, product_row_major};
 use crate::driver::GpuDevice;
 use crate::error::{DriverContext, GpuError, Result};
 use crate::esn::CHUNK_STEPS;
-use crate::gemm::{DeviceW, GemmMath};
+use crate::gemm::{BatchKernel, BatchW, DeviceW, GemmMath};
 use crate::noise::noise_values;
 use crate::ops::esn::{activation_code, to_f16, EsnKernels};
 use crate::ops::lanes::{lane_step, LaneKernels, LaneParameters, LaneStepInputs};
 use crate::ops::ridge::RidgeKernels;
+use crate::ops::tensor_core::{TensorCoreDrive, TensorCoreRun, TensorCoreScratch};
 use crate::ridge_sums::DeviceRidgeSums;
 
 /// Most bytes of f32 states one chunk of a sweep holds (all lanes): a chunk has
@@ -44,15 +45,18 @@ pub const LANE_GROUP: usize = 128;
 /// (one SGEMM); each step is then one GEMM P = W₁·X for all lanes and one elementwise launch
 /// `x_b ← (1 − a_b)·x_b + a_b·f(ρ_b·P_b + b + s_b·v_t + noise_t)`, so lane b is the reservoir
 /// of `lane.config(base)` to f32 rounding with the f32 GEMM (the default), and to that
-/// arithmetic's drift with TF32 or f16 operands ([`GpuLaneRunner::with_math`]). Noise, when
-/// configured, is drawn on the host from the base seed's noise stream, as every CPU lane draws
-/// it (the lanes share one seed, hence one noise sequence). The rows of each chunk go to the lanes' training and validation
-/// [`DeviceRidgeSums`] on the device; the sums are copied back once per run.
+/// arithmetic's drift with TF32 or f16 operands ([`GpuLaneRunner::with_math`]). With f16
+/// operands the steps of a chunk are by default one tensor-core run instead
+/// ([`GpuLaneRunner::with_kernel`]), with the same update. Noise, when configured, is drawn on
+/// the host from the base seed's noise stream, as every CPU lane draws it (the lanes share one
+/// seed, hence one noise sequence). The rows of each chunk go to the lanes' training and
+/// validation [`DeviceRidgeSums`] on the device; the sums are copied back once per run.
 #[derive(Debug)]
 pub struct GpuLaneRunner {
     device: GpuDevice,
     kernels: Arc<LaneKernels>,
     math: GemmMath,
+    kernel: BatchKernel,
     shared: Option<SharedWeights>,
     /// The stream the runs' graphs are captured on and replayed from, made by the first run
     /// of several chunks and kept for the next (a cuBLAS handle costs tens of milliseconds).
@@ -63,8 +67,9 @@ pub struct GpuLaneRunner {
 #[derive(Debug)]
 struct SharedWeights {
     config: ReservoirConfig,
-    /// W₁, dense, row-major N × N, in the operand type of the runner's arithmetic.
-    w: DeviceW,
+    /// W₁, dense, row-major N × N, in the operand type of the runner's arithmetic (padded f16
+    /// on the tensor cores).
+    w: BatchW,
     /// W_in₁, row-major N × K.
     input: CudaSlice<f32>,
     /// b (N).
@@ -95,6 +100,8 @@ pub(crate) struct LaneRun {
     pub(crate) states: CudaSlice<f32>,
     /// X in f16, with f16 GEMM operands.
     halves: Option<HalfStates>,
+    /// The scratch of the tensor-core run, where it steps the lanes.
+    tensor_core: Option<TensorCoreScratch>,
     /// The steps of a full chunk captured as a CUDA graph (the buffers above are the same for
     /// every chunk of a run, so one capture serves them all), on the runner's capture stream.
     graph: Option<CudaGraph>,
@@ -142,6 +149,7 @@ impl GpuLaneRunner {
             kernels: device.kernels::<LaneKernels>()?,
             device: device.clone(),
             math: GemmMath::F32,
+            kernel: BatchKernel::Auto,
             shared: None,
             capture: None,
         })
@@ -159,6 +167,21 @@ impl GpuLaneRunner {
     /// The arithmetic of the steps' GEMM.
     pub fn math(&self) -> GemmMath {
         self.math
+    }
+
+    /// This runner with the lanes stepped by `kernel` when their products have f16 operands
+    /// (default [`BatchKernel::Auto`]: the tensor-core run where the device and N allow it).
+    /// With [`BatchKernel::TensorCore`], runs fail where it cannot run.
+    pub fn with_kernel(mut self, kernel: BatchKernel) -> Self {
+        self.kernel = kernel;
+        self.shared = None;
+        self.capture = None;
+        self
+    }
+
+    /// The kernel that stepped the last run (`Gemm` or `TensorCore`), or `None` before one.
+    pub fn kernel(&self) -> Option<BatchKernel> {
+        self.shared.as_ref().map(|shared| shared.w.kernel())
     }
 
     /// The device the lanes run on.
@@ -195,6 +218,10 @@ impl GpuLaneRunner {
             self.shared = Some(self.upload_shared(unit)?);
         }
         let (n, k, b) = (base.size(), base.input_size(), lanes.len());
+        let tensor_core = match &self.shared()?.w {
+            BatchW::TensorCore(w) => Some(w.scratch(&self.device, b)?),
+            BatchW::Gemm(_) => None,
+        };
         let s = self.device.stream();
         let per_lane = |value: fn(&Lane) -> f64| -> Result<CudaSlice<f32>> {
             let host: Vec<f32> = lanes.iter().map(|lane| value(lane) as f32).collect();
@@ -234,12 +261,13 @@ impl GpuLaneRunner {
                 .alloc_zeros(chunk_steps * n * b)
                 .context("allocating a chunk's states")?,
             halves: match self.math {
-                GemmMath::F16 => Some(HalfStates {
+                GemmMath::F16 if tensor_core.is_none() => Some(HalfStates {
                     buffers: [half()?, half()?],
                     kernels: self.device.kernels::<EsnKernels>()?,
                 }),
-                GemmMath::F32 | GemmMath::Tf32 => None,
+                GemmMath::F16 | GemmMath::F32 | GemmMath::Tf32 => None,
             },
+            tensor_core,
             graph: None,
         })
     }
@@ -250,7 +278,14 @@ impl GpuLaneRunner {
         let (weights, _) = ReservoirWeights::generate(&unit)?;
         let device = &self.device;
         Ok(SharedWeights {
-            w: DeviceW::upload(device, &unit, &weights, self.math, "sweep lanes")?,
+            w: BatchW::upload(
+                device,
+                &unit,
+                &weights,
+                self.math,
+                self.kernel,
+                "sweep lanes",
+            )?,
             input: device.upload_f32(weights.input(), "uploading W_in")?,
             bias: device.upload_f32(weights.bias(), "uploading b")?,
             config: unit,
@@ -288,7 +323,9 @@ impl GpuLaneRunner {
             (run.n, run.k, steps),
             "projecting a sweep's inputs",
         )?;
-        if replay && steps == run.chunk_steps {
+        if run.tensor_core.is_some() {
+            self.enqueue_steps(run, steps)?;
+        } else if replay && steps == run.chunk_steps {
             let capture = self.capture.as_ref().ok_or_else(|| {
                 ReservoirError::invalid("sweep on the GPU", "no stream to capture the steps on")
             })?;
@@ -314,8 +351,7 @@ impl GpuLaneRunner {
         if run.graph.is_none() {
             // A first product outside the capture: whatever cuBLAS sets up on first use of
             // a handle (workspace) must not happen while capturing. Its result is overwritten.
-            let shared = self.shared()?;
-            shared.w.product(
+            self.gemm_w()?.product(
                 &capture.blas,
                 own,
                 &run.state.slice(..),
@@ -341,8 +377,35 @@ impl GpuLaneRunner {
     }
 
     /// Enqueues `steps` steps from `run.state` on the chunk's projected inputs (and noise),
-    /// writing row t of `run.states`; `run.state` is left as it was. On the device's stream.
+    /// writing row t of `run.states`; `run.state` is left as it was. On the device's stream:
+    /// one tensor-core run, or a GEMM and a lane step per step.
     pub(crate) fn enqueue_steps(&self, run: &mut LaneRun, steps: usize) -> Result<()> {
+        if let (BatchW::TensorCore(w), Some(scratch)) =
+            (&self.shared()?.w, run.tensor_core.as_mut())
+        {
+            let shared = self.shared()?;
+            return w.run(
+                &self.device,
+                scratch,
+                TensorCoreRun {
+                    drive: TensorCoreDrive::Lanes {
+                        input: run.drive.slice(..steps * run.n),
+                        bias: &shared.bias,
+                        noise: run
+                            .noise
+                            .as_ref()
+                            .map(|(buffer, _, _)| buffer.slice(..steps * run.n)),
+                        radius: &run.radius,
+                        scaling: &run.scaling,
+                        leak: &run.leak,
+                    },
+                    x0: run.state.slice(..),
+                    states: &mut run.states,
+                    batch: run.lanes,
+                    steps,
+                },
+            );
+        }
         self.enqueue_steps_on(
             run,
             steps,
@@ -360,6 +423,7 @@ impl GpuLaneRunner {
         blas: &CudaBlas,
     ) -> Result<()> {
         let shared = self.shared()?;
+        let w = self.gemm_w()?;
         let (n, b) = (run.n, run.lanes);
         let width = n * b;
         let parameters = LaneParameters {
@@ -400,7 +464,7 @@ impl GpuLaneRunner {
                     }
                 },
             );
-            let mut next_half = shared.w.product(
+            let mut next_half = w.product(
                 blas,
                 stream,
                 &x,
@@ -439,6 +503,18 @@ impl GpuLaneRunner {
             ReservoirError::invalid("sweep on the GPU", "the shared weights were not uploaded")
                 .into()
         })
+    }
+
+    /// W₁ for the GEMM steps.
+    fn gemm_w(&self) -> Result<&DeviceW> {
+        match &self.shared()?.w {
+            BatchW::Gemm(w) => Ok(w),
+            BatchW::TensorCore(_) => Err(ReservoirError::invalid(
+                "sweep on the GPU",
+                "a GEMM step of lanes on the tensor cores",
+            )
+            .into()),
+        }
     }
 
     /// Runs every lane over `data` and returns its sums (see [`LaneRunner::run_lanes`]).
@@ -488,8 +564,9 @@ impl GpuLaneRunner {
         let (total, n, b) = (data.inputs.nrows(), base.size(), lanes.len());
         let chunk = Self::chunk_steps(n, b).min(total);
         let mut run = self.prepare(base, lanes, chunk)?;
-        // A graph pays for its capture when it replaces the launches of several chunks.
-        let replay = total / chunk >= 2;
+        // A graph pays for its capture when it replaces the launches of several chunks; the
+        // tensor-core run is one launch a chunk already.
+        let replay = total / chunk >= 2 && run.tensor_core.is_none();
         if replay && self.capture.is_none() {
             self.capture = Some(CaptureStream::new(&self.device, self.math)?);
         }

@@ -47,7 +47,7 @@ pub use esn::{
     GpuReservoirComputer, ManySequences, BATCH_MAX_MEAN_STEPS, BATCH_MAX_SIZE, BATCH_MIN_SEQUENCES,
     CHUNK_STEPS,
 };
-pub use gemm::GemmMath;
+pub use gemm::{BatchKernel, GemmMath};
 pub use lanes::{GpuLaneRunner, LANE_GROUP};
 pub use lif::{
     GpuLifNetwork, LifStepPath, ShardedLifNetwork, LIF_CHUNK_BYTES, LIF_CHUNK_STEPS,

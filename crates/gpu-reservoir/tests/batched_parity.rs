@@ -4,7 +4,7 @@
 mod common;
 
 use common::{f16_product, f16_weights, fresh_seed, gpu, relative_error};
-use gpu_reservoir::{GemmMath, GpuReservoirComputer, ManySequences};
+use gpu_reservoir::{BatchKernel, GemmMath, GpuReservoirComputer, ManySequences};
 use ndarray::{Array2, ArrayView2};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -286,6 +286,157 @@ fn f16_states_match_a_cpu_step_with_f16_operands() {
         Err(e) => e.to_string(),
     };
     assert!(message.contains("tanh"), "{message}");
+}
+
+/// Short runs of every group count per tile (also the compute-sanitizer's case: few steps,
+/// every code path of the kernel) against the f16 CPU step.
+#[test]
+fn tensor_core_runs_of_every_group_count_match_the_f16_cpu_step() {
+    let Some(device) = gpu() else { return };
+    if device.info().compute_capability != (9, 0) {
+        eprintln!("no tensor-core batches on this device");
+        return;
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(fresh_seed("batched_tensor_core_groups"));
+    // On 132 SMs: N = 100 (4 row blocks) 40 sequences one group a tile; N = 1000 (16 row
+    // blocks) 200 two groups a tile, 300 four.
+    for (n, batch, steps) in [(100, 40, 20), (1000, 200, 3), (1000, 300, 3)] {
+        let config = ReservoirParams::new()
+            .size(n)
+            .input_size(1)
+            .connection_prob(0.5)
+            .spectral_radius(0.9)
+            .bias_scaling(0.3)
+            .leak_rate(0.7)
+            .seed(rng.random())
+            .check()
+            .expect("config");
+        let (weights, _) = ReservoirWeights::generate(&config).expect("weights");
+        let sequences: Vec<Array2<f64>> = (0..batch)
+            .map(|_| Array2::from_shape_fn((steps, 1), |_| rng.random_range(-1.0..1.0)))
+            .collect();
+        let views: Vec<_> = sequences.iter().map(|s| s.view()).collect();
+        let mut gpu = GpuReservoirComputer::from_weights(&config, weights.clone(), &device)
+            .expect("gpu reservoir")
+            .with_many_sequences(ManySequences::Batched(GemmMath::F16))
+            .expect("batch math")
+            .with_batch_kernel(BatchKernel::TensorCore)
+            .expect("tensor cores");
+        let got = run_many(&mut gpu, &views).expect("batched run");
+        let mut worst: f64 = 0.0;
+        for j in [0, batch / 2, batch - 1] {
+            let expected = f16_reference(&config, &weights, views[j]);
+            worst = worst.max(relative_error(&got[j], &expected).0);
+        }
+        eprintln!("N = {n}, B = {batch}, {steps} steps: {worst:.2e} from the f16 CPU step");
+        // x(1) and x(2) differ by the f32 sums' order only; a few more steps by f16 flips.
+        assert!(worst < 1e-4, "N = {n}, B = {batch}: {worst:.2e}");
+    }
+}
+
+#[test]
+fn tensor_core_batches_match_the_f16_gemm_and_the_f16_cpu_step() {
+    let Some(device) = gpu() else { return };
+    let mut rng = ChaCha8Rng::seed_from_u64(fresh_seed("batched_tensor_cores"));
+    // N = 1000 pads to 16 row blocks: on 132 SMs 200 sequences take two groups a tile, 600
+    // a launch of four groups a tile (512) and one of one group (88, the last tile part
+    // padding). N = 100 pads to 256 with 156 zero rows and columns.
+    for (n, batch, steps) in [(1000, 200, 40), (1000, 600, 23), (100, 37, 300)] {
+        let config = ReservoirParams::new()
+            .size(n)
+            .input_size(2)
+            .connection_prob(0.2)
+            .spectral_radius(0.9)
+            .bias_scaling(0.3)
+            .leak_rate(0.6)
+            .noise_level(0.01)
+            .seed(rng.random())
+            .check()
+            .expect("config");
+        let (weights, _) = ReservoirWeights::generate(&config).expect("weights");
+        let sequences: Vec<Array2<f64>> = (0..batch)
+            .map(|_| Array2::from_shape_fn((steps, 2), |_| rng.random_range(-1.0..1.0)))
+            .collect();
+        let views: Vec<_> = sequences.iter().map(|s| s.view()).collect();
+        let run = |kernel: BatchKernel| {
+            let mut gpu = GpuReservoirComputer::from_weights(&config, weights.clone(), &device)
+                .expect("gpu reservoir")
+                .with_many_sequences(ManySequences::Batched(GemmMath::F16))
+                .expect("batch math")
+                .with_batch_kernel(kernel)?;
+            let got = run_many(&mut gpu, &views).expect("batched run");
+            Ok::<_, gpu_reservoir::GpuError>((got, gpu.batch_kernel()))
+        };
+        let (got, ran) = match run(BatchKernel::TensorCore) {
+            Ok(result) => result,
+            Err(e) if device.info().compute_capability != (9, 0) => {
+                assert!(e.to_string().contains("9.0"), "{e}");
+                eprintln!("no tensor-core batches on this device: {e}");
+                return;
+            }
+            Err(e) => panic!("tensor-core batches: {e}"),
+        };
+        assert_eq!(ran, Some(BatchKernel::TensorCore));
+        let (gemm, gemm_ran) = run(BatchKernel::Gemm).expect("GEMM batches");
+        assert_eq!(gemm_ran, Some(BatchKernel::Gemm));
+        // Both round W and x(t) to f16 and add the same noise; the f32 sums' order differs,
+        // so x(1) agrees to rounding and later steps drift by f16 flips (see
+        // f16_states_match_a_cpu_step_with_f16_operands).
+        let (mut first, mut whole): (f64, f64) = (0.0, 0.0);
+        for (a, b) in got.iter().zip(&gemm) {
+            assert_eq!(a.dim(), (steps, n));
+            let rows = ndarray::s![..2, ..];
+            first =
+                first.max(relative_error(&a.slice(rows).to_owned(), &b.slice(rows).to_owned()).0);
+            whole = whole.max(relative_error(a, b).0);
+        }
+        eprintln!(
+            "N = {n}, B = {batch}: tensor cores against the f16 GEMM: x(1), x(2) {first:.2e}; all {steps} steps {whole:.2e}"
+        );
+        assert!(first < 1e-6, "x(1), x(2): {first:.2e}");
+        assert!(whole < 1e-3, "all steps: {whole:.2e}");
+    }
+    // Without noise, against the CPU step with the same operand rounding: the first and the
+    // last sequence of a launch of four groups a tile.
+    let config = ReservoirParams::new()
+        .size(1000)
+        .input_size(1)
+        .connection_prob(0.3)
+        .spectral_radius(0.95)
+        .bias_scaling(0.3)
+        .leak_rate(0.5)
+        .seed(rng.random())
+        .check()
+        .expect("config");
+    let (weights, _) = ReservoirWeights::generate(&config).expect("weights");
+    let sequences: Vec<Array2<f64>> = (0..500)
+        .map(|_| Array2::from_shape_fn((60, 1), |_| rng.random_range(-1.0..1.0)))
+        .collect();
+    let views: Vec<_> = sequences.iter().map(|s| s.view()).collect();
+    let mut gpu = GpuReservoirComputer::from_weights(&config, weights.clone(), &device)
+        .expect("gpu reservoir")
+        .with_many_sequences(ManySequences::Batched(GemmMath::F16))
+        .expect("batch math")
+        .with_batch_kernel(BatchKernel::TensorCore)
+        .expect("tensor cores");
+    let got = run_many(&mut gpu, &views).expect("batched run");
+    let mut worst: f64 = 0.0;
+    for j in [0, 255, 256, 499] {
+        let expected = f16_reference(&config, &weights, views[j]);
+        worst = worst.max(relative_error(&got[j], &expected).0);
+    }
+    eprintln!("tensor cores against the f16 CPU step: {worst:.2e} over 60 steps");
+    assert!(worst < 1e-3, "{worst:.2e}");
+    // The GEMM's default elsewhere: f32 batches never run on the tensor-core kernel.
+    let refused = GpuReservoirComputer::from_weights(&config, weights, &device)
+        .expect("gpu reservoir")
+        .with_many_sequences(ManySequences::Batched(GemmMath::F32))
+        .expect("batch math")
+        .with_batch_kernel(BatchKernel::TensorCore);
+    match refused {
+        Ok(_) => panic!("the tensor-core kernel takes f16 operands only"),
+        Err(e) => assert!(e.to_string().contains("f16"), "{e}"),
+    }
 }
 
 #[test]

@@ -11,7 +11,7 @@ mod common;
 
 use common::gpu;
 use gpu_reservoir::{
-    detection, encoding, spectral, DeviceRidgeSums, GemmMath, GpuError, GpuLaneRunner,
+    detection, encoding, spectral, BatchKernel, DeviceRidgeSums, GemmMath, GpuError, GpuLaneRunner,
     GpuLifNetwork, GpuReservoirComputer, LifStepPath, ManySequences, StepPath,
 };
 use ndarray::{Array2, ArrayView2};
@@ -33,6 +33,10 @@ const BUILT_BY: &[(&str, &str)] = &[
     (
         "esn_cluster.cu",
         "GpuReservoirComputer, where the device has thread-block clusters (sm_90+)",
+    ),
+    (
+        "esn_batch_tc.cu",
+        "GpuReservoirComputer::run_many in f16 batches, on compute capability 9.0",
     ),
     ("lanes.cu", "GpuLaneRunner::new"),
     ("ridge.cu", "DeviceRidgeSums::new"),
@@ -128,22 +132,37 @@ fn every_public_gpu_object_builds_and_runs_once_on_this_device() {
     );
 
     // The many-sequence GEMM path (esn.cu's elementwise and f16 kernels beside cuBLAS), in
-    // each arithmetic.
+    // each arithmetic, and the tensor-core run (esn_batch_tc.cu) where the device has it.
     let sequences = [inputs(12, 2), inputs(7, 2)];
     let views: Vec<ArrayView2<f64>> = sequences.iter().map(|s| s.view()).collect();
-    for math in [GemmMath::F32, GemmMath::Tf32, GemmMath::F16] {
-        let mut reservoir = GpuReservoirComputer::new_shared(&config, &device)
+    let hopper = device.info().compute_capability == (9, 0);
+    for (math, kernel) in [
+        (GemmMath::F32, BatchKernel::Gemm),
+        (GemmMath::Tf32, BatchKernel::Gemm),
+        (GemmMath::F16, BatchKernel::Gemm),
+        (GemmMath::F16, BatchKernel::TensorCore),
+    ] {
+        let reservoir = GpuReservoirComputer::new_shared(&config, &device)
             .expect("GpuReservoirComputer")
             .with_many_sequences(ManySequences::Batched(math))
             .expect("batch math");
+        let mut reservoir = match reservoir.with_batch_kernel(kernel) {
+            Ok(reservoir) => reservoir,
+            Err(GpuError::Unsupported { what, reason }) if !hopper => {
+                eprintln!("{what} is not supported here: {reason}");
+                continue;
+            }
+            Err(other) => panic!("{math:?}, {kernel:?}: {other}"),
+        };
         let mut lengths = Vec::new();
         reservoir
             .run_many(&views, &mut |_, states| {
                 lengths.push(states.nrows());
                 Ok(())
             })
-            .unwrap_or_else(|e| panic!("{math:?}: run_many failed: {e}"));
-        assert_eq!(lengths, [12, 7], "{math:?}");
+            .unwrap_or_else(|e| panic!("{math:?}, {kernel:?}: run_many failed: {e}"));
+        assert_eq!(lengths, [12, 7], "{math:?}, {kernel:?}");
+        assert_eq!(reservoir.batch_kernel(), Some(kernel));
     }
 
     // lif.cu on its two paths (csr.cu builds Wᵀ for them), and lif_cluster.cu where the

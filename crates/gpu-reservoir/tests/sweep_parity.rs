@@ -4,7 +4,7 @@
 mod common;
 
 use common::{f16_product, f16_weights, fresh_seed, gpu, relative_error};
-use gpu_reservoir::{GemmMath, GpuDevice, GpuLaneRunner, MultiGpuLaneRunner};
+use gpu_reservoir::{BatchKernel, GemmMath, GpuDevice, GpuLaneRunner, MultiGpuLaneRunner};
 use ndarray::{s, Array2, ArrayView2};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -262,10 +262,26 @@ fn tensor_core_lanes_match_their_operand_rounding_and_stay_near_f32() {
         .expect("runner")
         .run_lanes(&base, &lanes, &data)
         .expect("f32 lanes");
-    for math in [GemmMath::Tf32, GemmMath::F16] {
-        let mut runner = GpuLaneRunner::new(&device).expect("runner").with_math(math);
+    let hopper = device.info().compute_capability == (9, 0);
+    for (math, kernel) in [
+        (GemmMath::Tf32, BatchKernel::Gemm),
+        (GemmMath::F16, BatchKernel::Gemm),
+        (GemmMath::F16, BatchKernel::Auto),
+    ] {
+        let mut runner = GpuLaneRunner::new(&device)
+            .expect("runner")
+            .with_math(math)
+            .with_kernel(kernel);
         assert_eq!(runner.math(), math);
         let got = runner.run_lanes(&base, &lanes, &data).expect("lanes");
+        let ran = runner.kernel().expect("a run");
+        if kernel == BatchKernel::Auto {
+            assert_eq!(
+                ran == BatchKernel::TensorCore,
+                hopper,
+                "f16 lanes run on the tensor-core kernel exactly on compute capability 9.0"
+            );
+        }
         assert_ne!(
             sums_bits(&got),
             sums_bits(&f32_gpu),
@@ -273,7 +289,7 @@ fn tensor_core_lanes_match_their_operand_rounding_and_stay_near_f32() {
         );
         let (sums, scores) = compare(&got, &cpu, &ridges);
         eprintln!(
-            "{math} against the f32 CPU lanes: sums {sums:.2e}, validation NRMSE {scores:.2e}"
+            "{math} ({ran:?}) against the f32 CPU lanes: sums {sums:.2e}, validation NRMSE {scores:.2e}"
         );
         // Seen with fresh seeds: sums 2e-4 to 6e-4, NRMSE 1.1e-2 to 1.5e-2 (the
         // readouts solved from the sums amplify their drift by the Gram matrix's conditioning).
@@ -294,7 +310,9 @@ fn tensor_core_lanes_match_their_operand_rounding_and_stay_near_f32() {
                 .map(|lane| sums_of(&f16_lane_states(&unit, lane, u.view()), &data))
                 .collect();
             let (sums, scores) = compare(&got, &expected, &ridges);
-            eprintln!("f16 against its CPU reference: sums {sums:.2e}, NRMSE {scores:.2e}");
+            eprintln!(
+                "f16 ({ran:?}) against its CPU reference: sums {sums:.2e}, NRMSE {scores:.2e}"
+            );
             // The same operand rounding leaves f32 summation order: sums 2e-6 to 1e-5 and
             // NRMSE 1e-3 to 3e-3 seen.
             assert!(sums < 1e-4, "f16 lane sums differ by {sums:.2e}");
@@ -317,6 +335,75 @@ fn tensor_core_lanes_match_their_operand_rounding_and_stay_near_f32() {
         .run_lanes(&linear, &[lane], &data)
         .expect_err("f16 with a linear reservoir");
     assert!(err.to_string().contains("tanh"), "{err}");
+}
+
+#[test]
+fn tensor_core_lanes_with_noise_match_the_f16_gemm_lanes() {
+    let Some(device) = gpu() else { return };
+    let tensor_cores = GpuLaneRunner::new(&device)
+        .expect("runner")
+        .with_math(GemmMath::F16)
+        .with_kernel(BatchKernel::TensorCore);
+    let mut rng = ChaCha8Rng::seed_from_u64(fresh_seed("sweep_lanes_tensor_core_noise"));
+    // 70 lanes of N = 300: five groups of 16 on one tile, the last group part padding.
+    let RandomSweep {
+        base, u, y, chunk, ..
+    } = random_sweep(&mut rng, 300, 70, 37);
+    let base = base
+        .to_params()
+        .noise_level(0.05)
+        .check()
+        .expect("noisy config");
+    let lanes = random_lanes(&mut rng, &base, 70);
+    let data = LaneData {
+        inputs: u.view(),
+        targets: y.view(),
+        washout: 50,
+        train_rows: chunk + 10,
+    };
+    let mut tensor_cores = tensor_cores;
+    let got = match tensor_cores.run_lanes(&base, &lanes, &data) {
+        Ok(got) => got,
+        Err(e) if device.info().compute_capability != (9, 0) => {
+            assert!(e.to_string().contains("9.0"), "{e}");
+            eprintln!("no tensor-core lanes on this device: {e}");
+            return;
+        }
+        Err(e) => panic!("tensor-core lanes: {e}"),
+    };
+    assert_eq!(tensor_cores.kernel(), Some(BatchKernel::TensorCore));
+    let gemm = GpuLaneRunner::new(&device)
+        .expect("runner")
+        .with_math(GemmMath::F16)
+        .with_kernel(BatchKernel::Gemm)
+        .run_lanes(&base, &lanes, &data)
+        .expect("f16 GEMM lanes");
+    let (sums, scores) = compare(&got, &gemm, &[1e-4, 1e-2]);
+    eprintln!(
+        "tensor-core lanes with noise against the f16 GEMM's: sums {sums:.2e}, NRMSE {scores:.2e}"
+    );
+    // Both round the same operands; only the f32 sums' order differs. Dropping the noise, a
+    // lane's parameters or the bias moves the sums by far more than this.
+    assert!(sums < 1e-4, "sums differ by {sums:.2e}");
+    assert!(scores < 1e-2, "validation NRMSE differs by {scores:.2e}");
+    let quiet = base.to_params().noise_level(0.0).check().expect("config");
+    let quiet_lanes: Vec<Lane> = lanes
+        .iter()
+        .map(|l| {
+            Lane::new(
+                &quiet,
+                l.spectral_radius(),
+                l.leak_rate(),
+                l.input_scaling(),
+            )
+        })
+        .collect::<Result<_, _>>()
+        .expect("lanes");
+    let without = tensor_cores
+        .run_lanes(&quiet, &quiet_lanes, &data)
+        .expect("quiet lanes");
+    let (effect, _) = compare(&without, &gemm, &[1e-4]);
+    assert!(effect > 1e-3, "the noise is too weak to test: {effect:.2e}");
 }
 
 #[test]

@@ -39,21 +39,34 @@ fn text(bytes: &[c_char]) -> String {
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
-/// The options every module is compiled with for compute capability `(major, minor)`:
+/// The options `module` is compiled with for compute capability `(major, minor)`:
 /// `--fmad=false`, so every kernel keeps the CPU reference's separately rounded multiplies and
-/// adds.
-pub(crate) fn options((major, minor): (i32, i32)) -> [String; 2] {
+/// adds, and the device's architecture (its architecture-specific target, `sm_90a`, for a
+/// [`Module::hopper_specific`] module).
+pub(crate) fn options(module: &Module, (major, minor): (i32, i32)) -> [String; 2] {
+    let specific = if module.hopper_specific { "a" } else { "" };
     [
         "--fmad=false".to_string(),
-        format!("--gpu-architecture=sm_{major}{minor}"),
+        format!("--gpu-architecture=sm_{major}{minor}{specific}"),
     ]
 }
 
 /// Compiles `module` to a cubin for compute capability `capability` with [`options`].
 ///
 /// # Errors
-/// [`GpuError::Unavailable`] without NVRTC; [`GpuError::Compile`] with the compiler's log.
+/// [`GpuError::Unsupported`] for a [`Module::hopper_specific`] module on another capability
+/// than 9.0; [`GpuError::Unavailable`] without NVRTC; [`GpuError::Compile`] with the
+/// compiler's log.
 pub(crate) fn compile(module: &Module, capability: (i32, i32)) -> Result<Vec<u8>> {
+    if module.hopper_specific && capability != (9, 0) {
+        return Err(GpuError::Unsupported {
+            what: format!("the kernels of {}", module.name),
+            reason: format!(
+                "they are built for compute capability 9.0 (sm_90a); this device has {}.{}",
+                capability.0, capability.1
+            ),
+        });
+    }
     // SAFETY: only tries to dlopen libnvrtc; no NVRTC function is called.
     if !unsafe { sys::is_culib_present() } {
         return Err(GpuError::Unavailable {
@@ -97,7 +110,7 @@ pub(crate) fn compile(module: &Module, capability: (i32, i32)) -> Result<Vec<u8>
     // SAFETY: nvrtcCreateProgram succeeded, so the program is initialised.
     let program = Program(unsafe { program.assume_init() });
     // SAFETY: the program is alive; the options are plain strings.
-    if let Err(e) = unsafe { result::compile_program(program.0, &options(capability)) } {
+    if let Err(e) = unsafe { result::compile_program(program.0, &options(module, capability)) } {
         // SAFETY: as above; the log exists after a compilation attempt.
         let log = unsafe { result::get_program_log(program.0) }
             .map(|log| text(&log).trim().replace('\n', " "))

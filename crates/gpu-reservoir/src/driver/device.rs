@@ -267,7 +267,7 @@ impl GpuDevice {
     fn module_key(&self, module: &Module) -> u64 {
         let (major, minor) = self.inner.driver_version;
         let driver = format!("driver {major}.{minor}");
-        let options = options(self.inner.info.compute_capability).join(" ");
+        let options = options(module, self.inner.info.compute_capability).join(" ");
         let mut parts: Vec<&[u8]> = vec![
             env!("CARGO_PKG_VERSION").as_bytes(),
             module.name.as_bytes(),

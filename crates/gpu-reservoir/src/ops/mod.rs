@@ -10,3 +10,4 @@ pub(crate) mod lif;
 pub(crate) mod lif_cluster;
 pub(crate) mod persistent;
 pub(crate) mod ridge;
+pub(crate) mod tensor_core;
