@@ -303,9 +303,9 @@ fn arithmetic(device: &GpuDevice, data: &LaneData<'_>) -> Result<()> {
             .map(|(g, c)| (g - c).abs() / c)
             .fold(0.0f64, f64::max);
         worst_check = worst_check.max(worst);
-        let ran = match runner.kernel() {
-            Some(BatchKernel::TensorCore) => "tensor-core run",
-            _ => "GEMM",
+        let ran = match runner.kernel(base.size(), LANE_GROUP)? {
+            BatchKernel::TensorCore => "tensor-core run",
+            BatchKernel::Gemm | BatchKernel::Auto => "GEMM",
         };
         println!(
             "| {math}, {ran} | {} | {run_s:.3} | {worst:.2e} |",

@@ -89,11 +89,6 @@ impl BatchEngine {
         self.math
     }
 
-    /// The kernel that steps the batches: `Gemm` or `TensorCore`.
-    pub(crate) fn kernel(&self) -> BatchKernel {
-        self.w.kernel()
-    }
-
     /// The device's cuBLAS handle for this engine's arithmetic ([`GemmMath::blas`]).
     pub(crate) fn blas<'d>(&self, device: &'d GpuDevice) -> Result<&'d CudaBlas> {
         self.math.blas(device)
@@ -300,7 +295,8 @@ impl BatchEngine {
         let s = shared.device.stream();
         let alloc = |len: usize, what| s.alloc_zeros::<f32>(len).alloc_context::<f32>(what, len);
         let state = alloc(n * b, "allocating the batch's states")?;
-        let gemm = matches!(self.w, BatchW::Gemm(_));
+        let tensor_core = self.w.tensor_core_for(b);
+        let gemm = tensor_core.is_none();
         let halves = match self.math {
             GemmMath::F16 if gemm => Some([
                 s.alloc_zeros::<u16>(n * b)
@@ -310,9 +306,9 @@ impl BatchEngine {
             ]),
             GemmMath::F16 | GemmMath::F32 | GemmMath::Tf32 => None,
         };
-        let tensor_core = match &self.w {
-            BatchW::TensorCore(w) => Some(w.scratch(shared.device, b)?),
-            BatchW::Gemm(_) => None,
+        let tensor_core = match tensor_core {
+            Some(w) => Some(w.scratch(shared.device, b)?),
+            None => None,
         };
         Ok(ChunkBuffers {
             u: alloc(chunk * b * k, "allocating the batch's inputs")?,
@@ -388,8 +384,8 @@ impl BatchEngine {
             (steps * b, n, k),
         )?;
         let width = n * b;
-        match (&self.w, buffers.tensor_core.as_mut()) {
-            (BatchW::TensorCore(w), Some(scratch)) => w.run(
+        match (self.w.tensor_core_for(b), buffers.tensor_core.as_mut()) {
+            (Some(w), Some(scratch)) => w.run(
                 shared.device,
                 scratch,
                 TensorCoreRun {
@@ -481,14 +477,7 @@ impl BatchEngine {
         let n = shared.config.size();
         let width = x.len();
         let b = width / n.max(1);
-        let BatchW::Gemm(w) = &self.w else {
-            return Err(ReservoirError::invalid(
-                "the batched step",
-                "a GEMM step of an engine on the tensor cores",
-            )
-            .into());
-        };
-        let mut next_half = w.product(
+        let mut next_half = self.w.gemm()?.product(
             blas,
             shared.device.stream(),
             x,

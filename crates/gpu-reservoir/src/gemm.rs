@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::driver::blas::{product_row_major, product_row_major_f16};
 use crate::driver::GpuDevice;
 use crate::error::{DriverContext, GpuError, Result};
-use crate::ops::tensor_core::{unsupported, TensorCoreW};
+use crate::ops::tensor_core::{one_launch, unsupported, TensorCoreW};
 
 /// Arithmetic of the per-step GEMM W·X of [`crate::ManySequences::Batched`] and of a sweep's
 /// lanes ([`crate::GpuLaneRunner::with_math`]). Written `f32`, `tf32` or `f16` in configs
@@ -125,17 +125,44 @@ pub(crate) fn resolve_kernel(
     }
 }
 
-/// W on the device for the kernel that steps many states: dense in the GEMM's operand type,
-/// or padded f16 for the tensor-core run.
+/// The kernel that steps a batch of `batch` states in `math` under `kernel` for a reservoir of
+/// `n` units on `device` (`Gemm` or `TensorCore`, never `Auto`): as [`resolve_kernel`], and
+/// under [`BatchKernel::Auto`] the tensor-core run only for a batch it takes in one launch
+/// ([`one_launch`]), the shapes where it was measured faster than the GEMM path.
+///
+/// # Errors
+/// As [`resolve_kernel`].
+pub(crate) fn batch_kernel(
+    device: &GpuDevice,
+    n: usize,
+    math: GemmMath,
+    kernel: BatchKernel,
+    batch: usize,
+) -> Result<BatchKernel> {
+    let resolved = resolve_kernel(device, n, math, kernel)?;
+    let sms = device.info().multiprocessors.max(0) as usize;
+    Ok(match (resolved, kernel) {
+        (BatchKernel::TensorCore, BatchKernel::Auto) if !one_launch(n, batch, sms) => {
+            BatchKernel::Gemm
+        }
+        _ => resolved,
+    })
+}
+
+/// W on the device for the kernels that step many states: dense in the GEMM's operand type,
+/// padded f16 for the tensor-core run, or both (under [`BatchKernel::Auto`], which picks one
+/// per batch by [`batch_kernel`]'s rule).
 #[derive(Debug)]
-pub(crate) enum BatchW {
-    Gemm(DeviceW),
-    TensorCore(TensorCoreW),
+pub(crate) struct BatchW {
+    gemm: Option<DeviceW>,
+    tensor_core: Option<TensorCoreW>,
+    /// Whether the tensor-core run steps every batch (it was asked for).
+    forced: bool,
 }
 
 impl BatchW {
-    /// W of `weights` for `math` and the kernel `kernel` resolves to ([`resolve_kernel`]),
-    /// after [`DeviceW::check`] (`what` names the reservoir in errors).
+    /// W of `weights` for `math` and `kernel` (resolved by [`resolve_kernel`]), after
+    /// [`DeviceW::check`] (`what` names the reservoir in errors).
     ///
     /// # Errors
     /// As [`DeviceW::check`] and [`resolve_kernel`]; any upload error.
@@ -149,22 +176,43 @@ impl BatchW {
     ) -> Result<Self> {
         DeviceW::check(config, weights, math, what)?;
         let n = config.size();
-        if resolve_kernel(device, n, math, kernel)? == BatchKernel::TensorCore {
-            if let Some(w) = TensorCoreW::upload(device, &f16_bits(weights, what)?, n)? {
-                return Ok(BatchW::TensorCore(w));
-            }
-        }
-        Ok(BatchW::Gemm(DeviceW::upload(
-            device, config, weights, math, what,
-        )?))
+        let tensor_core = match resolve_kernel(device, n, math, kernel)? {
+            BatchKernel::TensorCore => TensorCoreW::upload(device, &f16_bits(weights, what)?, n)?,
+            BatchKernel::Gemm | BatchKernel::Auto => None,
+        };
+        let forced = kernel == BatchKernel::TensorCore && tensor_core.is_some();
+        let gemm = if forced {
+            None
+        } else {
+            Some(DeviceW::upload(device, config, weights, math, what)?)
+        };
+        Ok(Self {
+            gemm,
+            tensor_core,
+            forced,
+        })
     }
 
-    /// The kernel this W is for: `Gemm` or `TensorCore`.
-    pub(crate) fn kernel(&self) -> BatchKernel {
-        match self {
-            BatchW::Gemm(_) => BatchKernel::Gemm,
-            BatchW::TensorCore(_) => BatchKernel::TensorCore,
-        }
+    /// The tensor-core W when it steps a batch of `batch` states (see [`batch_kernel`]), else
+    /// `None` (the GEMM does).
+    pub(crate) fn tensor_core_for(&self, batch: usize) -> Option<&TensorCoreW> {
+        self.tensor_core
+            .as_ref()
+            .filter(|w| self.forced || w.one_launch(batch))
+    }
+
+    /// W for the GEMM path.
+    ///
+    /// # Errors
+    /// When only the tensor-core run's W was uploaded.
+    pub(crate) fn gemm(&self) -> Result<&DeviceW> {
+        self.gemm.as_ref().ok_or_else(|| {
+            ReservoirError::invalid(
+                "the batched step",
+                "a GEMM step of states on the tensor-core kernel",
+            )
+            .into()
+        })
     }
 }
 

@@ -440,7 +440,7 @@ impl<'a> LaneSteps<'a> {
     /// Whether the steps are one tensor-core run (a single launch: nothing for a graph to
     /// save).
     pub fn on_tensor_cores(&self) -> bool {
-        self.runner.kernel() == Some(BatchKernel::TensorCore)
+        self.run.on_tensor_cores()
     }
 
     /// The steps captured into a CUDA graph.

@@ -16,7 +16,7 @@ use crate::driver::blas::{blas_handle_on, product_row_major};
 use crate::driver::GpuDevice;
 use crate::error::{DriverContext, GpuError, Result};
 use crate::esn::CHUNK_STEPS;
-use crate::gemm::{BatchKernel, BatchW, DeviceW, GemmMath};
+use crate::gemm::{batch_kernel, BatchKernel, BatchW, DeviceW, GemmMath};
 use crate::noise::noise_values;
 use crate::ops::esn::{activation_code, to_f16, EsnKernels};
 use crate::ops::lanes::{lane_step, LaneKernels, LaneParameters, LaneStepInputs};
@@ -115,6 +115,13 @@ struct HalfStates {
     kernels: Arc<EsnKernels>,
 }
 
+impl LaneRun {
+    /// Whether the run's steps are one tensor-core run per chunk.
+    pub(crate) fn on_tensor_cores(&self) -> bool {
+        self.tensor_core.is_some()
+    }
+}
+
 /// A stream of the runner's own, for its runs' graphs: a capture takes every launch into the
 /// captured stream, from any thread, so capturing on the device's stream would take the
 /// launches of other threads' reservoirs into the sweep's graph (their work then runs at the
@@ -179,9 +186,13 @@ impl GpuLaneRunner {
         self
     }
 
-    /// The kernel that stepped the last run (`Gemm` or `TensorCore`), or `None` before one.
-    pub fn kernel(&self) -> Option<BatchKernel> {
-        self.shared.as_ref().map(|shared| shared.w.kernel())
+    /// The kernel that steps a group of `lanes` lanes of `n` units (`Gemm` or `TensorCore`;
+    /// see [`crate::GpuReservoirComputer::batch_kernel`]).
+    ///
+    /// # Errors
+    /// [`GpuError::Unsupported`] for [`BatchKernel::TensorCore`] where it cannot run.
+    pub fn kernel(&self, n: usize, lanes: usize) -> Result<BatchKernel> {
+        batch_kernel(&self.device, n, self.math, self.kernel, lanes)
     }
 
     /// The device the lanes run on.
@@ -218,9 +229,9 @@ impl GpuLaneRunner {
             self.shared = Some(self.upload_shared(unit)?);
         }
         let (n, k, b) = (base.size(), base.input_size(), lanes.len());
-        let tensor_core = match &self.shared()?.w {
-            BatchW::TensorCore(w) => Some(w.scratch(&self.device, b)?),
-            BatchW::Gemm(_) => None,
+        let tensor_core = match self.shared()?.w.tensor_core_for(b) {
+            Some(w) => Some(w.scratch(&self.device, b)?),
+            None => None,
         };
         let s = self.device.stream();
         let per_lane = |value: fn(&Lane) -> f64| -> Result<CudaSlice<f32>> {
@@ -380,9 +391,10 @@ impl GpuLaneRunner {
     /// writing row t of `run.states`; `run.state` is left as it was. On the device's stream:
     /// one tensor-core run, or a GEMM and a lane step per step.
     pub(crate) fn enqueue_steps(&self, run: &mut LaneRun, steps: usize) -> Result<()> {
-        if let (BatchW::TensorCore(w), Some(scratch)) =
-            (&self.shared()?.w, run.tensor_core.as_mut())
-        {
+        if let (Some(w), Some(scratch)) = (
+            self.shared()?.w.tensor_core_for(run.lanes),
+            run.tensor_core.as_mut(),
+        ) {
             let shared = self.shared()?;
             return w.run(
                 &self.device,
@@ -507,14 +519,7 @@ impl GpuLaneRunner {
 
     /// W₁ for the GEMM steps.
     fn gemm_w(&self) -> Result<&DeviceW> {
-        match &self.shared()?.w {
-            BatchW::Gemm(w) => Ok(w),
-            BatchW::TensorCore(_) => Err(ReservoirError::invalid(
-                "sweep on the GPU",
-                "a GEMM step of lanes on the tensor cores",
-            )
-            .into()),
-        }
+        self.shared()?.w.gemm()
     }
 
     /// Runs every lane over `data` and returns its sums (see [`LaneRunner::run_lanes`]).

@@ -365,7 +365,8 @@ fn tensor_core_batches_match_the_f16_gemm_and_the_f16_cpu_step() {
                 .expect("batch math")
                 .with_batch_kernel(kernel)?;
             let got = run_many(&mut gpu, &views).expect("batched run");
-            Ok::<_, gpu_reservoir::GpuError>((got, gpu.batch_kernel()))
+            let ran = gpu.batch_kernel(GemmMath::F16, batch).expect("kernel");
+            Ok::<_, gpu_reservoir::GpuError>((got, ran))
         };
         let (got, ran) = match run(BatchKernel::TensorCore) {
             Ok(result) => result,
@@ -376,9 +377,9 @@ fn tensor_core_batches_match_the_f16_gemm_and_the_f16_cpu_step() {
             }
             Err(e) => panic!("tensor-core batches: {e}"),
         };
-        assert_eq!(ran, Some(BatchKernel::TensorCore));
+        assert_eq!(ran, BatchKernel::TensorCore);
         let (gemm, gemm_ran) = run(BatchKernel::Gemm).expect("GEMM batches");
-        assert_eq!(gemm_ran, Some(BatchKernel::Gemm));
+        assert_eq!(gemm_ran, BatchKernel::Gemm);
         // Both round W and x(t) to f16 and add the same noise; the f32 sums' order differs,
         // so x(1) agrees to rounding and later steps drift by f16 flips (see
         // f16_states_match_a_cpu_step_with_f16_operands).
@@ -427,7 +428,23 @@ fn tensor_core_batches_match_the_f16_gemm_and_the_f16_cpu_step() {
     }
     eprintln!("tensor cores against the f16 CPU step: {worst:.2e} over 60 steps");
     assert!(worst < 1e-3, "{worst:.2e}");
-    // The GEMM's default elsewhere: f32 batches never run on the tensor-core kernel.
+    // By default, the tensor-core run takes f16 batches it runs in one launch; the GEMM
+    // takes wider ones, and every f32 batch.
+    let auto = GpuReservoirComputer::from_weights(&config, weights.clone(), &device)
+        .expect("gpu reservoir");
+    assert_eq!(
+        auto.batch_kernel(GemmMath::F16, 1).expect("kernel"),
+        BatchKernel::TensorCore
+    );
+    assert_eq!(
+        auto.batch_kernel(GemmMath::F16, 100_000).expect("kernel"),
+        BatchKernel::Gemm
+    );
+    assert_eq!(
+        auto.batch_kernel(GemmMath::F32, 1).expect("kernel"),
+        BatchKernel::Gemm
+    );
+    // f32 batches never run on the tensor-core kernel.
     let refused = GpuReservoirComputer::from_weights(&config, weights, &device)
         .expect("gpu reservoir")
         .with_many_sequences(ManySequences::Batched(GemmMath::F32))

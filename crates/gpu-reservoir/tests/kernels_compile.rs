@@ -162,7 +162,10 @@ fn every_public_gpu_object_builds_and_runs_once_on_this_device() {
             })
             .unwrap_or_else(|e| panic!("{math:?}, {kernel:?}: run_many failed: {e}"));
         assert_eq!(lengths, [12, 7], "{math:?}, {kernel:?}");
-        assert_eq!(reservoir.batch_kernel(), Some(kernel));
+        assert_eq!(
+            reservoir.batch_kernel(math, views.len()).expect("kernel"),
+            kernel
+        );
     }
 
     // lif.cu on its two paths (csr.cu builds Wᵀ for them), and lif_cluster.cu where the

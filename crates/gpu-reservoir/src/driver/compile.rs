@@ -41,12 +41,14 @@ fn text(bytes: &[c_char]) -> String {
 
 /// The options `module` is compiled with for compute capability `(major, minor)`:
 /// `--fmad=false`, so every kernel keeps the CPU reference's separately rounded multiplies and
-/// adds, and the device's architecture (its architecture-specific target, `sm_90a`, for a
-/// [`Module::hopper_specific`] module).
-pub(crate) fn options(module: &Module, (major, minor): (i32, i32)) -> [String; 2] {
+/// adds; device code by default, so that lambdas inside kernels (which NVRTC would otherwise
+/// take for host functions) compile; and the device's architecture (its
+/// architecture-specific target, `sm_90a`, for a [`Module::hopper_specific`] module).
+pub(crate) fn options(module: &Module, (major, minor): (i32, i32)) -> [String; 3] {
     let specific = if module.hopper_specific { "a" } else { "" };
     [
         "--fmad=false".to_string(),
+        "--device-as-default-execution-space".to_string(),
         format!("--gpu-architecture=sm_{major}{minor}{specific}"),
     ]
 }
