@@ -252,12 +252,24 @@ __device__ __forceinline__ void batch_tc(
             }
         asm volatile("bar.sync 1, 256;" ::: "memory");
         float v[TC_ROWS_PER_THREAD];
+        // The four quarters' sums and the state of this thread's rows, read at the first row
+        // as 16-byte loads (8 threads read 128 consecutive bytes: no bank conflict).
+        float part[4][TC_ROWS_PER_THREAD], x[TC_ROWS_PER_THREAD];
+        float* xrow = xs + h * TC_STATE_FLOATS + uj * TC_ROWS + ui0;
         auto update = [&](int i) {
+            if (i == 0) {
+#pragma unroll
+                for (int k = 0; k < 4; ++k) {
+                    const float4 q4 = *(const float4*)(red + ((urg * 4 + k) * TC_SEQS + uj) * TC_RED_STRIDE + ii);
+                    part[k][0] = q4.x; part[k][1] = q4.y; part[k][2] = q4.z; part[k][3] = q4.w;
+                }
+                const float4 x4 = *(const float4*)xrow;
+                x[0] = x4.x; x[1] = x4.y; x[2] = x4.z; x[3] = x4.w;
+            }
             float product = 0.0f;
 #pragma unroll
-            for (int k = 0; k < 4; ++k) product = product + red[((urg * 4 + k) * TC_SEQS + uj) * TC_RED_STRIDE + ii + i];
+            for (int k = 0; k < 4; ++k) product = product + part[k][i];
             const int row = rb * TC_ROWS + ui0 + i;
-            float* x = xs + h * TC_STATE_FLOATS + uj * TC_ROWS + ui0 + i;
             float pre, rate;
             if (lanes) {
                 const int lane_index = real ? seq : 0;
@@ -269,9 +281,9 @@ __device__ __forceinline__ void batch_tc(
                 pre = product + d[i];
                 rate = leak;
             }
-            v[i] = row < n && real ? leaky(*x, pre, rate, ACTIVATION_TANH) : 0.0f;
-            *x = v[i];
+            v[i] = row < n && real ? leaky(x[i], pre, rate, ACTIVATION_TANH) : 0.0f;
             if (row < n && real) states[((size_t)t * batch + seq) * n + row] = v[i];
+            if (i == TC_ROWS_PER_THREAD - 1) *(float4*)xrow = make_float4(v[0], v[1], v[2], v[3]);
         };
         auto publish = [&]() {
             if (t + 1 < steps) {

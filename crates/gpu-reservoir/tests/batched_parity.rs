@@ -323,14 +323,27 @@ fn tensor_core_runs_of_every_group_count_match_the_f16_cpu_step() {
             .with_batch_kernel(BatchKernel::TensorCore)
             .expect("tensor cores");
         let got = run_many(&mut gpu, &views).expect("batched run");
-        let mut worst: f64 = 0.0;
+        let (mut first_two, mut whole): (f64, f64) = (0.0, 0.0);
         for j in [0, batch / 2, batch - 1] {
             let expected = f16_reference(&config, &weights, views[j]);
-            worst = worst.max(relative_error(&got[j], &expected).0);
+            let rows = ndarray::s![..2, ..];
+            let (a, b) = (
+                got[j].slice(rows).to_owned(),
+                expected.slice(rows).to_owned(),
+            );
+            first_two = first_two.max(relative_error(&a, &b).0);
+            whole = whole.max(relative_error(&got[j], &expected).0);
         }
-        eprintln!("N = {n}, B = {batch}, {steps} steps: {worst:.2e} from the f16 CPU step");
-        // x(1) and x(2) differ by the f32 sums' order only; a few more steps by f16 flips.
-        assert!(worst < 1e-4, "N = {n}, B = {batch}: {worst:.2e}");
+        eprintln!(
+            "N = {n}, B = {batch}, {steps} steps from the f16 CPU step: x(1), x(2) {first_two:.2e}; all {whole:.2e}"
+        );
+        // x(1) and x(2) differ by the f32 sums' order only; later steps by f16 flips too
+        // (1.2e-4 seen over 20 steps at N = 100).
+        assert!(
+            first_two < 1e-6,
+            "N = {n}, B = {batch}: x(1), x(2) {first_two:.2e}"
+        );
+        assert!(whole < 1e-3, "N = {n}, B = {batch}: {whole:.2e}");
     }
 }
 
