@@ -237,7 +237,7 @@ impl GpuReservoirComputer {
     /// The kernel that steps a batch of `sequences` sequences in `math` (`Gemm` or
     /// `TensorCore`): under [`BatchKernel::Auto`] the tensor-core run for f16 batches it takes
     /// in one launch (up to 512 sequences at N = 1000 on 132 SMs), where it was measured
-    /// faster.
+    /// faster; the GEMM for f32 and TF32 batches.
     ///
     /// # Errors
     /// As [`GpuReservoirComputer::with_batch_kernel`].
@@ -246,9 +246,19 @@ impl GpuReservoirComputer {
             &self.device,
             self.config.size(),
             math,
-            self.batch_kernel,
+            self.kernel_for(math),
             sequences,
         )
+    }
+
+    /// The kernel setting of batches in `math`: the reservoir's for f16 batches; `Auto` (the
+    /// GEMM) for the others, which [`ManySequences::Auto`] batches in f32 whatever the
+    /// setting.
+    fn kernel_for(&self, math: GemmMath) -> BatchKernel {
+        match math {
+            GemmMath::F16 => self.batch_kernel,
+            GemmMath::F32 | GemmMath::Tf32 => BatchKernel::Auto,
+        }
     }
 
     /// The GEMM arithmetic `run_many` batches `sequences` in, or `None` to run them one after
@@ -282,7 +292,7 @@ impl GpuReservoirComputer {
                 &self.config,
                 &self.weights,
                 math,
-                self.batch_kernel,
+                self.kernel_for(math),
             )?,
         };
         let engine = self.batch.insert(engine);

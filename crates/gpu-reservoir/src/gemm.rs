@@ -1,5 +1,6 @@
-//! The arithmetic of the GEMMs that step many states at once (the batched many-sequence step
-//! and a sweep's lanes), and W on the device in that arithmetic's operand type.
+//! The arithmetic of the products that step many states at once (the batched many-sequence
+//! step and a sweep's lanes), the kernel that steps them (a GEMM per step, or the tensor-core
+//! run), and W on the device in that kernel's operand type.
 
 use std::fmt;
 use std::str::FromStr;
@@ -80,8 +81,9 @@ impl FromStr for GemmMath {
 /// a batch of [`crate::ManySequences::Batched`] or a sweep's lanes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum BatchKernel {
-    /// [`BatchKernel::TensorCore`] where it runs (it was measured faster at every batch size
-    /// it takes, `docs/performance.md`), else [`BatchKernel::Gemm`]. The default.
+    /// [`BatchKernel::TensorCore`] for a batch it runs in one launch (where it was measured
+    /// faster than the GEMM path, `docs/performance.md`), else [`BatchKernel::Gemm`]. The
+    /// default.
     #[default]
     Auto,
     /// One cuBLAS GEMM and one elementwise launch per step, on every device.
@@ -180,7 +182,13 @@ impl BatchW {
             BatchKernel::TensorCore => TensorCoreW::upload(device, &f16_bits(weights, what)?, n)?,
             BatchKernel::Gemm | BatchKernel::Auto => None,
         };
-        let forced = kernel == BatchKernel::TensorCore && tensor_core.is_some();
+        let forced = kernel == BatchKernel::TensorCore;
+        if forced && tensor_core.is_none() {
+            return Err(GpuError::Unsupported {
+                what: "the tensor-core batch kernel".into(),
+                reason: format!("it cannot hold a W of N = {n} on this device"),
+            });
+        }
         let gemm = if forced {
             None
         } else {

@@ -177,8 +177,9 @@ impl GpuLaneRunner {
     }
 
     /// This runner with the lanes stepped by `kernel` when their products have f16 operands
-    /// (default [`BatchKernel::Auto`]: the tensor-core run where the device and N allow it).
-    /// With [`BatchKernel::TensorCore`], runs fail where it cannot run.
+    /// (default [`BatchKernel::Auto`]: the tensor-core run where the device and N allow it and
+    /// it takes a group in one launch, as it does up to N = 1024 on 32 SMs or more). With
+    /// [`BatchKernel::TensorCore`], runs fail where it cannot run.
     pub fn with_kernel(mut self, kernel: BatchKernel) -> Self {
         self.kernel = kernel;
         self.shared = None;
@@ -334,7 +335,7 @@ impl GpuLaneRunner {
             (run.n, run.k, steps),
             "projecting a sweep's inputs",
         )?;
-        if run.tensor_core.is_some() {
+        if run.on_tensor_cores() {
             self.enqueue_steps(run, steps)?;
         } else if replay && steps == run.chunk_steps {
             let capture = self.capture.as_ref().ok_or_else(|| {
@@ -571,7 +572,7 @@ impl GpuLaneRunner {
         let mut run = self.prepare(base, lanes, chunk)?;
         // A graph pays for its capture when it replaces the launches of several chunks; the
         // tensor-core run is one launch a chunk already.
-        let replay = total / chunk >= 2 && run.tensor_core.is_none();
+        let replay = total / chunk >= 2 && !run.on_tensor_cores();
         if replay && self.capture.is_none() {
             self.capture = Some(CaptureStream::new(&self.device, self.math)?);
         }

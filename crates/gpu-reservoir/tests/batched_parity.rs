@@ -457,6 +457,26 @@ fn tensor_core_batches_match_the_f16_gemm_and_the_f16_cpu_step() {
         auto.batch_kernel(GemmMath::F32, 1).expect("kernel"),
         BatchKernel::Gemm
     );
+    // The setting is for f16 batches: `Auto`'s f32 batches still run (on the GEMM).
+    let mut forced = GpuReservoirComputer::from_weights(&config, weights.clone(), &device)
+        .expect("gpu reservoir")
+        .with_batch_kernel(BatchKernel::TensorCore)
+        .expect("tensor cores");
+    assert_eq!(
+        forced.batch_kernel(GemmMath::F32, 40).expect("kernel"),
+        BatchKernel::Gemm
+    );
+    let short: Vec<ArrayView2<f64>> = views[..gpu_reservoir::BATCH_MIN_SEQUENCES + 1]
+        .iter()
+        .map(|v| v.slice_move(ndarray::s![..10, ..]))
+        .collect();
+    let got = run_many(&mut forced, &short).expect("auto batches in f32");
+    let worst = got
+        .iter()
+        .zip(&short)
+        .map(|(g, u)| relative_error(g, &cpu_states(&config, *u)).0)
+        .fold(0.0f64, f64::max);
+    assert!(worst < 1e-4, "f32 auto batches: {worst:.2e}");
     // f32 batches never run on the tensor-core kernel.
     let refused = GpuReservoirComputer::from_weights(&config, weights, &device)
         .expect("gpu reservoir")
