@@ -282,7 +282,6 @@ __device__ __forceinline__ void batch_tc(
                 rate = leak;
             }
             v[i] = row < n && real ? leaky(x[i], pre, rate, ACTIVATION_TANH) : 0.0f;
-            if (row < n && real) states[((size_t)t * batch + seq) * n + row] = v[i];
             if (i == TC_ROWS_PER_THREAD - 1) *(float4*)xrow = make_float4(v[0], v[1], v[2], v[3]);
         };
         auto publish = [&]() {
@@ -293,6 +292,12 @@ __device__ __forceinline__ void batch_tc(
                 asm volatile("fence.proxy.async.global;" ::: "memory");
             }
             asm volatile("bar.arrive 2, 288;" ::: "memory");
+            // The states go out after the publication: the slice's flag need not wait for them.
+#pragma unroll
+            for (int i = 0; i < TC_ROWS_PER_THREAD; ++i) {
+                const int row = rb * TC_ROWS + ui0 + i;
+                if (row < n && real) states[((size_t)t * batch + seq) * n + row] = v[i];
+            }
             asm volatile("bar.sync 1, 256;" ::: "memory");
         };
         if constexpr (G == 1) {
