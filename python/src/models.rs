@@ -52,8 +52,9 @@ pub fn fit_series(
     let ids = ids(inputs.len());
     let (model, placed) = py
         .detach(|| {
-            let mut dispatch =
-                Dispatch::new(config.device()).with_devices(config.devices().cloned());
+            let mut dispatch = Dispatch::new(config.device())
+                .with_devices(config.devices().cloned())
+                .with_batch_math(config.gpu_matmul());
             let outcome = sequences::fit_series(
                 &config,
                 &input_columns,
@@ -88,8 +89,9 @@ pub fn fit_classifier(
     let ids = ids(inputs.len());
     let (model, placed) = py
         .detach(|| {
-            let mut dispatch =
-                Dispatch::new(config.device()).with_devices(config.devices().cloned());
+            let mut dispatch = Dispatch::new(config.device())
+                .with_devices(config.devices().cloned())
+                .with_batch_math(config.gpu_matmul());
             let outcome = sequences::fit_classifier(
                 &config,
                 &input_columns,

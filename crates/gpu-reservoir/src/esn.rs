@@ -41,9 +41,10 @@ pub const BATCH_MAX_SIZE: usize = 1024;
 /// How [`Reservoir::run_many`] of a [`GpuReservoirComputer`] steps its sequences.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ManySequences {
-    /// [`ManySequences::Batched`] with the f32 GEMM where batching was measured faster (at
-    /// least [`BATCH_MIN_SEQUENCES`] sequences of at most [`BATCH_MAX_MEAN_STEPS`] steps on
-    /// average, N ≤ [`BATCH_MAX_SIZE`]), else [`ManySequences::OneByOne`] (the default).
+    /// [`ManySequences::Batched`] where batching was measured faster (at least
+    /// [`BATCH_MIN_SEQUENCES`] sequences of at most [`BATCH_MAX_MEAN_STEPS`] steps on average,
+    /// N ≤ [`BATCH_MAX_SIZE`]), in f32 unless [`GpuReservoirComputer::with_batch_math`] says
+    /// otherwise, else [`ManySequences::OneByOne`] (the default).
     #[default]
     Auto,
     /// One after another on the reservoir's single-sequence step path.
@@ -79,6 +80,8 @@ pub struct GpuReservoirComputer {
     cluster: Option<ClusterPlan>,
     path: StepPath,
     many: ManySequences,
+    /// The arithmetic [`ManySequences::Auto`] batches in.
+    auto_math: GemmMath,
     /// The kernel of batches with f16 operands.
     batch_kernel: BatchKernel,
     /// The many-sequence engine (a dense W), made on the first `run_many` that uses it.
@@ -139,6 +142,7 @@ impl GpuReservoirComputer {
             persistent,
             cluster,
             many: ManySequences::default(),
+            auto_math: GemmMath::F32,
             batch_kernel: BatchKernel::default(),
             batch: None,
             staging: Staging::default(),
@@ -217,6 +221,19 @@ impl GpuReservoirComputer {
         Ok(self)
     }
 
+    /// The arithmetic of the batches [`ManySequences::Auto`] makes (default [`GemmMath::F32`]):
+    /// where it batches, TF32 or f16 operands step them on the tensor cores, at their drift
+    /// from f32 (`docs/performance.md`).
+    ///
+    /// # Errors
+    /// As [`GpuReservoirComputer::with_many_sequences`] for `ManySequences::Batched(math)`.
+    pub fn with_batch_math(mut self, math: GemmMath) -> Result<Self> {
+        DeviceW::check(&self.config, &self.weights, math, "batched reservoir")?;
+        self.auto_math = math;
+        self.batch = None;
+        Ok(self)
+    }
+
     /// The kernel of `run_many`'s batches with f16 operands ([`GemmMath::F16`]; default
     /// [`BatchKernel::Auto`]).
     ///
@@ -272,7 +289,7 @@ impl GpuReservoirComputer {
                 let batch = sequences.len() >= BATCH_MIN_SEQUENCES
                     && steps <= BATCH_MAX_MEAN_STEPS * sequences.len()
                     && self.config.size() <= BATCH_MAX_SIZE;
-                batch.then_some(GemmMath::F32)
+                batch.then_some(self.auto_math)
             }
         }
     }

@@ -477,6 +477,27 @@ fn tensor_core_batches_match_the_f16_gemm_and_the_f16_cpu_step() {
         .map(|(g, u)| relative_error(g, &cpu_states(&config, *u)).0)
         .fold(0.0f64, f64::max);
     assert!(worst < 1e-4, "f32 auto batches: {worst:.2e}");
+    // `Auto` batching in f16 (`with_batch_math`): its batches take the f16 operands.
+    let mut auto_f16 = GpuReservoirComputer::from_weights(&config, weights.clone(), &device)
+        .expect("gpu reservoir")
+        .with_batch_math(GemmMath::F16)
+        .expect("f16 batches");
+    let got = run_many(&mut auto_f16, &short).expect("auto batches in f16");
+    let (mut first_two, mut whole): (f64, f64) = (0.0, 0.0);
+    for (g, u) in got.iter().zip(&short) {
+        let expected = f16_reference(&config, &weights, *u);
+        let rows = ndarray::s![..2, ..];
+        let (a, b) = (g.slice(rows).to_owned(), expected.slice(rows).to_owned());
+        first_two = first_two.max(relative_error(&a, &b).0);
+        whole = whole.max(relative_error(g, &expected).0);
+    }
+    eprintln!("auto batches in f16 against the f16 CPU step: x(1), x(2) {first_two:.2e}; 10 steps {whole:.2e}");
+    // An f32 batch would be ~1e-4 from the f16 step already at x(2).
+    assert!(
+        first_two < 1e-6,
+        "f16 auto batches: x(1), x(2) {first_two:.2e}"
+    );
+    assert!(whole < 1e-3, "f16 auto batches: {whole:.2e}");
     // f32 batches never run on the tensor-core kernel.
     let refused = GpuReservoirComputer::from_weights(&config, weights, &device)
         .expect("gpu reservoir")

@@ -13,7 +13,7 @@ use reservoir_core::ReservoirWeights;
 use reservoir_runtime::experiment::ExperimentConfig;
 use reservoir_runtime::memory::ensure_fit_fits;
 use reservoir_runtime::model::Model;
-use reservoir_runtime::{Devices, Dispatch, Launch, Workload};
+use reservoir_runtime::{Devices, Dispatch, GemmMath, Launch, Workload};
 
 use crate::data::{parse_column_list, read_inputs_targets};
 use crate::device::{self, DeviceArg};
@@ -73,6 +73,11 @@ pub struct FitArgs {
     /// without it).
     #[arg(long, value_name = "LIST", value_parser = device::parse_devices)]
     pub devices: Option<Devices>,
+    /// The arithmetic of the product W·X where a GPU steps a batch of sequences together:
+    /// `f32`, `tf32` or `f16` (tensor cores: faster, with a small drift from the f32 states;
+    /// f16 needs a tanh reservoir). Overrides the config's `gpu_matmul` (default f32).
+    #[arg(long, value_name = "MATH")]
+    pub gpu_matmul: Option<GemmMath>,
     #[command(flatten)]
     pub device: DeviceArg,
 }
@@ -101,7 +106,15 @@ pub fn run(args: &FitArgs) -> Result<()> {
             fit_one_series(args, inputs, targets.to_vec())
         }
         _ => {
-            let config = read_config(&args.config)?;
+            let mut config = read_config(&args.config)?;
+            if let Some(math) = args.gpu_matmul {
+                config = config
+                    .with_gpu_matmul(math)
+                    .map_err(|e| CliError::Argument {
+                        flag: "--gpu-matmul",
+                        message: format!("{}, got {math}", e.rule),
+                    })?;
+            }
             let launch = Launch::from_env()
                 .map_err(|e| CliError::core("reading the launcher's environment", e))?;
             if launch.is_some() && !matches!(goal, Goal::Classes(_)) {
@@ -117,7 +130,8 @@ pub fn run(args: &FitArgs) -> Result<()> {
             let devices = args.devices.clone().or_else(|| config.devices().cloned());
             let mut dispatch = Dispatch::new(args.device.or(config.device()))
                 .with_devices(devices)
-                .with_launch(launch);
+                .with_launch(launch)
+                .with_batch_math(config.gpu_matmul());
             let job = Job {
                 config_path: &args.config,
                 config: &config,

@@ -134,7 +134,8 @@ pub fn run(args: &RunArgs) -> Result<()> {
     );
     let mut dispatch = Dispatch::new(args.device.or(config.device()))
         .with_devices(config.devices().cloned())
-        .with_launch(launch);
+        .with_launch(launch)
+        .with_batch_math(config.gpu_matmul());
     let mut stages = Stages::default();
     let result = {
         let mut progress = |stage: &str, done, total| {

@@ -122,7 +122,8 @@ pub fn run(args: &SweepArgs) -> Result<()> {
     let devices = args.devices.clone().or_else(|| config.devices().cloned());
     let mut dispatch = Dispatch::new(args.device.or(config.device()))
         .with_devices(devices)
-        .with_launch(launch);
+        .with_launch(launch)
+        .with_batch_math(config.gpu_matmul());
     if let Some(train) = &args.train {
         return sweep_sequences(args, &config, train, &mut dispatch);
     }

@@ -120,6 +120,47 @@ fn japanese_vowels_reach_98_percent_with_hyper_parameters_chosen_on_training_fol
 }
 
 #[test]
+fn the_gpu_arithmetic_of_batches_leaves_a_cpu_fit_alone_and_f16_needs_tanh() {
+    let fx = Fixture::new();
+    let config = fx.write(
+        "small.toml",
+        "[reservoir]\nsize = 60\nseed = 5\n[readout]\nridge = 1e-3\n",
+    );
+    let (train, test) = (vowels("train.csv"), vowels("test.csv"));
+    let fit = |extra: &[&str]| {
+        let mut args = vec![
+            "fit", "--config", &config, "--train", &train, "--test", &test, "--inputs", CHANNELS,
+            "--device", "cpu",
+        ];
+        args.extend(SEQUENCE_FLAGS);
+        args.extend(extra);
+        json(&args)
+    };
+    let plain = fit(&[]);
+    let f16 = fit(&["--gpu-matmul", "f16"]);
+    for key in ["test_accuracy", "train_accuracy", "balanced_accuracy"] {
+        assert_eq!(number(&plain, key), number(&f16, key), "{key}");
+    }
+    let linear = fx.write(
+        "linear.toml",
+        "gpu_matmul = \"tf32\"\n[reservoir]\nsize = 60\nactivation = \"identity\"\n",
+    );
+    let mut args = vec![
+        "fit",
+        "--config",
+        &linear,
+        "--train",
+        &train,
+        "--inputs",
+        CHANNELS,
+        "--gpu-matmul",
+        "f16",
+    ];
+    args.extend(SEQUENCE_FLAGS);
+    fails_with(&args, &["--gpu-matmul", "tanh", "f16"]);
+}
+
+#[test]
 fn classification_fits_the_same_from_interleaved_rows_ordered_by_the_time_column() {
     let fx = Fixture::new();
     let config = fx.write(

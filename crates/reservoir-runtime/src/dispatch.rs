@@ -99,6 +99,7 @@ pub struct Dispatch {
     device: Device,
     devices: Option<Devices>,
     launch: Option<Launch>,
+    batch_math: GemmMath,
     gpu: Option<std::result::Result<GpuDevice, String>>,
     placements: Vec<(&'static str, Placement)>,
 }
@@ -110,6 +111,7 @@ impl Dispatch {
             device,
             devices: None,
             launch: None,
+            batch_math: GemmMath::F32,
             gpu: None,
             placements: Vec::new(),
         }
@@ -119,6 +121,14 @@ impl Dispatch {
     /// of the device asked for).
     pub fn with_devices(mut self, devices: Option<Devices>) -> Self {
         self.devices = devices;
+        self
+    }
+
+    /// The arithmetic of the batches of sequences that the echo-state reservoirs it builds on
+    /// a GPU step together (`gpu_matmul`; default f32): see
+    /// [`GpuReservoirComputer::with_batch_math`]. The CPU ignores it.
+    pub fn with_batch_math(mut self, math: GemmMath) -> Self {
+        self.batch_math = math;
         self
     }
 
@@ -195,9 +205,10 @@ impl Dispatch {
                 others.clear();
             }
         }
-        Ok(Box::new(GpuReservoirComputer::from_weights(
-            config, weights, &device,
-        )?))
+        Ok(Box::new(
+            GpuReservoirComputer::from_weights(config, weights, &device)?
+                .with_batch_math(self.batch_math)?,
+        ))
     }
 
     /// The echo-state reservoir of a job of many sequences: on the CPU as
@@ -229,12 +240,16 @@ impl Dispatch {
         };
         // Each GPU's reservoir is built (its plans and uploads) on a thread of its own.
         let devices = collective.devices();
+        let math = self.batch_math;
         let reservoirs = std::thread::scope(|scope| {
             let threads: Vec<_> = devices
                 .iter()
                 .map(|device| {
                     let weights = weights.clone();
-                    scope.spawn(move || GpuReservoirComputer::from_weights(config, weights, device))
+                    scope.spawn(move || {
+                        GpuReservoirComputer::from_weights(config, weights, device)?
+                            .with_batch_math(math)
+                    })
                 })
                 .collect();
             threads

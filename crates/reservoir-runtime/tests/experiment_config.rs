@@ -4,7 +4,7 @@
 
 use reservoir_core::{Activation, ConfigError, Precision, ReservoirError, WeightDistribution};
 use reservoir_runtime::experiment::ExperimentConfig;
-use reservoir_runtime::{Device, Devices, RuntimeError};
+use reservoir_runtime::{Device, Devices, GemmMath, RuntimeError};
 
 fn field_of(err: RuntimeError) -> String {
     match err {
@@ -103,6 +103,34 @@ fn the_devices_key_lists_the_gpus_a_sweep_spreads_over() {
         let message = parse_error(text, "d.toml");
         assert!(message.contains("devices"), "{text:?}: {message}");
     }
+}
+
+#[test]
+fn the_gpu_matmul_key_sets_the_arithmetic_of_batches_on_a_gpu() {
+    for (text, math) in [
+        ("gpu_matmul = \"f16\"\n", GemmMath::F16),
+        ("gpu_matmul = \"tf32\"\n", GemmMath::Tf32),
+        ("device = \"cuda\"\n", GemmMath::F32),
+    ] {
+        let config = ExperimentConfig::from_toml(text, "m.toml").unwrap();
+        assert_eq!(config.gpu_matmul(), math, "{text:?}");
+        let back = ExperimentConfig::from_toml(&toml::to_string(&config).unwrap(), "again");
+        assert_eq!(back.unwrap(), config, "{text:?}");
+    }
+    // f16 operands need a tanh reservoir: refused in the file and by the override alike.
+    let linear = "gpu_matmul = \"f16\"\n[reservoir]\nactivation = \"identity\"\n";
+    let err = ExperimentConfig::from_toml(linear, "m.toml").unwrap_err();
+    assert_eq!(field_of(err), "gpu_matmul");
+    let config =
+        ExperimentConfig::from_toml("[reservoir]\nactivation = \"identity\"\n", "m.toml").unwrap();
+    assert!(config.clone().with_gpu_matmul(GemmMath::Tf32).is_ok());
+    let refused = config.with_gpu_matmul(GemmMath::F16).unwrap_err();
+    assert_eq!(refused.field, "gpu_matmul");
+    let message = parse_error("gpu_matmul = \"bf16\"\n", "m.toml");
+    assert!(
+        message.contains("line 1") && message.contains("`bf16`"),
+        "{message}"
+    );
 }
 
 #[test]

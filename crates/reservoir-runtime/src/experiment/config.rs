@@ -9,6 +9,7 @@ use reservoir_core::{ConfigError, ReadoutConfig, ReadoutParams, ReservoirConfig,
 use serde::{Deserialize, Serialize};
 use toml::de::{DeTable, DeValue};
 
+use super::sweep_table::check_gpu_matmul;
 use super::TaskConfig;
 use super::{SweepConfig, SweepParams};
 use crate::device::{Device, Devices};
@@ -30,6 +31,10 @@ pub struct ExperimentParams {
     /// default: the one GPU of `device`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub devices: Option<Devices>,
+    /// The arithmetic of the product W·X when a GPU steps a batch of sequences together
+    /// (`"f32"`, `"tf32"` or `"f16"`; default f32). Like `device`, not part of a trained model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_matmul: Option<GemmMath>,
     /// The `[task]` table (what `reservoir run` and `reservoir sweep` do).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub task: Option<TaskConfig>,
@@ -57,6 +62,7 @@ pub struct ExperimentParams {
 pub struct ExperimentConfig {
     device: Device,
     devices: Option<Devices>,
+    gpu_matmul: GemmMath,
     task: Option<TaskConfig>,
     reservoir: ReservoirConfig,
     readout: ReadoutConfig,
@@ -71,6 +77,7 @@ impl From<ExperimentConfig> for ExperimentParams {
         Self {
             device: Some(config.device),
             devices: config.devices,
+            gpu_matmul: (config.gpu_matmul != GemmMath::F32).then_some(config.gpu_matmul),
             task: config.task,
             reservoir: config.reservoir.into(),
             readout: config.readout.into(),
@@ -318,9 +325,12 @@ impl ExperimentParams {
                 .ordinals(0)
                 .map_err(|rule| ConfigError::new("devices", rule, format!("{list:?}")))?;
         }
+        let gpu_matmul = self.gpu_matmul.unwrap_or_default();
+        check_gpu_matmul(gpu_matmul, &reservoir)?;
         Ok(ExperimentConfig {
             device: self.device.unwrap_or_default(),
             devices: self.devices,
+            gpu_matmul,
             task: self.task,
             reservoir,
             readout,
@@ -352,6 +362,22 @@ impl ExperimentConfig {
     /// The GPUs a sweep's lanes spread over (`None`: the one GPU of [`Self::device`]).
     pub fn devices(&self) -> Option<&Devices> {
         self.devices.as_ref()
+    }
+
+    /// The arithmetic of the product W·X of the batches of sequences a GPU steps together
+    /// (`gpu_matmul`).
+    pub fn gpu_matmul(&self) -> GemmMath {
+        self.gpu_matmul
+    }
+
+    /// This config with the batches of sequences on a GPU stepped in `math`.
+    ///
+    /// # Errors
+    /// `f16` for a reservoir whose activation is not `tanh` (field `gpu_matmul`).
+    pub fn with_gpu_matmul(mut self, math: GemmMath) -> Result<Self, ConfigError> {
+        check_gpu_matmul(math, &self.reservoir)?;
+        self.gpu_matmul = math;
+        Ok(self)
     }
 
     /// This config on another device (where a job runs is not part of what it computes).

@@ -250,14 +250,7 @@ impl SweepConfig {
         math: GemmMath,
         base: &ReservoirConfig,
     ) -> Result<Self, ConfigError> {
-        if math == GemmMath::F16 && base.activation() != Activation::Tanh {
-            return Err(ConfigError::new(
-                "gpu_matmul",
-                "f16 operands need activation = \"tanh\" (a linear reservoir's states can leave \
-                 f16's range); use f32 or tf32",
-                math,
-            ));
-        }
+        check_gpu_matmul(math, base)?;
         self.gpu_matmul = math;
         Ok(self)
     }
@@ -320,4 +313,18 @@ impl SweepConfig {
             self.ridge.clone()
         }
     }
+}
+
+/// An error (field `gpu_matmul`) unless the reservoir `base` can step its products in `math`:
+/// f16 operands need a `tanh` reservoir.
+pub(crate) fn check_gpu_matmul(math: GemmMath, base: &ReservoirConfig) -> Result<(), ConfigError> {
+    if math == GemmMath::F16 && base.activation() != Activation::Tanh {
+        return Err(ConfigError::new(
+            "gpu_matmul",
+            "f16 operands need activation = \"tanh\" (a linear reservoir's states can leave \
+             f16's range); use f32 or tf32",
+            math,
+        ));
+    }
+    Ok(())
 }
