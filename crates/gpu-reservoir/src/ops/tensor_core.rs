@@ -12,7 +12,7 @@ use reservoir_kernels::esn_batch_tc::{
 
 use crate::driver::launch::{dim, fits};
 use crate::driver::{GpuDevice, KernelSet, LoadedModule};
-use crate::error::{DriverContext, Result};
+use crate::error::{DriverContext, GpuError, Result};
 
 /// Group counts per tile the kernel is built for, fewest first.
 const GROUP_COUNTS: [usize; 3] = [1, 2, 4];
@@ -73,8 +73,8 @@ impl Launch {
 
 /// The launches that step `batch` sequences with `row_blocks` row blocks of W on `sms` SMs:
 /// full launches of the most sequences that fit, then the rest. Each launch takes the fewest
-/// groups per tile that fit (fewer groups exchange less per step: one group steps 64 or 128
-/// sequences fastest, two 256, four 512). `None` when not even one tile fits.
+/// groups per tile that fit: a block steps its groups one after another, so fewer groups a
+/// tile (and more tiles) make a shorter step. `None` when not even one tile fits.
 fn launches(batch: usize, row_blocks: usize, sms: usize) -> Option<Vec<Launch>> {
     let max_tiles = sms / row_blocks.max(1);
     let most_groups = GROUP_COUNTS[GROUP_COUNTS.len() - 1];
@@ -103,8 +103,7 @@ fn launches(batch: usize, row_blocks: usize, sms: usize) -> Option<Vec<Launch>> 
 }
 
 /// Whether the tensor-core run takes `batch` sequences of `n` units in one launch on `sms` SMs.
-/// Beyond one launch it was measured slower than the GEMM path (N = 1000 on an H100: 16.5
-/// against 14.6 µs/step at B = 1024, 32.9 against 25.4 at 2048).
+/// Beyond one launch it was measured slower than the GEMM path (`docs/performance.md`).
 pub(crate) fn one_launch(n: usize, batch: usize, sms: usize) -> bool {
     padded(n)
         .and_then(|p| launches(batch, p / ROWS, sms))
@@ -162,7 +161,14 @@ pub(crate) fn unsupported(device: &GpuDevice, n: usize) -> Result<Option<String>
             "a tile needs {row_blocks} SMs; this device has {sms}"
         )));
     }
-    let kernels = device.kernels::<TensorCoreKernels>()?;
+    // An NVRTC too old for sm_90a leaves the GEMM path, not an error.
+    let kernels = match device.kernels::<TensorCoreKernels>() {
+        Ok(kernels) => kernels,
+        Err(GpuError::Compile { log, .. }) => {
+            return Ok(Some(format!("its kernels do not compile here: {log}")))
+        }
+        Err(e) => return Err(e),
+    };
     for (&groups, function) in GROUP_COUNTS.iter().zip(&kernels.runs) {
         let shared = shared_bytes(groups, row_blocks);
         if shared > device.allow_shared_memory(function)? {
