@@ -40,7 +40,7 @@ _FLOATS = (
     "noise_level",
     "ridge",
 )
-_STRINGS = ("activation", "weight_distribution", "precision", "device")
+_STRINGS = ("activation", "weight_distribution", "precision", "device", "gpu_matmul")
 
 
 def _checked_type(name, value):
@@ -68,6 +68,7 @@ class _EchoStateEstimator(BaseEstimator):
         return {
             "device": get("device"),
             "devices": self.devices,
+            "gpu_matmul": get("gpu_matmul"),
             "reservoir": {key: get(key) for key in _RESERVOIR_KEYS},
             "readout": {"ridge": get("ridge"), **self._readout_extra(get)},
             **self._extra_tables(get),
@@ -111,7 +112,9 @@ class ESNRegressor(RegressorMixin, _EchoStateEstimator):
     runs from the zero state; its first `washout` steps settle the reservoir and are left
     out of the fit. Parameters are those of the `[reservoir]` and `[readout]` config tables
     and the `device` key (`"auto"`, `"cpu"`, `"cuda"`, `"cuda:N"`); `devices` (`"all"` or a
-    list of GPU indices) splits a large dense reservoir's W over several GPUs.
+    list of GPU indices) splits a large dense reservoir's W over several GPUs; `gpu_matmul`
+    (`"f32"`, `"tf32"` or `"f16"`) is the arithmetic of W·X where a GPU steps many series
+    together (the tensor cores for the last two; `"f16"` needs `activation="tanh"`).
     """
 
     def __init__(
@@ -132,6 +135,7 @@ class ESNRegressor(RegressorMixin, _EchoStateEstimator):
         washout=100,
         device="auto",
         devices=None,
+        gpu_matmul="f32",
     ):
         self.size = size
         self.spectral_radius = spectral_radius
@@ -149,6 +153,7 @@ class ESNRegressor(RegressorMixin, _EchoStateEstimator):
         self.washout = washout
         self.device = device
         self.devices = devices
+        self.gpu_matmul = gpu_matmul
 
     def _readout_extra(self, get):
         return {"washout": get("washout")}
@@ -210,7 +215,9 @@ class ESNClassifier(ClassifierMixin, _EchoStateEstimator):
     readout sees of its states: `"last"`, `"mean"`, `"mean_last"` (the mean of the last
     `last_k`), or a list of them, averages leaving out the first `warmup` steps. `devices`
     (`"all"` or a list of GPU indices) spreads the sequences over several GPUs, their ridge
-    sums added through NCCL.
+    sums added through NCCL; `gpu_matmul` (`"f32"`, `"tf32"` or `"f16"`) is the arithmetic of
+    W·X where a GPU steps many sequences together (the tensor cores for the last two; `"f16"`
+    needs `activation="tanh"`).
     """
 
     def __init__(
@@ -233,6 +240,7 @@ class ESNClassifier(ClassifierMixin, _EchoStateEstimator):
         warmup=0,
         device="auto",
         devices=None,
+        gpu_matmul="f32",
     ):
         self.size = size
         self.spectral_radius = spectral_radius
@@ -252,6 +260,7 @@ class ESNClassifier(ClassifierMixin, _EchoStateEstimator):
         self.warmup = warmup
         self.device = device
         self.devices = devices
+        self.gpu_matmul = gpu_matmul
 
     def _extra_tables(self, get):
         summaries = [self.features] if isinstance(self.features, str) else list(self.features)

@@ -89,6 +89,18 @@ def test_devices_are_checked_and_leave_a_cpu_job_on_the_cpu(labelled):
     assert model.get_params()["devices"] == "all"
 
 
+def test_gpu_matmul_is_checked_and_leaves_a_cpu_job_alone(labelled):
+    X, y = labelled
+    with pytest.raises(ValueError, match="gpu_matmul"):
+        ESNClassifier(size=10, activation="identity", gpu_matmul="f16", device="cpu").fit(X, y)
+    with pytest.raises(ValueError, match="bf16"):
+        ESNClassifier(size=10, gpu_matmul="bf16", device="cpu").fit(X, y)
+    plain = ESNClassifier(size=10, device="cpu").fit(X, y)
+    f16 = ESNClassifier(size=10, device="cpu", gpu_matmul="f16").fit(X, y)
+    assert f16.get_params()["gpu_matmul"] == "f16"
+    assert np.array_equal(plain.predict(X), f16.predict(X))
+
+
 def test_cuda_on_a_machine_without_one_is_a_gpu_error():
     try:
         reservoir.EchoStateNetwork(size=10, device="cuda")
