@@ -9,8 +9,9 @@
 // and the 4 quarters' sums meet in shared memory, where each consumer thread updates 4 rows of
 // one sequence:
 //   x(t+1) = (1 - a) x(t) + a tanh(W x(t) + d(t)),
-// the state kept in f32 in shared memory and stored to `states`. The new rows, in f16, are
-// then published: stored into the group's global panel for step t + 1 (one slice of 64 rows x
+// the state kept in f32 in shared memory (and stored to `states` once the rows below are
+// published, so that their flag does not wait for those stores). The new rows, in f16, are
+// published: stored into the group's global panel for step t + 1 (one slice of 64 rows x
 // 16 sequences per row block; 16-byte chunks XOR-swizzled by sequence so that ldmatrix's 8
 // rows fall in distinct banks) and announced by a per-slice ready flag (release). A producer
 // warp waits for the RB flags of a group's next step (acquire) and brings the whole panel
