@@ -47,6 +47,25 @@ fn f16_reference(
     states
 }
 
+/// The worst relative differences of `pairs` of states (got, expected): over x(1) and x(2),
+/// which differ by the f32 sums' order only when both sides round the same f16 operands, and
+/// over every step, where f16 flips add up.
+fn f16_drift<'a>(pairs: impl IntoIterator<Item = (&'a Array2<f64>, Array2<f64>)>) -> (f64, f64) {
+    let rows = ndarray::s![..2, ..];
+    pairs
+        .into_iter()
+        .fold((0.0f64, 0.0f64), |(first_two, whole), (got, expected)| {
+            let head = relative_error(
+                &got.slice(rows).to_owned(),
+                &expected.slice(rows).to_owned(),
+            );
+            (
+                first_two.max(head.0),
+                whole.max(relative_error(got, &expected).0),
+            )
+        })
+}
+
 /// `reservoir.run_many(sequences)`, each sequence's states collected in the order handed out
 /// (which must be the order of the sequences).
 fn run_many(
@@ -256,17 +275,11 @@ fn f16_states_match_a_cpu_step_with_f16_operands() {
     // a state 1e-7 away from the CPU's can round to the neighbouring f16 (seen from the third
     // step on the H200), and such flips add up to ~1.5e-4 over 500 steps. A missing or wrong
     // rounding of W or x shows as ~1e-4 already in x(2).
-    let (mut first_two, mut whole): (f64, f64) = (0.0, 0.0);
-    for (seq, states) in sequences.iter().zip(&got) {
-        let expected = f16_reference(&config, &weights, seq.view());
-        let rows = ndarray::s![..2, ..];
-        let (a, b) = (
-            states.slice(rows).to_owned(),
-            expected.slice(rows).to_owned(),
-        );
-        first_two = first_two.max(relative_error(&a, &b).0);
-        whole = whole.max(relative_error(states, &expected).0);
-    }
+    let (first_two, whole) = f16_drift(
+        got.iter()
+            .zip(&sequences)
+            .map(|(states, seq)| (states, f16_reference(&config, &weights, seq.view()))),
+    );
     eprintln!(
         "F16 against the f16 CPU step: x(1), x(2) {first_two:.2e}; all 500 steps {whole:.2e}"
     );
@@ -323,17 +336,10 @@ fn tensor_core_runs_of_every_group_count_match_the_f16_cpu_step() {
             .with_batch_kernel(BatchKernel::TensorCore)
             .expect("tensor cores");
         let got = run_many(&mut gpu, &views).expect("batched run");
-        let (mut first_two, mut whole): (f64, f64) = (0.0, 0.0);
-        for j in [0, batch / 2, batch - 1] {
-            let expected = f16_reference(&config, &weights, views[j]);
-            let rows = ndarray::s![..2, ..];
-            let (a, b) = (
-                got[j].slice(rows).to_owned(),
-                expected.slice(rows).to_owned(),
-            );
-            first_two = first_two.max(relative_error(&a, &b).0);
-            whole = whole.max(relative_error(&got[j], &expected).0);
-        }
+        let (first_two, whole) = f16_drift(
+            [0, batch / 2, batch - 1]
+                .map(|j| (&got[j], f16_reference(&config, &weights, views[j]))),
+        );
         eprintln!(
             "N = {n}, B = {batch}, {steps} steps from the f16 CPU step: x(1), x(2) {first_two:.2e}; all {whole:.2e}"
         );
@@ -396,14 +402,8 @@ fn tensor_core_batches_match_the_f16_gemm_and_the_f16_cpu_step() {
         // Both round W and x(t) to f16 and add the same noise; the f32 sums' order differs,
         // so x(1) agrees to rounding and later steps drift by f16 flips (see
         // f16_states_match_a_cpu_step_with_f16_operands).
-        let (mut first, mut whole): (f64, f64) = (0.0, 0.0);
-        for (a, b) in got.iter().zip(&gemm) {
-            assert_eq!(a.dim(), (steps, n));
-            let rows = ndarray::s![..2, ..];
-            first =
-                first.max(relative_error(&a.slice(rows).to_owned(), &b.slice(rows).to_owned()).0);
-            whole = whole.max(relative_error(a, b).0);
-        }
+        assert!(got.iter().all(|a| a.dim() == (steps, n)));
+        let (first, whole) = f16_drift(got.iter().zip(gemm));
         eprintln!(
             "N = {n}, B = {batch}: tensor cores against the f16 GEMM: x(1), x(2) {first:.2e}; all {steps} steps {whole:.2e}"
         );
@@ -483,14 +483,11 @@ fn tensor_core_batches_match_the_f16_gemm_and_the_f16_cpu_step() {
         .with_batch_math(GemmMath::F16)
         .expect("f16 batches");
     let got = run_many(&mut auto_f16, &short).expect("auto batches in f16");
-    let (mut first_two, mut whole): (f64, f64) = (0.0, 0.0);
-    for (g, u) in got.iter().zip(&short) {
-        let expected = f16_reference(&config, &weights, *u);
-        let rows = ndarray::s![..2, ..];
-        let (a, b) = (g.slice(rows).to_owned(), expected.slice(rows).to_owned());
-        first_two = first_two.max(relative_error(&a, &b).0);
-        whole = whole.max(relative_error(g, &expected).0);
-    }
+    let (first_two, whole) = f16_drift(
+        got.iter()
+            .zip(&short)
+            .map(|(g, u)| (g, f16_reference(&config, &weights, *u))),
+    );
     eprintln!("auto batches in f16 against the f16 CPU step: x(1), x(2) {first_two:.2e}; 10 steps {whole:.2e}");
     // An f32 batch would be ~1e-4 from the f16 step already at x(2).
     assert!(
