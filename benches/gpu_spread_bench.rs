@@ -41,8 +41,8 @@ use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 use reservoir_core::sparse::CsrMatrix;
 use reservoir_core::{Reservoir, ReservoirConfig, ReservoirWeights};
-use reservoir_runtime::experiment::ExperimentConfig;
-use reservoir_runtime::sequences::{fit_classifier, Labelled};
+use reservoir_runtime::config::ExperimentConfig;
+use reservoir_runtime::jobs::sequences::{fit_classifier, Labelled};
 use reservoir_runtime::{Device, Devices, Dispatch};
 
 type Failure = Box<dyn std::error::Error>;
@@ -109,7 +109,8 @@ fn fit_phases(
 ) -> Result<(), Failure> {
     use gpu_reservoir::collective::share;
     use gpu_reservoir::{GpuDevice, GpuReservoirComputer};
-    use reservoir_runtime::sequences::{fit_class_readout, Classes};
+    use reservoir_runtime::jobs::sequences::fit_class_readout;
+    use reservoir_runtime::model::Classes;
     let reservoir_config = config.reservoir().to_params().input_size(2).check()?;
     let started = Instant::now();
     let (weights, _) = ReservoirWeights::generate(&reservoir_config)?;

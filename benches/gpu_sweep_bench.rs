@@ -36,7 +36,7 @@ use gpu_reservoir::{
 use reservoir_benches::median_micros_per_step;
 use reservoir_core::lanes::{CpuLaneRunner, Lane, LaneData, LaneOutcomes, LaneRunner, LaneSums};
 use reservoir_core::{ReservoirConfig, ReservoirParams};
-use reservoir_runtime::tasks::narma::narma10;
+use reservoir_runtime::data::tasks::narma::narma10;
 
 /// Rows of the end-to-end runs: washout 100, training to row 8000, validation after.
 const STEPS: usize = 10_000;

@@ -14,7 +14,7 @@ use ndarray::s;
 use reservoir_core::{
     cpu_reservoir, fit, metrics, ReadoutParams, ReservoirParams, ReservoirWeights,
 };
-use reservoir_runtime::tasks::narma::narma10;
+use reservoir_runtime::data::tasks::narma::narma10;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let started = Instant::now();

@@ -11,7 +11,9 @@ use reservoir_core::forecast::closed_loop;
 use reservoir_core::{
     cpu_reservoir, fit, Precision, ReadoutParams, ReservoirParams, ReservoirWeights,
 };
-use reservoir_runtime::tasks::mackey_glass::{mackey_glass, one_step_task, MackeyGlassOptions};
+use reservoir_runtime::data::tasks::mackey_glass::{
+    mackey_glass, one_step_task, MackeyGlassOptions,
+};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let started = Instant::now();

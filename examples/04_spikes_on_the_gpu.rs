@@ -18,10 +18,9 @@ use ndarray::{s, Array1, Array2, Axis};
 use reservoir_core::readout::RidgeAccumulator;
 use reservoir_core::spikes::SpikePattern;
 use reservoir_core::{EchoStateNetwork, Reservoir, ReservoirConfig, ReservoirParams};
-use reservoir_runtime::sequences::predict_classes;
-use reservoir_runtime::tasks::spike_classification::{
-    generate, LabelledPattern, SpikeClassificationOptions,
-};
+use reservoir_runtime::config::SpikeClassificationOptions;
+use reservoir_runtime::data::tasks::spikes::{generate, LabelledPattern};
+use reservoir_runtime::model::predict_classes;
 
 /// Mean state over this many equal segments of a pattern: the readout's features.
 const SEGMENTS: usize = 4;

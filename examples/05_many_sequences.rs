@@ -19,7 +19,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use reservoir_core::features::SequenceFeatures;
 use reservoir_core::{ReservoirParams, ReservoirWeights};
-use reservoir_runtime::sequences::{fit_class_readout, predict_classes};
+use reservoir_runtime::jobs::sequences::fit_class_readout;
+use reservoir_runtime::model::predict_classes;
 use reservoir_runtime::{Device, Dispatch, Placement, Workload};
 
 const CLASSES: [&str; 3] = ["sine", "square", "sawtooth"];

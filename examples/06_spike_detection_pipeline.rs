@@ -26,8 +26,8 @@ use reservoir_core::encoding::{latency, rate, LatencyOptions, RateOptions};
 use reservoir_core::readout::RidgeAccumulator;
 use reservoir_core::spikes::SpikePattern;
 use reservoir_core::{ReservoirParams, ReservoirWeights};
-use reservoir_runtime::sequences::predict_classes;
-use reservoir_runtime::tasks::spike_classification::sample_features;
+use reservoir_runtime::model::predict_classes;
+use reservoir_runtime::model::sample_features;
 use reservoir_runtime::{Device, Dispatch, Placement, Workload};
 
 /// Steps of each spike code (1 ms each).

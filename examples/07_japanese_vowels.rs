@@ -14,8 +14,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use ndarray::{Array2, ArrayView2};
-use reservoir_runtime::experiment::ExperimentConfig;
-use reservoir_runtime::sequences::{fit_classifier, Labelled};
+use reservoir_runtime::config::ExperimentConfig;
+use reservoir_runtime::jobs::sequences::{fit_classifier, Labelled};
 use reservoir_runtime::{Device, Dispatch};
 
 const CONFIG: &str = "

@@ -213,7 +213,7 @@ pub mod npy {
 /// The config parser: TOML text parsed and checked as `reservoir run`, `fit` and `sweep` do;
 /// a config that passes its checks must write itself as TOML and read back the same.
 pub mod config {
-    use reservoir_runtime::experiment::{ExperimentConfig, ExperimentParams};
+    use reservoir_runtime::config::{ExperimentConfig, ExperimentParams};
 
     /// The bound the command line puts on a config file's size.
     const MAX_CONFIG_BYTES: usize = 1 << 20;

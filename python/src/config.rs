@@ -5,7 +5,7 @@
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
-use reservoir_runtime::experiment::{ExperimentConfig, ExperimentParams};
+use reservoir_runtime::config::{ExperimentConfig, ExperimentParams};
 use toml::{Table, Value};
 
 use crate::errors::IntoPy;

@@ -13,8 +13,8 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use reservoir_core::features::FeatureParams;
+use reservoir_runtime::jobs::sequences::{self, predict_series, Labelled, Series};
 use reservoir_runtime::model::{Model, SequenceClassifier, SEQUENCE_MAGIC, SPIKE_MAGIC};
-use reservoir_runtime::sequences::{self, predict_series, Labelled, Series};
 use reservoir_runtime::{Dispatch, RuntimeError};
 
 use crate::arrays::{ids, to_list, views};

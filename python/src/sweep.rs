@@ -5,8 +5,10 @@ use numpy::PyReadonlyArray2;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use reservoir_runtime::sequences::sweep::{sweep_classifier, sweep_series, SequenceSweepReport};
-use reservoir_runtime::sequences::{Labelled, Series};
+use reservoir_runtime::jobs::sequences::sweep::{
+    sweep_classifier, sweep_series, SequenceSweepReport,
+};
+use reservoir_runtime::jobs::sequences::{Labelled, Series};
 use reservoir_runtime::Dispatch;
 
 use crate::arrays::{ids, views};

@@ -2,12 +2,12 @@
 
 use numpy::{IntoPyArray, PyArray1, PyArray2};
 use pyo3::prelude::*;
-use reservoir_runtime::tasks::lorenz::{lorenz as lorenz_series, LorenzOptions};
-use reservoir_runtime::tasks::mackey_glass::{
+use reservoir_runtime::data::tasks::lorenz::{lorenz as lorenz_series, LorenzOptions};
+use reservoir_runtime::data::tasks::mackey_glass::{
     mackey_glass as mackey_glass_series, MackeyGlassOptions,
 };
-use reservoir_runtime::tasks::memory::{memory_capacity_data, MemoryCapacityOptions};
-use reservoir_runtime::tasks::narma::narma10 as narma10_task;
+use reservoir_runtime::data::tasks::memory::{memory_capacity_data, MemoryCapacityOptions};
+use reservoir_runtime::data::tasks::narma::narma10 as narma10_task;
 
 use crate::errors::IntoPy;
 

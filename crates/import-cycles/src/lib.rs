@@ -145,6 +145,41 @@ impl ModuleGraph {
         self.edges.contains_key(&key)
     }
 
+    /// The references between a crate's top-level modules that break `layers` (the crate's
+    /// modules from the bottom layer up, each layer a list of modules): a module may use
+    /// those of lower layers only. A top-level module in no layer is reported too.
+    pub fn layer_violations(&self, layers: &[&[&str]]) -> Vec<String> {
+        let rank = |module: &ModulePath| {
+            layers
+                .iter()
+                .position(|layer| layer.contains(&module[0].as_str()))
+        };
+        let mut violations: Vec<String> = self
+            .modules
+            .iter()
+            .filter(|m| m.len() == 1 && rank(m).is_none())
+            .map(|m| format!("module {} is in no layer", display_module(m)))
+            .collect();
+        for ((from, to), reference) in &self.edges {
+            if from.len() != 1 || to.len() != 1 {
+                continue;
+            }
+            if let (Some(a), Some(b)) = (rank(from), rank(to)) {
+                if a <= b {
+                    violations.push(format!(
+                        "{} uses {}, which is not below it: {}:{} names {}",
+                        display_module(from),
+                        display_module(to),
+                        reference.file.display(),
+                        reference.line,
+                        reference.path
+                    ));
+                }
+            }
+        }
+        violations
+    }
+
     /// One cycle per strongly connected component of more than one module.
     pub fn cycles(&self) -> Vec<Cycle> {
         let nodes: Vec<&ModulePath> = self.modules.iter().collect();
@@ -844,6 +879,48 @@ mod tests {
             ("b.rs", "use crate::a::f;\npub fn g() { f() }\n"),
         ]);
         assert!(g.cycles().is_empty(), "{:?}", g.cycles());
+    }
+
+    #[test]
+    fn a_module_that_uses_a_layer_above_it_is_reported() {
+        let g = graph(&[
+            ("lib.rs", "mod base;\nmod jobs;\nmod extra;\n"),
+            ("base.rs", "pub struct B;\nfn f(_: crate::jobs::J) {}\n"),
+            ("jobs.rs", "pub struct J(crate::base::B);\n"),
+            ("extra.rs", ""),
+        ]);
+        let violations = g.layer_violations(&[&["base"], &["jobs"]]);
+        assert_eq!(violations.len(), 2, "{violations:?}");
+        assert!(violations
+            .iter()
+            .any(|v| v == "module extra is in no layer"));
+        assert!(violations
+            .iter()
+            .any(|v| v.starts_with("base uses jobs, which is not below it")));
+        assert!(
+            g.layer_violations(&[&["base"], &["jobs"], &["extra"]])
+                .len()
+                == 1
+        );
+    }
+
+    /// The runtime's layers, from the bottom up (`docs/design.md` names them): each uses only
+    /// those below it.
+    #[test]
+    fn the_runtime_uses_only_the_layers_below_each_layer() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../reservoir-runtime/src/lib.rs");
+        let graph = ModuleGraph::read(&root).unwrap();
+        let layers: &[&[&str]] = &[
+            &["error"],
+            &["files", "memory"],
+            &["device"],
+            &["config"],
+            &["data"],
+            &["model"],
+            &["jobs"],
+        ];
+        let violations = graph.layer_violations(layers);
+        assert!(violations.is_empty(), "{}", violations.join("\n"));
     }
 
     /// Every crate of this workspace: no module imports, directly or through others, a module

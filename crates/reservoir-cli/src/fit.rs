@@ -10,7 +10,7 @@ use ndarray::{s, ArrayView2};
 use reservoir_core::fit::fit_ridge_with_progress;
 use reservoir_core::metrics::{nrmse, r2, rmse};
 use reservoir_core::ReservoirWeights;
-use reservoir_runtime::experiment::ExperimentConfig;
+use reservoir_runtime::config::ExperimentConfig;
 use reservoir_runtime::memory::ensure_fit_fits;
 use reservoir_runtime::model::Model;
 use reservoir_runtime::{Devices, Dispatch, GemmMath, Launch, Workload};

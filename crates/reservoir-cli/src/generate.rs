@@ -4,10 +4,12 @@ use std::path::PathBuf;
 
 use ndarray::{concatenate, s, Array2, ArrayView2, Axis};
 use reservoir_core::memory::{bytes_of, ensure_available};
-use reservoir_runtime::tasks::lorenz::{lorenz, LorenzInit, LorenzOptions};
-use reservoir_runtime::tasks::mackey_glass::{mackey_glass, one_step_task, MackeyGlassOptions};
-use reservoir_runtime::tasks::narma::narma10;
-use reservoir_runtime::tasks::{next_step_task, TaskData};
+use reservoir_runtime::data::tasks::lorenz::{lorenz, LorenzInit, LorenzOptions};
+use reservoir_runtime::data::tasks::mackey_glass::{
+    mackey_glass, one_step_task, MackeyGlassOptions,
+};
+use reservoir_runtime::data::tasks::narma::narma10;
+use reservoir_runtime::data::tasks::{next_step_task, TaskData};
 
 use crate::error::{CliError, CoreContext, Result};
 use crate::output::{check_outputs, commit, csv_bytes, csv_bytes_with_progress, stage_output};

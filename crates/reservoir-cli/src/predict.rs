@@ -9,8 +9,8 @@ use std::path::Path;
 use ndarray::{concatenate, s, Array1, Array2, ArrayView2, Axis};
 use reservoir_core::readout::LinearReadout;
 use reservoir_core::{Reservoir, ReservoirError};
+use reservoir_runtime::jobs::sequences::predict_series;
 use reservoir_runtime::model::{Model, SequenceClassifier, SEQUENCE_MAGIC};
-use reservoir_runtime::sequences::predict_series;
 use reservoir_runtime::{Device, Dispatch, Workload};
 
 use crate::data::{npy_bytes, read_inputs, read_sequences, SequenceColumns, SequenceFile};

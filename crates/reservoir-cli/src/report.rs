@@ -1,7 +1,7 @@
 //! What `reservoir fit` prints: an aligned table for people, or one JSON object for programs.
 
 use gpu_reservoir::Startup;
-use reservoir_runtime::experiment::ExperimentReport;
+use reservoir_runtime::jobs::run::ExperimentReport;
 use serde::Serialize;
 
 use crate::error::{CliError, Result};

@@ -4,10 +4,9 @@
 use std::path::{Path, PathBuf};
 
 use reservoir_core::detection::PatternDetector;
-use reservoir_runtime::experiment::{
-    run_full, ExperimentConfig, RunHooks, RunOutcome, TaskConfig, TrainedModel,
-};
+use reservoir_runtime::config::{ExperimentConfig, TaskConfig};
 use reservoir_runtime::files::Staged;
+use reservoir_runtime::jobs::run::{run_full, RunHooks, RunOutcome, TrainedModel};
 use reservoir_runtime::{Dispatch, Launch};
 
 use crate::device::{self, DeviceArg};

@@ -5,13 +5,15 @@
 use std::path::{Path, PathBuf};
 
 use ndarray::ArrayView2;
-use reservoir_runtime::experiment::ExperimentConfig;
-use reservoir_runtime::sequences::sweep::{sweep_classifier, sweep_series, SequenceSweepReport};
-use reservoir_runtime::sequences::{
-    fit_classifier, fit_series, ClassScores, ClassifierOutcome, Labelled, Series, SeriesOutcome,
-    Validation,
+use reservoir_runtime::config::ExperimentConfig;
+use reservoir_runtime::config::Validation;
+use reservoir_runtime::jobs::sequences::sweep::{
+    sweep_classifier, sweep_series, SequenceSweepReport,
 };
-use reservoir_runtime::sweep::SweepScore;
+use reservoir_runtime::jobs::sequences::{
+    fit_classifier, fit_series, ClassScores, ClassifierOutcome, Labelled, Series, SeriesOutcome,
+};
+use reservoir_runtime::jobs::sweep::SweepScore;
 use reservoir_runtime::Dispatch;
 use serde::Serialize;
 

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use reservoir_runtime::sweep::{run_sweep, SweepReport, SweepScore};
+use reservoir_runtime::jobs::sweep::{run_sweep, SweepReport, SweepScore};
 use reservoir_runtime::{Devices, Dispatch, GemmMath, Launch};
 
 use crate::data::parse_column_list;
@@ -148,7 +148,7 @@ pub fn run(args: &SweepArgs) -> Result<()> {
 /// `reservoir sweep --train`: the sweep of a sequence dataset.
 fn sweep_sequences(
     args: &SweepArgs,
-    config: &reservoir_runtime::experiment::ExperimentConfig,
+    config: &reservoir_runtime::config::ExperimentConfig,
     train: &std::path::Path,
     dispatch: &mut Dispatch,
 ) -> Result<()> {

@@ -6,9 +6,9 @@ mod common;
 use std::path::Path;
 
 use common::*;
+use reservoir_runtime::data::tasks::spikes::generate;
 use reservoir_runtime::model::Model;
 use reservoir_runtime::model::SpikeModel;
-use reservoir_runtime::tasks::spike_classification::generate;
 
 /// The size every plot has (see `reservoir run --help`).
 const PLOT_SIZE: (u32, u32) = (1200, 600);

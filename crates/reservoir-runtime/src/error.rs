@@ -6,8 +6,6 @@ use std::path::PathBuf;
 use gpu_reservoir::GpuError;
 use reservoir_core::{ConfigError, ReservoirError};
 
-use crate::device::Device;
-
 /// Everything the runtime can fail with.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -23,8 +21,8 @@ pub enum RuntimeError {
     /// The device asked for cannot run this job.
     #[error("device {device}: {reason}")]
     Device {
-        /// The device asked for.
-        device: Device,
+        /// The device asked for, as users write it (`cuda:1`).
+        device: String,
         /// Why it cannot be used.
         reason: String,
     },

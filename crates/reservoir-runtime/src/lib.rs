@@ -1,13 +1,22 @@
 //! # reservoir-runtime
 //!
-//! Runs the reservoir engine for users: [`Dispatch`] builds every reservoir on the
-//! [`Device`] asked for (`auto`, `cpu`, `cuda`, `cuda:N`); [`experiment`] runs a config's task
-//! end to end; [`sweep`] runs hyper-parameter lanes and ranks them; [`model`] saves and loads
-//! trained models; [`tasks`] generates the benchmark tasks (NARMA-10, Mackey–Glass, Lorenz,
-//! memory capacity, spike-pattern classification).
+//! Runs the reservoir engine for users, in layers that each use only those listed before
+//! them:
+//!
+//! - [`device`]: where a job runs. [`Dispatch`] builds every reservoir on the [`Device`]
+//!   asked for (`auto`, `cpu`, `cuda`, `cuda:N`), the cost model picks one under `auto`,
+//!   and a job spreads over the GPUs and processes ([`Launch`]) it is given.
+//! - [`config`]: experiment files (TOML), checked once.
+//! - [`data`]: the benchmark tasks' generators.
+//! - [`model`]: trained models, what they compute, and their files.
+//! - [`jobs`]: one function per job (run a task, sweep, fit and score many sequences).
+//!
+//! Beneath them all: [`error`], [`files`] (outputs staged and committed together) and
+//! [`memory`] (a job's peak memory, checked before it starts).
 //!
 //! ```
-//! use reservoir_runtime::experiment::{run, ExperimentConfig};
+//! use reservoir_runtime::config::ExperimentConfig;
+//! use reservoir_runtime::jobs::run::run;
 //! use reservoir_runtime::{Device, Dispatch};
 //!
 //! let config = ExperimentConfig::from_toml(
@@ -22,21 +31,15 @@
 
 #![warn(missing_docs)]
 
-mod cost;
+pub mod config;
+pub mod data;
 pub mod device;
-pub mod dispatch;
 pub mod error;
-pub mod experiment;
 pub mod files;
-pub mod launch;
+pub mod jobs;
 pub mod memory;
 pub mod model;
-pub mod sequences;
-pub mod sweep;
-pub mod tasks;
 
-pub use device::{Device, Devices};
-pub use dispatch::{Dispatch, Placement, Workload};
+pub use device::{Device, Devices, Dispatch, Launch, Placement, Workload};
 pub use error::{Result, RuntimeError};
 pub use gpu_reservoir::GemmMath;
-pub use launch::Launch;

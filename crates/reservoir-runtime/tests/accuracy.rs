@@ -9,9 +9,11 @@ use reservoir_core::{
     cpu_reservoir, Precision, ReadoutParams, Reservoir, ReservoirConfig, ReservoirParams,
     ReservoirWeights,
 };
-use reservoir_runtime::tasks::mackey_glass::{mackey_glass, one_step_task, MackeyGlassOptions};
-use reservoir_runtime::tasks::memory::{memory_capacity, MemoryCapacityOptions};
-use reservoir_runtime::tasks::narma::narma10;
+use reservoir_runtime::data::tasks::mackey_glass::{
+    mackey_glass, one_step_task, MackeyGlassOptions,
+};
+use reservoir_runtime::data::tasks::memory::{memory_capacity, MemoryCapacityOptions};
+use reservoir_runtime::data::tasks::narma::narma10;
 
 /// The CPU reservoir of `config` on the weights its seed generates.
 fn reservoir(config: &ReservoirConfig) -> Box<dyn Reservoir> {

@@ -5,8 +5,8 @@
 use proptest::prelude::*;
 use reservoir_core::features::{FeatureParams, Summary};
 use reservoir_core::{Activation, Precision, ReadoutParams, ReservoirParams, WeightDistribution};
-use reservoir_runtime::experiment::{ExperimentConfig, ExperimentParams, SweepParams, TaskConfig};
-use reservoir_runtime::tasks::spike_classification::SpikeClassificationOptions;
+use reservoir_runtime::config::SpikeClassificationOptions;
+use reservoir_runtime::config::{ExperimentConfig, ExperimentParams, SweepParams, TaskConfig};
 use reservoir_runtime::{Device, GemmMath};
 
 /// Seeds a TOML file can hold (its integers are 64-bit signed).

@@ -1,6 +1,6 @@
 //! Every config shipped in `configs/` parses, validates and has a task.
 
-use reservoir_runtime::experiment::ExperimentConfig;
+use reservoir_runtime::config::ExperimentConfig;
 
 #[test]
 fn every_shipped_config_is_valid() {

@@ -3,7 +3,7 @@
 //! `[reservoir] backend`.
 
 use reservoir_core::{Activation, ConfigError, Precision, ReservoirError, WeightDistribution};
-use reservoir_runtime::experiment::ExperimentConfig;
+use reservoir_runtime::config::ExperimentConfig;
 use reservoir_runtime::{Device, Devices, GemmMath, RuntimeError};
 
 fn field_of(err: RuntimeError) -> String {

@@ -4,7 +4,9 @@ use ndarray::s;
 use reservoir_core::fit::fit_ridge;
 use reservoir_core::forecast::closed_loop;
 use reservoir_core::{cpu_reservoir, Precision, ReadoutParams, ReservoirParams, ReservoirWeights};
-use reservoir_runtime::tasks::mackey_glass::{mackey_glass, one_step_task, MackeyGlassOptions};
+use reservoir_runtime::data::tasks::mackey_glass::{
+    mackey_glass, one_step_task, MackeyGlassOptions,
+};
 
 #[test]
 fn closed_loop_forecast_follows_mackey_glass_for_84_steps() {

@@ -10,8 +10,8 @@ use rand_chacha::ChaCha8Rng;
 use reservoir_core::features::{FeatureParams, Summary};
 use reservoir_core::readout::LinearReadout;
 use reservoir_core::{ReservoirParams, ReservoirWeights};
+use reservoir_runtime::model::Classes;
 use reservoir_runtime::model::{Model, SequenceClassifier};
-use reservoir_runtime::sequences::Classes;
 
 /// Bytes 8..24 of the header: version, payload length, CRC-32; the payload follows.
 const HEADER: usize = 24;

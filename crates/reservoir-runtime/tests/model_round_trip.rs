@@ -13,9 +13,10 @@ use reservoir_core::{
     cpu_reservoir, Activation, Precision, ReadoutParams, Reservoir, ReservoirConfig,
     ReservoirParams, ReservoirWeights,
 };
+use reservoir_runtime::config::SpikeClassificationOptions;
+use reservoir_runtime::jobs::sequences::fit_class_readout;
+use reservoir_runtime::model::Classes;
 use reservoir_runtime::model::{Model, SequenceClassifier, SpikeModel};
-use reservoir_runtime::sequences::{fit_class_readout, Classes};
-use reservoir_runtime::tasks::spike_classification::SpikeClassificationOptions;
 
 /// Generated reservoir hyper-parameters: size, inputs, spectral radius, density, leak rate,
 /// input scaling, bias, activation, precision, seed.

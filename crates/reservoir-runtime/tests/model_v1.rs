@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 
 use ndarray::Array2;
 use reservoir_core::cpu_reservoir;
+use reservoir_runtime::data::tasks::spikes::generate;
 use reservoir_runtime::model::{Model, SpikeModel, FORMAT_VERSION, MAGIC, SPIKE_MAGIC};
-use reservoir_runtime::tasks::spike_classification::generate;
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -8,8 +8,8 @@ use reservoir_core::readout::RidgeAccumulator;
 use reservoir_core::{
     cpu_reservoir, Precision, Reservoir, ReservoirConfig, ReservoirParams, ReservoirWeights,
 };
-use reservoir_runtime::tasks::memory::{memory_capacity_data, MemoryCapacityOptions};
-use reservoir_runtime::tasks::narma::narma10;
+use reservoir_runtime::data::tasks::memory::{memory_capacity_data, MemoryCapacityOptions};
+use reservoir_runtime::data::tasks::narma::narma10;
 
 /// The CPU reservoir of `config` on the weights its seed generates.
 fn reservoir(config: &ReservoirConfig) -> Box<dyn Reservoir> {

@@ -1,12 +1,13 @@
-//! `experiment::run_full`: progress calls, the kept model and the test data agree with the
+//! `run::run_full`: progress calls, the kept model and the test data agree with the
 //! report, and `experiment::run` reports the same scores.
 
 use std::collections::BTreeMap;
 
 use reservoir_core::metrics::nrmse;
 use reservoir_core::{cpu_reservoir, ReservoirWeights};
-use reservoir_runtime::experiment::{self, ExperimentConfig, RunHooks, RunOutcome, TrainedModel};
-use reservoir_runtime::tasks::spike_classification::generate;
+use reservoir_runtime::config::ExperimentConfig;
+use reservoir_runtime::data::tasks::spikes::generate;
+use reservoir_runtime::jobs::run::{self, RunHooks, RunOutcome, TrainedModel};
 use reservoir_runtime::{Device, Dispatch};
 
 fn cpu() -> Dispatch {
@@ -66,8 +67,8 @@ fn run(text: &str) -> (RunOutcome, BTreeMap<String, (usize, usize)>) {
         progress: Some(&mut progress),
         keep_model: true,
     };
-    let outcome = experiment::run_full(&config, &mut cpu(), &mut hooks).unwrap();
-    let plain = experiment::run(&config, &mut cpu()).unwrap();
+    let outcome = run::run_full(&config, &mut cpu(), &mut hooks).unwrap();
+    let plain = run::run(&config, &mut cpu()).unwrap();
     assert_eq!(outcome.report.metrics, plain.metrics, "run and run_full");
     (outcome, seen)
 }
@@ -129,7 +130,7 @@ fn spike_run_keeps_a_classifier_that_reproduces_the_test_accuracy() {
 #[test]
 fn no_model_unless_asked_and_none_for_memory_capacity() {
     let config = ExperimentConfig::from_toml(NARMA, "<test>").unwrap();
-    let outcome = experiment::run_full(&config, &mut cpu(), &mut RunHooks::default()).unwrap();
+    let outcome = run::run_full(&config, &mut cpu(), &mut RunHooks::default()).unwrap();
     assert!(outcome.model.is_none() && outcome.test_series.is_some());
     let mc = "[task]\nkind = \"memory_capacity\"\nmax_delay = 10\ntrain = 500\ntest = 200\n\
               [reservoir]\nsize = 30\n[readout]\nwashout = 50\n";
@@ -138,6 +139,6 @@ fn no_model_unless_asked_and_none_for_memory_capacity() {
         keep_model: true,
         ..RunHooks::default()
     };
-    let outcome = experiment::run_full(&config, &mut cpu(), &mut hooks).unwrap();
+    let outcome = run::run_full(&config, &mut cpu(), &mut hooks).unwrap();
     assert!(outcome.model.is_none() && outcome.test_series.is_none());
 }

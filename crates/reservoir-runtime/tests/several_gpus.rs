@@ -9,8 +9,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use reservoir_core::sparse::CsrMatrix;
 use reservoir_core::{ReservoirConfig, ReservoirWeights};
-use reservoir_runtime::experiment::ExperimentConfig;
-use reservoir_runtime::sequences::{fit_classifier, ClassifierOutcome, Labelled};
+use reservoir_runtime::config::ExperimentConfig;
+use reservoir_runtime::jobs::sequences::{fit_classifier, ClassifierOutcome, Labelled};
 use reservoir_runtime::{Device, Devices, Dispatch, Workload};
 
 fn required() -> bool {
@@ -228,11 +228,11 @@ fn a_sweep_spreads_its_lane_groups_over_the_gpus_with_one_gpus_results() {
     let (toml, leaks) = sweep_config(17);
     let config = ExperimentConfig::from_toml(&toml, "<test>").expect("config");
     let mut one = Dispatch::new(Device::Cuda(0));
-    let alone = reservoir_runtime::sweep::run_sweep(&config, &mut one).expect("one GPU");
+    let alone = reservoir_runtime::jobs::sweep::run_sweep(&config, &mut one).expect("one GPU");
     let first = Device::Cuda(0).to_string();
     assert_eq!(one.placements()[0].1.name(), first);
     let mut all = Dispatch::new(Device::Cuda(0)).with_devices(Some(Devices::All));
-    let spread = reservoir_runtime::sweep::run_sweep(&config, &mut all).expect("all GPUs");
+    let spread = reservoir_runtime::jobs::sweep::run_sweep(&config, &mut all).expect("all GPUs");
     let name = all.placements()[0].1.name();
     // Three groups go to up to three GPUs.
     assert_eq!(name.split(',').count(), count.min(3), "{name}");
@@ -242,7 +242,7 @@ fn a_sweep_spreads_its_lane_groups_over_the_gpus_with_one_gpus_results() {
     let small = ExperimentConfig::from_toml(&toml.replace(&leaks, "leak_rate = [0.5]"), "<test>")
         .expect("config");
     let mut all = Dispatch::new(Device::Cuda(0)).with_devices(Some(Devices::All));
-    reservoir_runtime::sweep::run_sweep(&small, &mut all).expect("one group");
+    reservoir_runtime::jobs::sweep::run_sweep(&small, &mut all).expect("one group");
     assert_eq!(all.placements()[0].1.name(), first);
 }
 
@@ -282,11 +282,11 @@ fn a_sweep_over_two_processes_gives_every_rank_one_gpus_results() {
         address: format!("127.0.0.1:{port}"),
     };
     let mut ranked = Dispatch::new(Device::Cuda(0)).with_launch(Some(launch));
-    let spread = reservoir_runtime::sweep::run_sweep(&config, &mut ranked).expect("launch");
+    let spread = reservoir_runtime::jobs::sweep::run_sweep(&config, &mut ranked).expect("launch");
     let name = ranked.placements()[0].1.name();
     assert!(name.ends_with(&format!("rank {rank} of 2")), "{name}");
     let mut one = Dispatch::new(Device::Cuda(rank));
-    let alone = reservoir_runtime::sweep::run_sweep(&config, &mut one).expect("one GPU");
+    let alone = reservoir_runtime::jobs::sweep::run_sweep(&config, &mut one).expect("one GPU");
     assert_eq!(spread.results, alone.results, "rank {rank}");
     assert_eq!(spread.results.len(), 2 * 289);
     if let Some(mut other) = spawned {

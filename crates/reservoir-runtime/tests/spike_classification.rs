@@ -3,9 +3,9 @@
 
 use reservoir_core::lif::{LifInputMode, LifNetwork, LifParams};
 use reservoir_core::{cpu_reservoir, ReservoirParams, ReservoirWeights};
-use reservoir_runtime::tasks::spike_classification::{
-    classify, generate, SpikeClassificationOptions,
-};
+use reservoir_runtime::config::SpikeClassificationOptions;
+use reservoir_runtime::data::tasks::spikes::generate;
+use reservoir_runtime::jobs::spikes::classify;
 
 #[test]
 fn echo_state_and_lif_reservoirs_classify_10_classes_above_95_percent() {

@@ -11,9 +11,11 @@ use reservoir_core::{
     cpu_reservoir, ConfigError, ReservoirConfig, ReservoirError, ReservoirParams, ReservoirWeights,
     Result, WeightDistribution,
 };
-use reservoir_runtime::experiment::{self, ExperimentConfig, ExperimentReport, TaskConfig};
-use reservoir_runtime::sweep::{run_sweep, SweepParams, SweepScore};
-use reservoir_runtime::tasks::narma::narma10;
+use reservoir_runtime::config::SweepParams;
+use reservoir_runtime::config::{ExperimentConfig, TaskConfig};
+use reservoir_runtime::data::tasks::narma::narma10;
+use reservoir_runtime::jobs::run::{self, ExperimentReport};
+use reservoir_runtime::jobs::sweep::{run_sweep, SweepScore};
 use reservoir_runtime::{Device, Dispatch, RuntimeError};
 
 fn shipped(name: &str) -> ExperimentConfig {
@@ -62,7 +64,7 @@ top = 3
 fn one_lane_sweep_gives_the_test_nrmse_of_run() {
     // No [sweep] table: one lane, the base config, and the [readout] ridge.
     let config = shipped("narma10.toml");
-    let run = experiment::run(&config, &mut cpu()).unwrap();
+    let run = run::run(&config, &mut cpu()).unwrap();
     let sweep = run_sweep(&config, &mut cpu()).unwrap();
     assert_eq!((sweep.lanes, sweep.ridges, sweep.results.len()), (1, 1, 1));
     assert_eq!(
@@ -86,7 +88,7 @@ fn one_lane_sweep_gives_the_test_nrmse_of_run() {
 #[test]
 fn one_lane_memory_capacity_sweep_gives_the_capacity_of_run() {
     let config = shipped("memory_capacity.toml");
-    let run = experiment::run(&config, &mut cpu()).unwrap();
+    let run = run::run(&config, &mut cpu()).unwrap();
     let sweep = run_sweep(&config, &mut cpu()).unwrap();
     assert_eq!(sweep.score, SweepScore::MemoryCapacity);
     assert_eq!(sweep.results[0].score, metric(&run, "memory_capacity"));
@@ -97,7 +99,7 @@ fn one_lane_mackey_glass_sweep_gives_the_test_nrmse_of_run() {
     let mut params = shipped("mackey_glass.toml").to_params();
     params.reservoir = params.reservoir.size(200);
     let config = params.check().unwrap();
-    let run = experiment::run(&config, &mut cpu()).unwrap();
+    let run = run::run(&config, &mut cpu()).unwrap();
     let sweep = run_sweep(&config, &mut cpu()).unwrap();
     let (score, test_nrmse) = (sweep.results[0].score, metric(&run, "test_nrmse"));
     // NRMSE 2e-4: the residual is 4e-8 of ΣY², so the sums' rounding shows (measured 3.4e-7

@@ -3,8 +3,8 @@
 
 use reservoir_core::lanes::Lane;
 use reservoir_core::{ConfigError, ReservoirError};
-use reservoir_runtime::experiment::ExperimentConfig;
-use reservoir_runtime::sweep::SweepConfig;
+use reservoir_runtime::config::ExperimentConfig;
+use reservoir_runtime::config::SweepConfig;
 use reservoir_runtime::RuntimeError;
 
 const BASE: &str = "

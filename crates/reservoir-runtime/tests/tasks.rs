@@ -2,10 +2,12 @@
 
 use ndarray::{array, s, Array1, Array2};
 use reservoir_core::{ReservoirError, Result};
-use reservoir_runtime::tasks::lorenz::{lorenz, standardize, LorenzInit, LorenzOptions};
-use reservoir_runtime::tasks::mackey_glass::{mackey_glass, one_step_task, MackeyGlassOptions};
-use reservoir_runtime::tasks::narma::{narma10, narma10_with_washout, NARMA10_WASHOUT};
-use reservoir_runtime::tasks::{next_step_task, TaskData};
+use reservoir_runtime::data::tasks::lorenz::{lorenz, standardize, LorenzInit, LorenzOptions};
+use reservoir_runtime::data::tasks::mackey_glass::{
+    mackey_glass, one_step_task, MackeyGlassOptions,
+};
+use reservoir_runtime::data::tasks::narma::{narma10, narma10_with_washout, NARMA10_WASHOUT};
+use reservoir_runtime::data::tasks::{next_step_task, TaskData};
 
 fn invalid<T>(r: Result<T>) -> bool {
     matches!(r, Err(ReservoirError::InvalidInput { .. }))

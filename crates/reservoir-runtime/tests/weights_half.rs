@@ -6,8 +6,10 @@ mod common;
 use common::train_test_nrmse;
 use reservoir_core::spectral::SpectralOptions;
 use reservoir_core::{cpu_reservoir, HalfFormat, ReadoutParams, ReservoirParams, ReservoirWeights};
-use reservoir_runtime::tasks::mackey_glass::{mackey_glass, one_step_task, MackeyGlassOptions};
-use reservoir_runtime::tasks::narma::narma10;
+use reservoir_runtime::data::tasks::mackey_glass::{
+    mackey_glass, one_step_task, MackeyGlassOptions,
+};
+use reservoir_runtime::data::tasks::narma::narma10;
 
 #[test]
 fn rounding_is_to_nearest_even_within_the_range() {

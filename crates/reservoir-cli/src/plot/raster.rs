@@ -6,7 +6,8 @@ use std::path::Path;
 use plotters::prelude::*;
 use reservoir_core::detection::Detection;
 use reservoir_core::spikes::SpikePattern;
-use reservoir_runtime::tasks::spike_classification::{LabelledPattern, SpikeClassificationOptions};
+use reservoir_runtime::config::SpikeClassificationOptions;
+use reservoir_runtime::data::tasks::spikes::LabelledPattern;
 
 use super::{msg, render, tick_label, PlotResult, Staged, FONT, WIDTH};
 use crate::error::Result;

@@ -1,14 +1,14 @@
 //! Model files of format version 1, which also recorded the backend a model was trained on:
-//! decoded as they were written, converted to today's models, the backend dropped.
+//! decoded as they were written; each model converts its own into today's form, the backend
+//! dropped.
 
 use ndarray::Array1;
 use reservoir_core::readout::LinearReadout;
 use reservoir_core::{ReservoirParams, ReservoirWeights};
 use serde::Deserialize;
 
-use super::spike::options_as_toml;
-use super::{Model, SpikeModel};
-use crate::tasks::spike_classification::SpikeClassificationOptions;
+use super::text::options_as_toml;
+use crate::config::SpikeClassificationOptions;
 
 /// The `backend` field of a version 1 config (bincode writes its variant index).
 #[derive(Deserialize)]
@@ -23,7 +23,7 @@ enum Backend {
 /// as one struct with every field (bincode writes fields one after another).
 #[derive(Deserialize)]
 #[serde(try_from = "(ReservoirParams, Backend)")]
-struct ConfigV1(reservoir_core::ReservoirConfig);
+pub(super) struct ConfigV1(pub(super) reservoir_core::ReservoirConfig);
 
 impl TryFrom<(ReservoirParams, Backend)> for ConfigV1 {
     type Error = reservoir_core::ConfigError;
@@ -35,48 +35,23 @@ impl TryFrom<(ReservoirParams, Backend)> for ConfigV1 {
 /// A version 1 series model.
 #[derive(Deserialize)]
 pub(super) struct ModelV1 {
-    config: ConfigV1,
-    weights: ReservoirWeights,
-    readout: LinearReadout,
-    state: Array1<f64>,
+    pub(super) config: ConfigV1,
+    pub(super) weights: ReservoirWeights,
+    pub(super) readout: LinearReadout,
+    pub(super) state: Array1<f64>,
     #[serde(deserialize_with = "super::text::list")]
-    input_columns: Vec<String>,
+    pub(super) input_columns: Vec<String>,
     #[serde(deserialize_with = "super::text::list")]
-    target_columns: Vec<String>,
-}
-
-impl From<ModelV1> for Model {
-    fn from(old: ModelV1) -> Self {
-        Model {
-            config: old.config.0,
-            weights: old.weights,
-            readout: old.readout,
-            state: old.state,
-            input_columns: old.input_columns,
-            target_columns: old.target_columns,
-        }
-    }
+    pub(super) target_columns: Vec<String>,
 }
 
 /// A version 1 spike-classifier model.
 #[derive(Deserialize)]
 pub(super) struct SpikeModelV1 {
-    config: ConfigV1,
-    weights: ReservoirWeights,
-    readout: LinearReadout,
-    state: Array1<f64>,
+    pub(super) config: ConfigV1,
+    pub(super) weights: ReservoirWeights,
+    pub(super) readout: LinearReadout,
+    pub(super) state: Array1<f64>,
     #[serde(with = "options_as_toml")]
-    task: SpikeClassificationOptions,
-}
-
-impl From<SpikeModelV1> for SpikeModel {
-    fn from(old: SpikeModelV1) -> Self {
-        SpikeModel {
-            config: old.config.0,
-            weights: old.weights,
-            readout: old.readout,
-            state: old.state,
-            task: old.task,
-        }
-    }
+    pub(super) task: SpikeClassificationOptions,
 }

@@ -1,4 +1,5 @@
-//! Saving and loading trained models: a checked header, then a bincode payload.
+//! Trained models (a series model, a sequence classifier, a spike-pattern classifier), what
+//! they compute from new inputs, and their files: a checked header, then a bincode payload.
 //!
 //! File layout (little-endian):
 //!
@@ -32,13 +33,16 @@ use reservoir_core::{ReservoirConfig, ReservoirError, ReservoirWeights};
 use crate::error::{Result, RuntimeError};
 use crate::files::{stage, Staged};
 
+mod classes;
 mod legacy;
 mod sequence;
 mod spike;
-pub(crate) mod text;
+mod text;
 
+pub use classes::{predict_classes, Classes};
 pub use sequence::{SequenceClassifier, SEQUENCE_MAGIC};
-pub use spike::{SpikeModel, SPIKE_MAGIC};
+pub(crate) use spike::segment_means;
+pub use spike::{sample_features, SpikeModel, SPIKE_MAGIC};
 
 /// First eight bytes of every series model file ([`Model`]).
 pub const MAGIC: [u8; 8] = *b"RSVMODEL";
@@ -109,6 +113,19 @@ impl Model {
             message: format!("inconsistent model: {e}"),
         })?;
         Ok(model)
+    }
+}
+
+impl From<legacy::ModelV1> for Model {
+    fn from(old: legacy::ModelV1) -> Self {
+        Model {
+            config: old.config.0,
+            weights: old.weights,
+            readout: old.readout,
+            state: old.state,
+            input_columns: old.input_columns,
+            target_columns: old.target_columns,
+        }
     }
 }
 

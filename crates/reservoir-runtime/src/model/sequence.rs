@@ -10,10 +10,10 @@ use reservoir_core::features::SequenceFeatures;
 use reservoir_core::readout::LinearReadout;
 use reservoir_core::{Reservoir, ReservoirConfig, ReservoirError, ReservoirWeights};
 
+use super::classes::{predict_classes, Classes};
 use super::{load_checked, stage_checked};
 use crate::error::{Result, RuntimeError};
 use crate::files::Staged;
-use crate::sequences::{predict_classes, Classes};
 
 /// First eight bytes of every sequence-classifier file ([`SequenceClassifier`]).
 pub const SEQUENCE_MAGIC: [u8; 8] = *b"RSVSEQCL";

@@ -3,18 +3,19 @@
 
 use std::path::Path;
 
-use ndarray::{Array1, Array2};
+use ndarray::{s, Array1, Array2, ArrayView2, Axis};
 use serde::{Deserialize, Serialize};
 
 use reservoir_core::readout::LinearReadout;
 use reservoir_core::spikes::SpikePattern;
 use reservoir_core::{Reservoir, ReservoirConfig, ReservoirError, ReservoirWeights};
 
+use super::classes::predict_classes;
+use super::text::options_as_toml;
 use super::{legacy, load_checked, stage_checked};
+use crate::config::SpikeClassificationOptions;
 use crate::error::{Result, RuntimeError};
 use crate::files::Staged;
-use crate::sequences::predict_classes;
-use crate::tasks::spike_classification::{sample_features, SpikeClassificationOptions};
 
 /// First eight bytes of every spike-classifier file ([`SpikeModel`]).
 pub const SPIKE_MAGIC: [u8; 8] = *b"RSVSPIKE";
@@ -40,26 +41,15 @@ pub struct SpikeModel {
     pub task: SpikeClassificationOptions,
 }
 
-/// The task options are stored as their TOML text: the encoder inside them is an internally
-/// tagged enum, which bincode (not self-describing) cannot decode directly.
-pub(super) mod options_as_toml {
-    use serde::{de::Error as _, ser::Error as _, Deserializer, Serializer};
-
-    use crate::tasks::spike_classification::SpikeClassificationOptions;
-
-    pub fn serialize<S: Serializer>(
-        options: &SpikeClassificationOptions,
-        s: S,
-    ) -> Result<S::Ok, S::Error> {
-        let text = toml::to_string(options).map_err(S::Error::custom)?;
-        s.serialize_str(&text)
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(
-        d: D,
-    ) -> Result<SpikeClassificationOptions, D::Error> {
-        let text = crate::model::text::one(d)?;
-        toml::from_str(&text).map_err(D::Error::custom)
+impl From<legacy::SpikeModelV1> for SpikeModel {
+    fn from(old: legacy::SpikeModelV1) -> Self {
+        SpikeModel {
+            config: old.config.0,
+            weights: old.weights,
+            readout: old.readout,
+            state: old.state,
+            task: old.task,
+        }
     }
 }
 
@@ -133,4 +123,40 @@ impl SpikeModel {
         }
         predict_classes(&self.readout, features.view())
     }
+}
+
+/// The readout features of one sample: the reservoir is reset, runs over the binned pattern,
+/// and the mean state over each of `segments` equal runs of bins is concatenated
+/// (segments × N values).
+pub fn sample_features(
+    reservoir: &mut dyn Reservoir,
+    pattern: &SpikePattern,
+    dt_ms: f64,
+    segments: usize,
+) -> Result<Array1<f64>, ReservoirError> {
+    reservoir.reset()?;
+    let states = reservoir.run_pattern(pattern, dt_ms)?;
+    segment_means(states.view(), segments)
+}
+
+/// The features of one sample from its states (bins × N): the mean state over each of
+/// `segments` equal runs of bins, concatenated (segments × N values).
+pub(crate) fn segment_means(
+    states: ArrayView2<f64>,
+    segments: usize,
+) -> Result<Array1<f64>, ReservoirError> {
+    let (bins, n) = states.dim();
+    if segments == 0 || segments > bins {
+        return Err(ReservoirError::invalid(
+            "sample features",
+            format!("{segments} segments for {bins} bins"),
+        ));
+    }
+    let mut features = Array1::zeros(segments * n);
+    for k in 0..segments {
+        let (start, end) = (k * bins / segments, (k + 1) * bins / segments);
+        let mean = states.slice(s![start..end, ..]).sum_axis(Axis(0)) / (end - start) as f64;
+        features.slice_mut(s![k * n..(k + 1) * n]).assign(&mean);
+    }
+    Ok(features)
 }

@@ -3,7 +3,7 @@
 use reservoir_core::fit::fit_ridge;
 use reservoir_core::metrics::nrmse;
 use reservoir_core::{ReadoutConfig, Reservoir};
-use reservoir_runtime::tasks::TaskData;
+use reservoir_runtime::data::tasks::TaskData;
 
 /// Trains a ridge readout on the first `train` rows of `task` and returns the test NRMSE of
 /// the rest, the reservoir continuing in time.

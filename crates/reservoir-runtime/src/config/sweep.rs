@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use reservoir_core::lanes::Lane;
 use reservoir_core::{Activation, ConfigError, ReadoutConfig, ReservoirConfig};
 
-use crate::sequences::Validation;
+use super::folds::Validation;
 
 /// The `[sweep]` table as written: lists of hyper-parameter values whose Cartesian product
 /// gives the lanes, and the ridge penalties every lane's readout is solved for.
@@ -73,7 +73,7 @@ impl Default for SweepParams {
 
 /// Most (lane, ridge) readouts a sweep solves and ranks: its grid is built and every result kept,
 /// so the grid is bounded before anything is built (a million results take about 200 MB).
-pub const MAX_READOUTS: usize = 1_000_000;
+pub(crate) const MAX_READOUTS: usize = 1_000_000;
 
 /// `values` (the list `field`), each checked by `rule`; an error names the list and the index,
 /// e.g. `leak_rate[2]`. An absent list is empty: the base config's value.
@@ -317,7 +317,7 @@ impl SweepConfig {
 
 /// An error (field `gpu_matmul`) unless the reservoir `base` can step its products in `math`:
 /// f16 operands need a `tanh` reservoir.
-pub(crate) fn check_gpu_matmul(math: GemmMath, base: &ReservoirConfig) -> Result<(), ConfigError> {
+pub(super) fn check_gpu_matmul(math: GemmMath, base: &ReservoirConfig) -> Result<(), ConfigError> {
     if math == GemmMath::F16 && base.activation() != Activation::Tanh {
         return Err(ConfigError::new(
             "gpu_matmul",

@@ -1,6 +1,7 @@
 //! Config files: a top-level `device` key and the `[task]`, `[reservoir]`, `[readout]`,
-//! `[features]`, `[lif]`, `[detector]` and `[sweep]` tables, as [`ExperimentParams`] (what the file says)
-//! and [`ExperimentConfig`] (what `check()` made of it).
+//! `[features]`, `[lif]`, `[detector]` and `[sweep]` tables, as [`ExperimentParams`] (what the
+//! file says) and [`ExperimentConfig`] (what `check()` made of it). One file serves `reservoir
+//! run`, `fit` and `sweep`, so a task's reservoir can be refitted on exported data unchanged.
 
 use reservoir_core::detection::DetectorOptions;
 use reservoir_core::features::{FeatureParams, SequenceFeatures};
@@ -9,12 +10,21 @@ use reservoir_core::{ConfigError, ReadoutConfig, ReadoutParams, ReservoirConfig,
 use serde::{Deserialize, Serialize};
 use toml::de::{DeTable, DeValue};
 
-use super::sweep_table::check_gpu_matmul;
-use super::TaskConfig;
-use super::{SweepConfig, SweepParams};
+use gpu_reservoir::GemmMath;
+
 use crate::device::{Device, Devices};
 use crate::error::{Result, RuntimeError};
-use gpu_reservoir::GemmMath;
+
+mod folds;
+mod spikes;
+mod sweep;
+mod task;
+
+pub use folds::Validation;
+pub use spikes::SpikeClassificationOptions;
+use sweep::check_gpu_matmul;
+pub use sweep::{SweepConfig, SweepParams, DEFAULT_FOLDS};
+pub use task::TaskConfig;
 
 /// A config file as written. Every table is optional and defaults as documented on its type.
 ///
@@ -135,7 +145,7 @@ enum TaskTable {
         test: usize,
         forecast: usize,
     },
-    SpikeClassification(crate::tasks::spike_classification::SpikeClassificationOptions),
+    SpikeClassification(SpikeClassificationOptions),
     MemoryCapacity {
         max_delay: usize,
         train: usize,

@@ -1,8 +1,10 @@
 //! The classes of a labelled dataset: label texts in a fixed order, a class's index being its
 //! position, so that a model, a confusion matrix and a report agree on which class is which.
 
+use ndarray::ArrayView2;
 use serde::{Deserialize, Serialize};
 
+use reservoir_core::readout::LinearReadout;
 use reservoir_core::ReservoirError;
 
 /// Most class names an error message lists before it says how many more there are.
@@ -127,6 +129,33 @@ impl Classes {
         }
         listed.join(", ")
     }
+}
+
+/// The class of each row of `features`: the readout's largest output (the first on a tie).
+///
+/// # Errors
+/// Features of the wrong width.
+pub fn predict_classes(
+    readout: &LinearReadout,
+    features: ArrayView2<f64>,
+) -> reservoir_core::Result<Vec<usize>> {
+    let scores = readout.predict(features)?;
+    Ok(scores
+        .rows()
+        .into_iter()
+        .map(|row| {
+            row.iter()
+                .enumerate()
+                .fold((0, f64::NEG_INFINITY), |best, (c, &v)| {
+                    if v > best.1 {
+                        (c, v)
+                    } else {
+                        best
+                    }
+                })
+                .0
+        })
+        .collect())
 }
 
 #[cfg(test)]

@@ -1,4 +1,5 @@
-//! The [`Device`] a user asks a job to run on.
+//! The [`Device`] a user asks a job to run on, and the [`Devices`] it may spread over, as
+//! users write them.
 
 use std::fmt;
 use std::str::FromStr;

@@ -6,9 +6,7 @@
 //! CPU, batched on a GPU. [`sweep`] chooses hyper-parameters on folds of the training
 //! sequences.
 
-mod classes;
 mod classify;
-mod folds;
 mod series;
 mod spread;
 pub mod sweep;
@@ -18,9 +16,7 @@ use std::time::Instant;
 use ndarray::{Array1, Array2, ArrayView2};
 use serde::Serialize;
 
-pub use classes::Classes;
-pub use classify::{class_scores, fit_class_readout, predict_classes, ClassScores};
-pub use folds::Validation;
+pub use classify::{class_scores, fit_class_readout, ClassScores};
 pub use series::{add_series, check_series, predict_series, rows_after_washout};
 
 use reservoir_core::features::SequenceFeatures;
@@ -28,11 +24,11 @@ use reservoir_core::metrics::{nrmse, r2, rmse};
 use reservoir_core::readout::RidgeAccumulator;
 use reservoir_core::{ReservoirConfig, ReservoirError, ReservoirWeights};
 
-use crate::dispatch::{Built, Dispatch, Workload};
+use crate::config::ExperimentConfig;
+use crate::device::{Built, Dispatch, Workload};
 use crate::error::Result;
-use crate::experiment::ExperimentConfig;
 use crate::memory::ensure_fit_fits;
-use crate::model::{Model, SequenceClassifier};
+use crate::model::{predict_classes, Classes, Model, SequenceClassifier};
 
 /// One split of a labelled dataset: each sequence's id, inputs (Tᵢ × K) and label text.
 #[derive(Debug, Clone, Copy)]

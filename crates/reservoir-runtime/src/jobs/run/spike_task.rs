@@ -8,18 +8,16 @@ use reservoir_core::lif::{synapse_bytes, LifConfig};
 use reservoir_core::memory::bytes_of;
 use reservoir_core::readout::ridge_bytes;
 use reservoir_core::weights::weights_bytes;
-use reservoir_core::{ConfigError, ReservoirConfig, ReservoirWeights};
+use reservoir_core::{ReservoirConfig, ReservoirWeights};
 
-use super::{
-    figure, ExperimentConfig, ExperimentReport, Figure, RunHooks, RunOutcome, TrainedModel,
-};
-use crate::dispatch::Dispatch;
+use super::{figure, ExperimentReport, Figure, RunHooks, RunOutcome, TrainedModel};
+use crate::config::{ExperimentConfig, SpikeClassificationOptions};
+use crate::data::tasks::spikes::{generate, SpikeClassificationData};
+use crate::device::Dispatch;
 use crate::error::Result;
+use crate::jobs::spikes::classify_with_progress;
 use crate::memory::JobMemory;
 use crate::model::SpikeModel;
-use crate::tasks::spike_classification::{
-    classify_with_progress, generate, SpikeClassificationData, SpikeClassificationOptions,
-};
 
 /// Generates the data, classifies it with each configured reservoir and runs the detector.
 pub(super) fn run(
@@ -123,25 +121,6 @@ fn memory(
             bytes_of(options.samples(), features).saturating_mul(8),
         )
         .add("ridge sums", ridge_bytes(features, options.classes))
-}
-
-/// Checks the task's options and that the LIF network (if any) bins the samples as the task
-/// does.
-pub(super) fn check(
-    options: &SpikeClassificationOptions,
-    lif: Option<&LifConfig>,
-) -> Result<(), ConfigError> {
-    options.validate()?;
-    if let Some(lif) = lif {
-        if lif.dt_ms() != options.dt_ms {
-            return Err(ConfigError::new(
-                "lif.dt_ms",
-                "must equal task.dt_ms (one LIF step per input bin)",
-                lif.dt_ms(),
-            ));
-        }
-    }
-    Ok(())
 }
 
 /// Runs the template detector over every test sample. A detection is right when it names the

@@ -10,17 +10,15 @@ use reservoir_core::metrics::{nrmse, r2, rmse};
 use reservoir_core::readout::LinearReadout;
 use reservoir_core::{ConfigError, Reservoir, ReservoirConfig, ReservoirWeights};
 
-use super::{
-    figure, ExperimentConfig, ExperimentReport, Figure, RunHooks, RunOutcome, TaskConfig,
-    TestSeries, TrainedModel,
-};
-use crate::dispatch::Dispatch;
+use super::{figure, ExperimentReport, Figure, RunHooks, RunOutcome, TestSeries, TrainedModel};
+use crate::config::{ExperimentConfig, TaskConfig};
+use crate::data::tasks::mackey_glass::{mackey_glass, one_step_task, MackeyGlassOptions};
+use crate::data::tasks::memory::{memory_capacity, memory_capacity_data, MemoryCapacityOptions};
+use crate::data::tasks::narma::narma10;
+use crate::data::tasks::TaskData;
+use crate::device::Dispatch;
 use crate::error::Result;
 use crate::model::Model;
-use crate::tasks::mackey_glass::{mackey_glass, one_step_task, MackeyGlassOptions};
-use crate::tasks::memory::{memory_capacity, memory_capacity_data, MemoryCapacityOptions};
-use crate::tasks::narma::narma10;
-use crate::tasks::TaskData;
 
 /// What [`train_and_test`] leaves: the readout, the states after training and after the
 /// test rows, and the test predictions with their targets.

@@ -1,11 +1,84 @@
-//! What [`run_full`](super::run_full) is asked for and
-//! what it gives back besides the report: progress calls, the trained model, the test data.
+//! `reservoir run`: a config's `[task]` run end to end on the device the config asks for,
+//! with the protocols of [`crate::data::tasks`] (the spike task in [`super::spikes`], the
+//! series tasks in [`super::series_task`]).
+
+use std::time::Instant;
 
 use ndarray::Array2;
+use reservoir_core::ConfigError;
+use serde::Serialize;
 
-use super::ExperimentReport;
+use crate::config::{ExperimentConfig, TaskConfig};
+use crate::data::tasks::spikes::SpikeClassificationData;
+use crate::device::Dispatch;
+use crate::error::Result;
 use crate::model::{Model, SpikeModel};
-use crate::tasks::spike_classification::SpikeClassificationData;
+
+mod series;
+mod spike_task;
+
+pub(crate) use series::{series_reservoir, series_task};
+
+/// One named figure of a report.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Figure {
+    /// Name, e.g. `test_nrmse`.
+    pub name: String,
+    /// Value.
+    pub value: f64,
+}
+
+/// What a run measured: scores and wall-clock timings, in order.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ExperimentReport {
+    /// Task kind, e.g. `narma10`.
+    pub task: String,
+    /// Reservoir units.
+    pub size: usize,
+    /// Scores (NRMSE, R², memory capacity, …).
+    pub metrics: Vec<Figure>,
+    /// Seconds per phase.
+    pub timings: Vec<Figure>,
+}
+
+fn figure(name: &str, value: f64) -> Figure {
+    Figure {
+        name: name.to_string(),
+        value,
+    }
+}
+
+/// Runs the config's task on the devices `dispatch` picks and reports its scores and timings.
+///
+/// # Errors
+/// A config error naming `task` when there is no `[task]` table; any error of the run.
+pub fn run(config: &ExperimentConfig, dispatch: &mut Dispatch) -> Result<ExperimentReport> {
+    Ok(run_full(config, dispatch, &mut RunHooks::default())?.report)
+}
+
+/// [`run`] with progress calls, keeping the trained model when `hooks` asks for it, and the
+/// test data (see [`RunOutcome`]).
+pub fn run_full(
+    config: &ExperimentConfig,
+    dispatch: &mut Dispatch,
+    hooks: &mut RunHooks<'_>,
+) -> Result<RunOutcome> {
+    let task = config.task().ok_or_else(|| {
+        ConfigError::new("task", "a [task] table is required to run a config", "none")
+    })?;
+    let start = Instant::now();
+    let mut outcome = match task {
+        TaskConfig::SpikeClassification(options) => {
+            spike_task::run(config, options, dispatch, hooks)?
+        }
+        task => series::run(config, task, dispatch, hooks)?,
+    };
+    outcome
+        .report
+        .timings
+        .push(figure("total_seconds", start.elapsed().as_secs_f64()));
+    Ok(outcome)
+}
 
 /// A progress callback: `(stage, done, total)`.
 pub type ProgressFn<'a> = dyn FnMut(&str, usize, usize) + 'a;

@@ -2,11 +2,6 @@
 //! task, then a readout solved for every lane and ridge value from the lane's sums, and every
 //! (lane, ridge) ranked by its validation score.
 
-mod ranks;
-
-pub use crate::experiment::{SweepConfig, SweepParams};
-pub(crate) use ranks::RankLaneRunner;
-
 use std::cmp::Ordering;
 use std::time::Instant;
 
@@ -16,11 +11,10 @@ use reservoir_core::readout::SumScores;
 use reservoir_core::{ConfigError, ReservoirConfig, ReservoirError};
 use serde::Serialize;
 
-use crate::cost::Workload;
-use crate::dispatch::{Dispatch, Placement};
+use super::run::{series_reservoir, series_task};
+use crate::config::{ExperimentConfig, SweepConfig, TaskConfig};
+use crate::device::{Dispatch, Placement, Workload};
 use crate::error::Result;
-use crate::experiment::series::{series_reservoir, series_task};
-use crate::experiment::{ExperimentConfig, TaskConfig};
 
 /// Host memory a sweep's lanes may take together: the grid, every (lane, ridge) result, and a
 /// batch of lanes' sums (each lane holds two F × F Gram matrices in `f64`: 4 MB at N = 500,

@@ -11,9 +11,9 @@ use reservoir_core::{Reservoir, ReservoirError};
 use gpu_reservoir::collective::share;
 use gpu_reservoir::{DeviceRidgeSums, GpuReservoirComputer};
 
-use super::classify::predict_classes;
-use crate::dispatch::Spread;
+use crate::device::Spread;
 use crate::error::Result;
+use crate::model::predict_classes;
 
 /// The one-hot rows of `labels` over `classes` classes.
 fn one_hot(labels: &[usize], classes: usize) -> Array2<f64> {

@@ -4,7 +4,7 @@ use ndarray::{s, Array2};
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::tasks::TaskData;
+use super::TaskData;
 use reservoir_core::error::{ReservoirError, Result};
 use reservoir_core::fit::accumulate_run;
 use reservoir_core::random::{stream_rng, Stream};

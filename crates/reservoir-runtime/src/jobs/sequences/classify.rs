@@ -1,5 +1,5 @@
-//! Classes from sequence features: a one-hot ridge readout, the class of the largest output,
-//! and the scores of a set of predictions.
+//! Classes from sequence features: a one-hot ridge readout and the scores of a set of
+//! predictions (the class of each row is [`crate::model::predict_classes`]).
 
 use ndarray::{Array2, ArrayView2};
 use serde::Serialize;
@@ -91,33 +91,10 @@ pub fn fit_class_readout(
     ridge_from_rows(features, one_hot.view(), ridge)
 }
 
-/// The class of each row of `features`: the readout's largest output (the first on a tie).
-///
-/// # Errors
-/// Features of the wrong width.
-pub fn predict_classes(readout: &LinearReadout, features: ArrayView2<f64>) -> Result<Vec<usize>> {
-    let scores = readout.predict(features)?;
-    Ok(scores
-        .rows()
-        .into_iter()
-        .map(|row| {
-            row.iter()
-                .enumerate()
-                .fold((0, f64::NEG_INFINITY), |best, (c, &v)| {
-                    if v > best.1 {
-                        (c, v)
-                    } else {
-                        best
-                    }
-                })
-                .0
-        })
-        .collect())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::predict_classes;
 
     #[test]
     fn scores_count_each_class_the_same_in_the_balanced_accuracy() {

@@ -1,21 +1,4 @@
-//! Experiments: a config's `[task]` run end to end on the device the config asks for.
-//!
-//! `reservoir fit` uses the `[reservoir]` and `[readout]` tables on CSV data; `reservoir run`
-//! runs the task with the protocols of [`crate::tasks`]; `reservoir sweep` runs its lanes. One
-//! file serves all three, so a task's reservoir can be refitted on exported CSV data
-//! unchanged.
-
-mod config;
-mod outcome;
-pub(crate) mod series;
-mod spikes;
-mod sweep_table;
-
-pub use config::{ExperimentConfig, ExperimentParams};
-pub use outcome::{ProgressFn, RunHooks, RunOutcome, TestSeries, TrainedModel};
-pub use sweep_table::{SweepConfig, SweepParams, DEFAULT_FOLDS};
-
-use std::time::Instant;
+//! The `[task]` table: what `reservoir run` and `reservoir sweep` do with the reservoir.
 
 use reservoir_core::lif::LifConfig;
 use reservoir_core::memory::bytes_of;
@@ -24,10 +7,9 @@ use reservoir_core::weights::weights_bytes;
 use reservoir_core::{ConfigError, ReadoutConfig, ReservoirConfig};
 use serde::{Deserialize, Serialize};
 
-use crate::dispatch::{Dispatch, Workload};
-use crate::error::Result;
+use super::spikes::{self, SpikeClassificationOptions};
+use crate::device::Workload;
 use crate::memory::JobMemory;
-use crate::tasks::spike_classification::SpikeClassificationOptions;
 
 /// What `reservoir run` does with the reservoir.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -52,7 +34,7 @@ pub enum TaskConfig {
         /// literature's NRMSE84). 0 skips the forecast.
         forecast: usize,
     },
-    /// Spike-pattern classification (see `tasks::spike_classification`) by the `[reservoir]`
+    /// Spike-pattern classification (see [`crate::data::tasks::spikes`]) by the `[reservoir]`
     /// echo-state network and, when a `[lif]` table is given, a LIF network; plus the
     /// template detector's recall and precision.
     SpikeClassification(SpikeClassificationOptions),
@@ -169,39 +151,10 @@ impl TaskConfig {
     }
 }
 
-/// One named figure of a report.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Figure {
-    /// Name, e.g. `test_nrmse`.
-    pub name: String,
-    /// Value.
-    pub value: f64,
-}
-
-/// What a run measured: scores and wall-clock timings, in order.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ExperimentReport {
-    /// Task kind, e.g. `narma10`.
-    pub task: String,
-    /// Reservoir units.
-    pub size: usize,
-    /// Scores (NRMSE, R², memory capacity, …).
-    pub metrics: Vec<Figure>,
-    /// Seconds per phase.
-    pub timings: Vec<Figure>,
-}
-
-fn figure(name: &str, value: f64) -> Figure {
-    Figure {
-        name: name.to_string(),
-        value,
-    }
-}
-
 /// Most rows (or delays, or forecast steps) a task field may ask for: far beyond any memory, so
 /// memory is what refuses a large task (with the size it needs), and sums of these fields
 /// never overflow.
-pub(crate) const MAX_ROWS: usize = 1_000_000_000_000;
+const MAX_ROWS: usize = 1_000_000_000_000;
 
 /// `value` in `min..=`[`MAX_ROWS`].
 fn check_rows(field: &str, value: usize, min: usize) -> Result<(), ConfigError> {
@@ -213,34 +166,4 @@ fn check_rows(field: &str, value: usize, min: usize) -> Result<(), ConfigError> 
         ));
     }
     Ok(())
-}
-
-/// Runs the config's task on the devices `dispatch` picks and reports its scores and timings.
-///
-/// # Errors
-/// A config error naming `task` when there is no `[task]` table; any error of the run.
-pub fn run(config: &ExperimentConfig, dispatch: &mut Dispatch) -> Result<ExperimentReport> {
-    Ok(run_full(config, dispatch, &mut RunHooks::default())?.report)
-}
-
-/// [`run`] with progress calls, keeping the trained model when `hooks` asks for it, and the
-/// test data (see [`RunOutcome`]).
-pub fn run_full(
-    config: &ExperimentConfig,
-    dispatch: &mut Dispatch,
-    hooks: &mut RunHooks<'_>,
-) -> Result<RunOutcome> {
-    let task = config.task().ok_or_else(|| {
-        ConfigError::new("task", "a [task] table is required to run a config", "none")
-    })?;
-    let start = Instant::now();
-    let mut outcome = match task {
-        TaskConfig::SpikeClassification(options) => spikes::run(config, options, dispatch, hooks)?,
-        series_task => series::run(config, series_task, dispatch, hooks)?,
-    };
-    outcome
-        .report
-        .timings
-        .push(figure("total_seconds", start.elapsed().as_secs_f64()));
-    Ok(outcome)
 }

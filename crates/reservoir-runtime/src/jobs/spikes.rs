@@ -1,49 +1,17 @@
-//! Features, training and scoring of the spike-pattern classifier.
+//! Training and scoring the spike-pattern classifier: a one-hot ridge readout on each
+//! sample's segment means ([`crate::model::sample_features`]).
 
-use ndarray::{s, Array1, Array2, ArrayView2, Axis};
+use ndarray::{Array2, ArrayView2};
 use serde::Serialize;
 
-use super::{LabelledPattern, SpikeClassificationData, SpikeClassificationOptions};
 use reservoir_core::checks::check_pattern;
-use reservoir_core::error::{ReservoirError, Result};
+use reservoir_core::error::Result;
 use reservoir_core::readout::{ridge_from_rows, LinearReadout};
 use reservoir_core::reservoir::Reservoir;
-use reservoir_core::spikes::SpikePattern;
 
-use crate::sequences::predict_classes;
-
-/// The readout features of one sample: the reservoir is reset, runs over the binned pattern,
-/// and the mean state over each of `segments` equal runs of bins is concatenated
-/// (segments × N values).
-pub fn sample_features(
-    reservoir: &mut dyn Reservoir,
-    pattern: &SpikePattern,
-    dt_ms: f64,
-    segments: usize,
-) -> Result<Array1<f64>> {
-    reservoir.reset()?;
-    let states = reservoir.run_pattern(pattern, dt_ms)?;
-    segment_means(states.view(), segments)
-}
-
-/// The features of one sample from its states (bins × N): the mean state over each of
-/// `segments` equal runs of bins, concatenated (segments × N values).
-fn segment_means(states: ArrayView2<f64>, segments: usize) -> Result<Array1<f64>> {
-    let (bins, n) = states.dim();
-    if segments == 0 || segments > bins {
-        return Err(ReservoirError::invalid(
-            "sample features",
-            format!("{segments} segments for {bins} bins"),
-        ));
-    }
-    let mut features = Array1::zeros(segments * n);
-    for k in 0..segments {
-        let (start, end) = (k * bins / segments, (k + 1) * bins / segments);
-        let mean = states.slice(s![start..end, ..]).sum_axis(Axis(0)) / (end - start) as f64;
-        features.slice_mut(s![k * n..(k + 1) * n]).assign(&mean);
-    }
-    Ok(features)
-}
+use crate::config::SpikeClassificationOptions;
+use crate::data::tasks::spikes::{LabelledPattern, SpikeClassificationData};
+use crate::model::{predict_classes, segment_means};
 
 /// Accuracy of a classifier, with its confusion matrix (rows: true class, columns: predicted).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -70,7 +38,7 @@ pub fn classify(
 /// samples first, then test samples) has run through the reservoir.
 ///
 /// Each split runs through one [`Reservoir::run_many`] (every sample from the zero state, as
-/// [`sample_features`] runs it), so that a backend can run its samples in parallel.
+/// [`crate::model::sample_features`] runs it), so that a backend can run its samples in parallel.
 pub fn classify_with_progress(
     reservoir: &mut dyn Reservoir,
     data: &SpikeClassificationData,

@@ -16,13 +16,14 @@ use reservoir_core::readout::RidgeAccumulator;
 use reservoir_core::{ConfigError, Reservoir, ReservoirError, ReservoirWeights};
 
 use super::{
-    add_series, check_lengths, check_series, class_scores, fit_class_readout, predict_classes,
-    reservoir_config, workload, Classes, Labelled, Series, StageProgress, Validation,
+    add_series, check_lengths, check_series, class_scores, fit_class_readout, reservoir_config,
+    workload, Labelled, Series, StageProgress,
 };
-use crate::dispatch::{Dispatch, Workload};
+use crate::config::{ExperimentConfig, Validation};
+use crate::device::{Dispatch, Workload};
 use crate::error::Result;
-use crate::experiment::ExperimentConfig;
-use crate::sweep::{SweepFailure, SweepScore};
+use crate::jobs::sweep::{SweepFailure, SweepScore};
+use crate::model::{predict_classes, Classes};
 
 /// One (lane, ridge) scored on the validation folds.
 #[derive(Debug, Clone, PartialEq, Serialize)]

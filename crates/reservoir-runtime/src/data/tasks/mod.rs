@@ -1,4 +1,5 @@
-//! Benchmark tasks: seeded, portable generators of input/target sequences.
+//! Benchmark tasks: seeded, portable generators of input/target sequences and of the spike
+//! task's labelled patterns.
 //!
 //! Every generator is deterministic: the same arguments (and seed) give bit-identical arrays on
 //! every run and platform (random numbers come from `rand_chacha::ChaCha8Rng::seed_from_u64`).
@@ -17,7 +18,7 @@ pub mod lorenz;
 pub mod mackey_glass;
 pub mod memory;
 pub mod narma;
-pub mod spike_classification;
+pub mod spikes;
 
 use ndarray::{s, Array2, ArrayView2};
 

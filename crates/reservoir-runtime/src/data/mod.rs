@@ -1,0 +1,3 @@
+//! Data in and out: the benchmark tasks' generators ([`tasks`]).
+
+pub mod tasks;
