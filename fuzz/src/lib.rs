@@ -1,6 +1,6 @@
 //! The checks the fuzz targets run on every input, one `check` per target: the CSV readers,
 //! the config parser, the model loaders and the NumPy readers. The stable test
-//! `crates/reservoir-cli/tests/fuzz_corpus.rs` includes this file and replays the seed corpus
+//! `crates/reservoir-runtime/tests/fuzz_corpus.rs` includes this file and replays the seed corpus
 //! and every regression through the same functions.
 //!
 //! A check returns for any bytes: a malformed file must be an error, never a panic, an abort
@@ -33,7 +33,9 @@ fn all_finite<'a>(values: impl IntoIterator<Item = &'a f64>) -> bool {
 /// and long-form sequence files (`read_sequences`), with column names taken from the
 /// input's own first line so that well-formed inputs get past the header checks.
 pub mod csv {
-    use reservoir_cli::data::{read_inputs, read_inputs_targets, read_sequences, SequenceColumns};
+    use reservoir_runtime::data::{
+        read_inputs, read_inputs_targets, read_sequences, SequenceColumns,
+    };
 
     use super::{all_finite, scratch, sequences};
 
@@ -120,7 +122,7 @@ pub mod csv {
 
 /// What every sequence reader promises of a file it returns.
 mod sequences {
-    use reservoir_cli::data::{SequenceColumns, SequenceFile};
+    use reservoir_runtime::data::{SequenceColumns, SequenceFile};
 
     use super::all_finite;
 
@@ -155,7 +157,7 @@ mod sequences {
 /// The NumPy readers: the bytes as a `.npy` file (the inputs array) and as a `.npz` archive
 /// read with the array names of the seed corpus (`x`, `y`, `label`, `len`).
 pub mod npy {
-    use reservoir_cli::data::{read_sequences, SequenceColumns};
+    use reservoir_runtime::data::{read_sequences, SequenceColumns};
 
     use super::{scratch, sequences};
 

@@ -6,28 +6,21 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use ndarray::{s, ArrayView2};
-use reservoir_core::fit::fit_ridge_with_progress;
-use reservoir_core::metrics::{nrmse, r2, rmse};
-use reservoir_core::ReservoirWeights;
+use reservoir_core::ReservoirError;
 use reservoir_runtime::config::ExperimentConfig;
-use reservoir_runtime::memory::ensure_fit_fits;
-use reservoir_runtime::model::Model;
-use reservoir_runtime::{Devices, Dispatch, GemmMath, Launch, Workload};
+use reservoir_runtime::data::read_inputs_targets;
+use reservoir_runtime::jobs::fit::{fit_one_series, OneSeries, SeriesPart};
+use reservoir_runtime::{Devices, Dispatch, GemmMath, Launch, RuntimeError};
 
-use crate::data::{parse_column_list, read_inputs_targets};
+use crate::columns::parse_column_list;
 use crate::device::{self, DeviceArg};
-use crate::error::{CliError, CoreContext, Result};
+use crate::error::{CliError, Result};
 use crate::output::{check_outputs, commit};
 use crate::plot;
-use crate::predict::predict_rows;
-use crate::progress;
-use crate::report::{print_fit, FitReport, TestScores};
+use crate::progress::Stages;
+use crate::report::{print_fit, FitReport};
 use crate::run::{read_config, read_config_text};
 use crate::sequence_tasks::{self, Goal, Job, SequenceArgs};
-
-/// Fewest test rows that can be scored (NRMSE and R² need a target that varies).
-const MIN_SCORED_ROWS: usize = 2;
 
 /// Arguments of `reservoir fit`.
 #[derive(Debug, clap::Args)]
@@ -103,7 +96,7 @@ pub fn run(args: &FitArgs) -> Result<()> {
     let goal = Goal::from_flags(targets.as_deref(), args.label_column.as_deref())?;
     match (goal, targets.as_deref()) {
         (Goal::Targets(_), Some(targets)) if !args.sequences.applies_to(&args.train) => {
-            fit_one_series(args, inputs, targets.to_vec())
+            fit_series_file(args, inputs, targets.to_vec())
         }
         _ => {
             let mut config = read_config(&args.config)?;
@@ -150,125 +143,62 @@ pub fn run(args: &FitArgs) -> Result<()> {
 }
 
 /// `reservoir fit` on one series: the test file continues the training data in time.
-fn fit_one_series(args: &FitArgs, inputs: Vec<String>, targets: Vec<String>) -> Result<()> {
+fn fit_series_file(args: &FitArgs, inputs: Vec<String>, targets: Vec<String>) -> Result<()> {
     let config_text = read_config_text(&args.config)?;
 
-    // Timed: config parse, then (after the untimed data reads) weights, run and ridge.
+    // Timed: config parse, then (after the untimed data reads) the fit.
     let parse_started = Instant::now();
     let origin = args.config.display().to_string();
     let config = ExperimentConfig::from_toml(&config_text, &origin)
         .map_err(|e| CliError::config(&args.config, e))?;
-    let reservoir_config = config
-        .reservoir()
-        .to_params()
-        .input_size(inputs.len())
-        .check()
-        .map_err(|e| CliError::config(&args.config, e.prefixed("reservoir")))?;
     let parse_seconds = parse_started.elapsed().as_secs_f64();
 
     let (train_inputs, train_targets) =
         read_inputs_targets("train file", &args.train, &inputs, &targets)?;
-    let test = match &args.test {
-        Some(path) => Some((
-            path,
-            read_inputs_targets("test file", path, &inputs, &targets)?,
-        )),
-        None => None,
+    let test = args
+        .test
+        .as_deref()
+        .map(|path| read_inputs_targets("test file", path, &inputs, &targets).map(|t| (path, t)))
+        .transpose()?;
+    let job = OneSeries {
+        config: &config,
+        origin: &origin,
+        input_columns: &inputs,
+        target_columns: &targets,
+        train: SeriesPart {
+            source: &args.train,
+            inputs: train_inputs.view(),
+            targets: train_targets.view(),
+        },
+        test: test.as_ref().map(|(path, (inputs, targets))| SeriesPart {
+            source: path,
+            inputs: inputs.view(),
+            targets: targets.view(),
+        }),
     };
-    let n_train = train_inputs.nrows();
-    let washout = config.readout().washout();
-    if washout.saturating_add(MIN_SCORED_ROWS) > n_train {
-        return Err(CliError::TooFewRows {
-            path: args.train.clone(),
-            message: format!(
-                "`readout.washout` = {washout} (in {origin}) leaves {} of the {n_train} training rows; \
-                 at least {MIN_SCORED_ROWS} must remain",
-                n_train.saturating_sub(washout)
-            ),
-        });
-    }
-    check_varies(
-        &args.train,
-        &targets,
-        train_targets.slice(s![washout.., ..]),
-        "the training rows after the washout",
-        "the readout cannot be fitted",
-    )?;
-    if let Some((path, (test_inputs, test_targets))) = &test {
-        if test_inputs.nrows() < MIN_SCORED_ROWS {
-            return Err(CliError::TooFewRows {
-                path: path.to_path_buf(),
-                message: format!(
-                    "{} test row(s); at least {MIN_SCORED_ROWS} are needed to score the fit",
-                    test_inputs.nrows()
-                ),
-            });
-        }
-        check_varies(
-            path,
-            &targets,
-            test_targets.view(),
-            "the test rows",
-            "test NRMSE and R² are undefined",
-        )?;
-    }
-
-    ensure_fit_fits(&reservoir_config, reservoir_config.size(), targets.len(), 0)
-        .map_err(|e| CliError::config(&args.config, e))?;
-    let fit_started = Instant::now();
-    let (weights, _) = ReservoirWeights::generate(&reservoir_config)
-        .map_err(|e| CliError::config(&args.config, e))?;
     let devices = args.devices.clone().or_else(|| config.devices().cloned());
     let mut dispatch = Dispatch::new(args.device.or(config.device())).with_devices(devices);
-    let test_rows = test.as_ref().map_or(0, |(_, (inputs, _))| inputs.nrows());
-    let mut reservoir = dispatch
-        .echo_state(
-            &reservoir_config,
-            weights.clone(),
-            Workload::single(n_train + test_rows),
-        )
-        .map_err(|e| CliError::core("building the reservoir", e))?;
-    let backend = device::only_placement(&dispatch);
-    let bar = progress::bar("training", n_train, "rows");
-    let fit = fit_ridge_with_progress(
-        reservoir.as_mut(),
-        train_inputs.view(),
-        train_targets.view(),
-        config.readout(),
-        &mut |done, total| progress::advance(&bar, done, total),
-    );
-    bar.finish_and_clear();
-    let fit = fit.context(|| format!("fitting the readout on {}", args.train.display()))?;
-    let fit_seconds = parse_seconds + fit_started.elapsed().as_secs_f64();
-
-    let scores = match &test {
-        Some((path, (test_inputs, test_targets))) => {
-            let bar = progress::bar("testing", test_inputs.nrows(), "rows");
-            let predictions = predict_rows(
-                reservoir.as_mut(),
-                &fit.readout,
-                test_inputs.view(),
-                &mut |done, total| progress::advance(&bar, done, total),
-            );
-            bar.finish_and_clear();
-            let predictions = predictions.context(|| format!("predicting {}", path.display()))?;
-            let scoring = || format!("scoring {}", path.display());
-            let scores = TestScores {
-                rows: test_inputs.nrows(),
-                nrmse: nrmse(predictions.view(), test_targets.view()).context(scoring)?,
-                rmse: rmse(predictions.view(), test_targets.view()).context(scoring)?,
-                r2: r2(predictions.view(), test_targets.view()).context(scoring)?,
-            };
-            Some((scores, predictions))
-        }
-        None => None,
-    };
+    let mut stages = Stages::default();
+    let outcome = fit_one_series(&job, &mut dispatch, &mut |stage, done, total| {
+        stages.update(stage, done, total)
+    });
+    stages.clear();
+    let outcome = outcome.map_err(|e| match e {
+        RuntimeError::Core(ReservoirError::Config(source)) => CliError::Config {
+            path: args.config.clone(),
+            source,
+        },
+        other => CliError::core(
+            format!("fitting the readout on {}", args.train.display()),
+            other,
+        ),
+    })?;
 
     // Every output is staged only now, once the fit and its scores have succeeded, and put in
     // place together once all are staged.
     let mut outputs = Vec::new();
-    if let (Some(plot), Some((_, predictions)), Some((path, (_, test_targets)))) =
-        (&args.plot, &scores, &test)
+    if let (Some(plot), Some(predictions), Some((path, (_, test_targets)))) =
+        (&args.plot, &outcome.test_predictions, &test)
     {
         let file = |p: &Path| {
             p.file_name()
@@ -284,84 +214,36 @@ fn fit_one_series(args: &FitArgs, inputs: Vec<String>, targets: Vec<String>) -> 
         )?;
         outputs.push(("plot file", staged));
     }
-    let scores = scores.map(|(scores, _)| scores);
     if let Some(path) = &args.model {
-        let state = reservoir
-            .state()
-            .context(|| "reading the reservoir's final state".to_string())?;
-        let model = Model {
-            config: reservoir_config.clone(),
-            weights,
-            readout: fit.readout.clone(),
-            state,
-            input_columns: inputs.clone(),
-            target_columns: targets.clone(),
-        };
-        let staged = model
+        let staged = outcome
+            .model
             .stage(path)
             .map_err(|e| CliError::writing("model file", e))?;
         outputs.push(("model file", staged));
     }
     commit(outputs)?;
 
+    let scores = outcome.test.as_ref();
     let report = FitReport {
         train: args.train.display().to_string(),
         test: args.test.as_ref().map(|p| p.display().to_string()),
         inputs,
         targets,
-        size: reservoir_config.size(),
-        backend,
-        washout,
-        n_train,
-        n_fit: fit.rows,
-        n_test: scores.as_ref().map(|s| s.rows),
-        train_nrmse: fit.train_nrmse,
-        test_nrmse: scores.as_ref().map(|s| s.nrmse),
-        test_rmse: scores.as_ref().map(|s| s.rmse),
-        test_r2: scores.as_ref().map(|s| s.r2),
-        fit_seconds,
+        size: outcome.model.config.size(),
+        backend: device::only_placement(&dispatch),
+        washout: config.readout().washout(),
+        n_train: train_inputs.nrows(),
+        n_fit: outcome.fit_rows,
+        n_test: scores.map(|s| s.rows),
+        train_nrmse: outcome.train_nrmse,
+        test_nrmse: scores.map(|s| s.nrmse),
+        test_rmse: scores.map(|s| s.rmse),
+        test_r2: scores.map(|s| s.r2),
+        fit_seconds: parse_seconds + outcome.fit_seconds,
         device_choice: device::choices(&dispatch),
         startup: device::startup(&dispatch),
         model: args.model.as_ref().map(|p| p.display().to_string()),
         plot: args.plot.as_ref().map(|p| p.display().to_string()),
     };
     print_fit(&report, args.json)
-}
-
-/// Smallest largest magnitude a target column may have: below it the squares the readout and
-/// its scores sum underflow f64 (1e-150² = 1e-300, near the smallest normal f64), and a column
-/// that varies would be reported as constant, or scored wrongly.
-const MIN_TARGET_SCALE: f64 = 1e-150;
-
-/// Fails, naming the column, when a target column holds one value over the given rows, or
-/// values too small for their squares to be summed ([`MIN_TARGET_SCALE`]).
-fn check_varies(
-    path: &Path,
-    names: &[String],
-    targets: ArrayView2<'_, f64>,
-    rows: &str,
-    consequence: &'static str,
-) -> Result<()> {
-    for (name, column) in names.iter().zip(targets.columns()) {
-        let first = column.first().copied();
-        if column.iter().all(|&v| Some(v) == first) {
-            return Err(CliError::ConstantTarget {
-                path: path.to_path_buf(),
-                column: name.clone(),
-                rows: rows.to_string(),
-                consequence,
-            });
-        }
-        let scale = column.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-        if scale < MIN_TARGET_SCALE {
-            return Err(CliError::TinyTarget {
-                path: path.to_path_buf(),
-                column: name.clone(),
-                rows: rows.to_string(),
-                scale,
-                limit: MIN_TARGET_SCALE,
-            });
-        }
-    }
-    Ok(())
 }

@@ -2,59 +2,33 @@
 
 use std::path::PathBuf;
 
-use ndarray::{concatenate, s, Array2, ArrayView2, Axis};
+use clap::builder::{PossibleValuesParser, TypedValueParser};
+use ndarray::{s, ArrayView2};
 use reservoir_core::memory::{bytes_of, ensure_available};
-use reservoir_runtime::data::tasks::lorenz::{lorenz, LorenzInit, LorenzOptions};
-use reservoir_runtime::data::tasks::mackey_glass::{
-    mackey_glass, one_step_task, MackeyGlassOptions,
-};
-use reservoir_runtime::data::tasks::narma::narma10;
-use reservoir_runtime::data::tasks::{next_step_task, TaskData};
+use reservoir_runtime::data::tasks::SeriesTask;
 
 use crate::error::{CliError, CoreContext, Result};
-use crate::output::{check_outputs, commit, csv_bytes, csv_bytes_with_progress, stage_output};
+use crate::output::{check_outputs, commit, stage_output};
 use crate::progress;
+use reservoir_runtime::data::write::{csv_bytes, csv_bytes_with_progress};
 
 /// Longest series `generate` writes; longer is almost certainly a typo (and would exhaust memory).
 pub const MAX_LENGTH: usize = 100_000_000;
 /// From this many rows on (about a second of work), `generate` shows progress on a terminal.
 const LONG_SERIES: usize = 500_000;
 
-/// The tasks `generate` knows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Task {
-    /// NARMA-10: columns `u` (input u(t)) and `y` (target y(t+1)).
-    Narma10,
-    /// Mackey–Glass (τ = 17, scaled to [−1, 1]): columns `x` and `x_next`.
-    MackeyGlass,
-    /// Lorenz-63 (dt = 0.01, unscaled): columns `x,y,z` and `x_next,y_next,z_next`.
-    Lorenz,
-}
-
-impl Task {
-    fn name(self) -> &'static str {
-        match self {
-            Task::Narma10 => "narma10",
-            Task::MackeyGlass => "mackey-glass",
-            Task::Lorenz => "lorenz",
-        }
-    }
-
-    fn columns(self) -> &'static [&'static str] {
-        match self {
-            Task::Narma10 => &["u", "y"],
-            Task::MackeyGlass => &["x", "x_next"],
-            Task::Lorenz => &["x", "y", "z", "x_next", "y_next", "z_next"],
-        }
-    }
+/// The tasks `generate` knows, by name (`narma10`, `mackey-glass`, `lorenz`).
+fn task_parser() -> impl TypedValueParser<Value = SeriesTask> {
+    PossibleValuesParser::new(SeriesTask::ALL.map(SeriesTask::name))
+        .try_map(|name| name.parse::<SeriesTask>())
 }
 
 /// Arguments of `reservoir generate`.
 #[derive(Debug, clap::Args)]
 pub struct GenerateArgs {
     /// The task to generate.
-    #[arg(value_enum)]
-    pub task: Task,
+    #[arg(value_parser = task_parser())]
+    pub task: SeriesTask,
     /// Number of rows.
     #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub length: usize,
@@ -110,33 +84,15 @@ pub fn run(args: &GenerateArgs) -> Result<()> {
     .map_err(|e| CliError::core("generating", e))?;
     let long = args.length >= LONG_SERIES;
     let spinner = long.then(|| progress::spinner("generating"));
-    let data = series(task, args.length, args.seed);
+    let table = task.table(args.length, args.seed);
     if let Some(spinner) = spinner {
         spinner.finish_and_clear();
     }
-    let data = data.context(|| match args.seed {
+    let table = table.context(|| match args.seed {
         Some(seed) => format!("generating {} with seed {seed}", task.name()),
         None => format!("generating {} with its default seed", task.name()),
     })?;
-    let table = concatenate(Axis(1), &[data.inputs.view(), data.targets.view()]).map_err(|e| {
-        CliError::Format {
-            what: "the task table",
-            message: e.to_string(),
-        }
-    })?;
     let header: Vec<String> = task.columns().iter().map(|c| c.to_string()).collect();
-    if table.dim() != (args.length, header.len()) {
-        return Err(CliError::Format {
-            what: "the task table",
-            message: format!(
-                "expected {} x {}, the generator gave {} x {}",
-                args.length,
-                header.len(),
-                table.nrows(),
-                table.ncols()
-            ),
-        });
-    }
     let split = args.split.unwrap_or(args.length);
     // Both files staged, then put in place together: a failure leaves both as they were.
     let bytes = csv_rows(long, &header, table.slice(s![..split, ..]))?;
@@ -152,38 +108,12 @@ pub fn run(args: &GenerateArgs) -> Result<()> {
 /// The CSV text of `rows`, with a progress bar over the rows for a long series.
 fn csv_rows(long: bool, header: &[String], rows: ArrayView2<'_, f64>) -> Result<Vec<u8>> {
     if !long {
-        return csv_bytes(header, rows);
+        return Ok(csv_bytes(header, rows)?);
     }
     let bar = progress::bar("writing", rows.nrows(), "rows");
     let bytes = csv_bytes_with_progress(header, rows, &mut |done, total| {
         progress::advance(&bar, done, total)
     });
     bar.finish_and_clear();
-    bytes
-}
-
-/// `length` rows of the task: inputs at time t, targets one step ahead.
-fn series(task: Task, length: usize, seed: Option<u64>) -> reservoir_core::Result<TaskData> {
-    const DEFAULT_SEED: u64 = 42;
-    match task {
-        Task::Narma10 => narma10(length, seed.unwrap_or(DEFAULT_SEED)),
-        Task::MackeyGlass => {
-            let options = MackeyGlassOptions {
-                history_seed: seed,
-                ..MackeyGlassOptions::default()
-            };
-            let series = mackey_glass(length + 1, options)?;
-            Ok(one_step_task(series.view()))
-        }
-        Task::Lorenz => {
-            let options = LorenzOptions {
-                init: LorenzInit::Random {
-                    seed: seed.unwrap_or(DEFAULT_SEED),
-                },
-                ..LorenzOptions::default()
-            };
-            let trajectory: Array2<f64> = lorenz(length + 1, options)?;
-            Ok(next_step_task(trajectory.view()))
-        }
-    }
+    Ok(bytes?)
 }

@@ -3,7 +3,9 @@
 use gpu_reservoir::probe;
 use serde::Serialize;
 
-use crate::error::{CliError, Result};
+use reservoir_runtime::error::DataError;
+
+use crate::error::Result;
 use crate::output::write_stdout;
 
 /// Arguments of `reservoir info`.
@@ -28,7 +30,7 @@ pub fn run(args: &InfoArgs) -> Result<()> {
         cpu_threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
     };
     let text = if args.json {
-        let mut line = serde_json::to_string(&info).map_err(|e| CliError::Format {
+        let mut line = serde_json::to_string(&info).map_err(|e| DataError::Format {
             what: "the JSON report",
             message: e.to_string(),
         })?;

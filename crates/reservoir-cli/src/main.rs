@@ -6,7 +6,9 @@
 //! terminal; otherwise standard error holds only `note:` and `error:` lines. A panic, which would be a bug, is reported the same way as an
 //! internal error, never as a panic message.
 
+mod columns;
 mod device;
+mod error;
 mod fit;
 mod generate;
 mod info;
@@ -24,7 +26,6 @@ use std::panic::{self, AssertUnwindSafe, PanicHookInfo};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use reservoir_cli::{data, error};
 use reservoir_runtime::files::remove_temporaries;
 
 /// Reservoir computing from the command line.

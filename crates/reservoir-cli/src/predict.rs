@@ -2,26 +2,24 @@
 //! target columns of every row (one series continuing the model's state, or many series each
 //! from the zero state), or the class of every sequence (a sequence classifier).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use std::path::Path;
-
-use ndarray::{concatenate, s, Array1, Array2, ArrayView2, Axis};
-use reservoir_core::readout::LinearReadout;
-use reservoir_core::{Reservoir, ReservoirError};
-use reservoir_runtime::jobs::sequences::predict_series;
+use ndarray::{concatenate, Array1, ArrayView2, Axis};
+use reservoir_runtime::data::write::{csv_bytes, keyed_csv_bytes, labels_csv_bytes};
+use reservoir_runtime::data::write::{npy_bytes, npy_labels_bytes};
+use reservoir_runtime::data::{read_inputs, read_sequences, SequenceColumns, SequenceFile};
+use reservoir_runtime::error::DataError;
+use reservoir_runtime::jobs::predict::{
+    classify_sequences, predict_many_series, predict_one_series,
+};
 use reservoir_runtime::model::{Model, SequenceClassifier, SEQUENCE_MAGIC};
-use reservoir_runtime::{Device, Dispatch, Workload};
+use reservoir_runtime::{Device, Dispatch};
 
-use crate::data::{npy_bytes, read_inputs, read_sequences, SequenceColumns, SequenceFile};
 use crate::device::{self, DeviceArg};
-use crate::error::{CliError, CoreContext, Result};
-use crate::output::{check_outputs, csv_bytes, keyed_csv_bytes, write_output};
+use crate::error::{CliError, Result};
+use crate::output::{check_outputs, write_output};
 use crate::progress;
 use crate::sequence_tasks::{writes_npy, SequenceArgs};
-
-/// Rows of states held at once while predicting: memory stays O(chunk · N) for any input length.
-pub const PREDICT_CHUNK_ROWS: usize = 4096;
 
 /// Arguments of `reservoir predict`.
 #[derive(Debug, clap::Args)]
@@ -63,44 +61,42 @@ pub fn run(args: &PredictArgs) -> Result<()> {
         )?;
     }
     if is_sequence_classifier(&args.model)? {
-        return classify_sequences(args);
+        return classify(args);
     }
     let model = Model::load(&args.model).map_err(|e| CliError::reading("model file", e))?;
     if args.sequences.applies_to(&args.input) {
-        return predict_many_series(args, model);
+        return predict_many(args, model);
     }
-    let Model {
-        config,
-        weights,
-        readout,
-        state,
-        input_columns,
-        target_columns,
-    } = model;
-    let inputs = read_inputs("input file", &args.input, &input_columns)?;
-    let model_path = args.model.display();
+    let inputs = read_inputs("input file", &args.input, &model.input_columns)?;
     let mut dispatch = Dispatch::new(args.device.or(Device::Auto));
-    let mut reservoir = dispatch
-        .echo_state(&config, weights, Workload::single(inputs.nrows()))
-        .map_err(|e| CliError::core(format!("building the reservoir of {model_path}"), e))?;
-    device::describe(&dispatch);
-    device::startup(&dispatch);
-    if !args.reset {
-        reservoir
-            .set_state(state.view())
-            .context(|| format!("restoring the saved state of {model_path}"))?;
-    }
     let bar = progress::bar("predicting", inputs.nrows(), "rows");
-    let predictions = predict_rows(
-        reservoir.as_mut(),
-        &readout,
+    let predictions = predict_one_series(
+        &model,
         inputs.view(),
+        args.reset,
+        &mut dispatch,
         &mut |done, total| progress::advance(&bar, done, total),
     );
     bar.finish_and_clear();
-    let predictions = predictions.context(|| format!("predicting {}", args.input.display()))?;
-    let bytes = csv_bytes(&target_columns, predictions.view())?;
+    describe(&dispatch);
+    let predictions = predictions.map_err(|e| {
+        CliError::core(
+            format!(
+                "predicting {} with {}",
+                args.input.display(),
+                args.model.display()
+            ),
+            e,
+        )
+    })?;
+    let bytes = csv_bytes(&model.target_columns, predictions.view())?;
     write_output(args.output.as_deref(), &bytes)
+}
+
+/// Notes where the model ran and what starting its GPU cost.
+fn describe(dispatch: &Dispatch) {
+    device::describe(dispatch);
+    device::startup(dispatch);
 }
 
 /// Whether the model file starts with the sequence classifier's magic bytes (anything else
@@ -111,11 +107,12 @@ fn is_sequence_classifier(path: &Path) -> Result<bool> {
     let read = std::fs::File::open(path).and_then(|mut f| f.read(&mut magic));
     match read {
         Ok(n) => Ok(n == magic.len() && magic == SEQUENCE_MAGIC),
-        Err(source) => Err(CliError::Read {
+        Err(source) => Err(DataError::Read {
             what: "model file",
             path: path.to_path_buf(),
             source,
-        }),
+        }
+        .into()),
     }
 }
 
@@ -154,43 +151,29 @@ fn read_model_inputs(args: &PredictArgs, columns: &[String], k: usize) -> Result
     Ok(file)
 }
 
-/// The reservoir of a model (`config`, `weights`) for running every sequence of `file` once,
-/// on the device `--device` asks for (`auto` by default).
-fn model_reservoir(
-    args: &PredictArgs,
-    config: &reservoir_core::ReservoirConfig,
-    weights: reservoir_core::ReservoirWeights,
-    file: &SequenceFile,
-) -> Result<Box<dyn Reservoir>> {
-    let work = Workload {
-        sequences: file.inputs.len(),
-        steps: file.inputs.iter().map(|u| u.nrows()).sum(),
-    };
-    let mut dispatch = Dispatch::new(args.device.or(Device::Auto));
-    let reservoir = dispatch.echo_state(config, weights, work).map_err(|e| {
-        CliError::core(
-            format!("building the reservoir of {}", args.model.display()),
-            e,
-        )
-    })?;
-    device::describe(&dispatch);
-    device::startup(&dispatch);
-    Ok(reservoir)
-}
-
 /// `reservoir predict` with a sequence classifier: the class of every sequence.
-fn classify_sequences(args: &PredictArgs) -> Result<()> {
+fn classify(args: &PredictArgs) -> Result<()> {
     let model =
         SequenceClassifier::load(&args.model).map_err(|e| CliError::reading("model file", e))?;
     let file = read_model_inputs(args, &model.input_columns, model.config.input_size())?;
-    let mut reservoir = model_reservoir(args, &model.config, model.weights.clone(), &file)?;
     let views: Vec<ArrayView2<f64>> = file.inputs.iter().map(|u| u.view()).collect();
+    let mut dispatch = Dispatch::new(args.device.or(Device::Auto));
     let bar = progress::bar("classifying", views.len(), "sequences");
-    let classes = model.classify(reservoir.as_mut(), &views, &mut |done, total| {
+    let classes = classify_sequences(&model, &views, &mut dispatch, &mut |done, total| {
         progress::advance(&bar, done, total)
     });
     bar.finish_and_clear();
-    let classes = classes.context(|| format!("classifying {}", args.input.display()))?;
+    describe(&dispatch);
+    let classes = classes.map_err(|e| {
+        CliError::core(
+            format!(
+                "classifying {} with {}",
+                args.input.display(),
+                args.model.display()
+            ),
+            e,
+        )
+    })?;
     let names = model.classes.names();
     let bytes = if writes_npy(args.output.as_ref()) {
         let numbers = classes
@@ -208,40 +191,35 @@ fn classify_sequences(args: &PredictArgs) -> Result<()> {
             })?;
         npy_labels_bytes(&Array1::from(numbers))?
     } else {
-        let mut writer = csv::Writer::from_writer(Vec::new());
-        let format_error = |e: csv::Error| CliError::Format {
-            what: "the CSV output",
-            message: e.to_string(),
-        };
-        writer
-            .write_record(["sequence", "label"])
-            .map_err(format_error)?;
-        for (id, &c) in file.ids.iter().zip(&classes) {
-            writer
-                .write_record([id.as_str(), names[c].as_str()])
-                .map_err(format_error)?;
-        }
-        writer.into_inner().map_err(|e| CliError::Format {
-            what: "the CSV output",
-            message: e.to_string(),
-        })?
+        let labels: Vec<&str> = classes.iter().map(|&c| names[c].as_str()).collect();
+        labels_csv_bytes(&file.ids, &labels)?
     };
     write_output(args.output.as_deref(), &bytes)
 }
 
 /// `reservoir predict` with a series model on many series, each from the zero state.
-fn predict_many_series(args: &PredictArgs, model: Model) -> Result<()> {
+fn predict_many(args: &PredictArgs, model: Model) -> Result<()> {
     let file = read_model_inputs(args, &model.input_columns, model.config.input_size())?;
-    let mut reservoir = model_reservoir(args, &model.config, model.weights.clone(), &file)?;
     let views: Vec<ArrayView2<f64>> = file.inputs.iter().map(|u| u.view()).collect();
+    let mut dispatch = Dispatch::new(args.device.or(Device::Auto));
     let bar = progress::bar("predicting", views.len(), "series");
-    let predictions = predict_series(reservoir.as_mut(), &model.readout, &views, &mut |d, t| {
+    let predictions = predict_many_series(&model, &views, &mut dispatch, &mut |d, t| {
         progress::advance(&bar, d, t)
     });
     bar.finish_and_clear();
-    let predictions = predictions.context(|| format!("predicting {}", args.input.display()))?;
+    describe(&dispatch);
+    let predictions = predictions.map_err(|e| {
+        CliError::core(
+            format!(
+                "predicting {} with {}",
+                args.input.display(),
+                args.model.display()
+            ),
+            e,
+        )
+    })?;
     let parts: Vec<ArrayView2<f64>> = predictions.iter().map(|p| p.view()).collect();
-    let stacked = concatenate(Axis(0), &parts).map_err(|e| CliError::Format {
+    let stacked = concatenate(Axis(0), &parts).map_err(|e| DataError::Format {
         what: "the predictions",
         message: e.to_string(),
     })?;
@@ -257,39 +235,4 @@ fn predict_many_series(args: &PredictArgs, model: Model) -> Result<()> {
         keyed_csv_bytes("sequence", &keys, &model.target_columns, stacked.view())?
     };
     write_output(args.output.as_deref(), &bytes)
-}
-
-/// Runs `reservoir` from its current state over `inputs` and applies `readout` to every state,
-/// a chunk of [`PREDICT_CHUNK_ROWS`] rows at a time, calling `progress(rows_done, rows)` after
-/// each; the reservoir keeps the final state.
-///
-/// `fit` scores its test file with this same function, so `predict` on that file from the
-/// state after training reproduces the fit's test predictions bit for bit.
-pub fn predict_rows(
-    reservoir: &mut dyn Reservoir,
-    readout: &LinearReadout,
-    inputs: ArrayView2<'_, f64>,
-    progress: &mut dyn FnMut(usize, usize),
-) -> Result<Array2<f64>, ReservoirError> {
-    let rows = inputs.nrows();
-    let mut predictions = Array2::zeros((rows, readout.n_outputs()));
-    for start in (0..rows).step_by(PREDICT_CHUNK_ROWS) {
-        let end = (start + PREDICT_CHUNK_ROWS).min(rows);
-        let states = reservoir.run(inputs.slice(s![start..end, ..]))?;
-        let chunk = readout.predict(states.view())?;
-        predictions.slice_mut(s![start..end, ..]).assign(&chunk);
-        progress(end, rows);
-    }
-    Ok(predictions)
-}
-
-/// Class labels as `.npy` bytes (a 1-D `int64` array).
-fn npy_labels_bytes(labels: &Array1<i64>) -> Result<Vec<u8>> {
-    use ndarray_npy::WriteNpyExt;
-    let mut bytes = Vec::new();
-    labels.write_npy(&mut bytes).map_err(|e| CliError::Format {
-        what: "the NumPy output",
-        message: e.to_string(),
-    })?;
-    Ok(bytes)
 }

@@ -1,24 +1,12 @@
 //! What `reservoir fit` prints: an aligned table for people, or one JSON object for programs.
 
 use gpu_reservoir::Startup;
+use reservoir_runtime::error::DataError;
 use reservoir_runtime::jobs::run::ExperimentReport;
 use serde::Serialize;
 
-use crate::error::{CliError, Result};
+use crate::error::Result;
 use crate::output::write_stdout;
-
-/// Scores of the readout on the test file (every row scored).
-#[derive(Debug, Clone, Copy)]
-pub struct TestScores {
-    /// Number of test rows.
-    pub rows: usize,
-    /// NRMSE (RMSE / population std of the target), averaged over targets.
-    pub nrmse: f64,
-    /// RMSE, averaged over targets.
-    pub rmse: f64,
-    /// R², averaged over targets.
-    pub r2: f64,
-}
 
 /// The outcome of a fit; serialised as-is by `--json` (test fields `null` without a test file).
 #[derive(Debug, Clone, Serialize)]
@@ -99,7 +87,7 @@ pub fn print_run(
             object.insert(f.name.clone(), f.value.into());
         }
         if let Some(startup) = startup {
-            let value = serde_json::to_value(startup).map_err(|e| CliError::Format {
+            let value = serde_json::to_value(startup).map_err(|e| DataError::Format {
                 what: "the JSON report",
                 message: e.to_string(),
             })?;
@@ -127,7 +115,7 @@ pub fn print_run(
 
 /// `value` as one line of JSON.
 pub fn json_line<T: Serialize>(value: &T) -> Result<String> {
-    let mut line = serde_json::to_string(value).map_err(|e| CliError::Format {
+    let mut line = serde_json::to_string(value).map_err(|e| DataError::Format {
         what: "the JSON report",
         message: e.to_string(),
     })?;

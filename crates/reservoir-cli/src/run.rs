@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use reservoir_core::detection::PatternDetector;
 use reservoir_runtime::config::{ExperimentConfig, TaskConfig};
+use reservoir_runtime::error::DataError;
 use reservoir_runtime::files::Staged;
 use reservoir_runtime::jobs::run::{run_full, RunHooks, RunOutcome, TrainedModel};
 use reservoir_runtime::{Dispatch, Launch};
@@ -69,7 +70,7 @@ pub fn read_config(path: &Path) -> Result<ExperimentConfig> {
 /// The file cannot be read, is not UTF-8, or is larger than the bound.
 pub fn read_config_text(path: &Path) -> Result<String> {
     use std::io::Read;
-    let read_error = |source| CliError::Read {
+    let read_error = |source| DataError::Read {
         what: "config file",
         path: path.to_path_buf(),
         source,
@@ -82,7 +83,8 @@ pub fn read_config_text(path: &Path) -> Result<String> {
         return Err(read_error(std::io::Error::other(format!(
             "larger than {} KiB, which no config is",
             MAX_CONFIG_BYTES / 1024
-        ))));
+        )))
+        .into());
     }
     Ok(text)
 }

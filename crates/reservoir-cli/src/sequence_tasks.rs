@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use ndarray::ArrayView2;
 use reservoir_runtime::config::ExperimentConfig;
 use reservoir_runtime::config::Validation;
+use reservoir_runtime::error::DataError;
 use reservoir_runtime::jobs::sequences::sweep::{
     sweep_classifier, sweep_series, SequenceSweepReport,
 };
@@ -17,7 +18,6 @@ use reservoir_runtime::jobs::sweep::SweepScore;
 use reservoir_runtime::Dispatch;
 use serde::Serialize;
 
-use crate::data::{read_sequences, SequenceColumns, SequenceFile};
 use crate::device;
 use crate::error::{CliError, Result};
 use crate::output::{commit, write_stdout};
@@ -25,6 +25,7 @@ use crate::plot;
 use crate::progress::Stages;
 use crate::report::{aligned, json_line, number};
 use crate::sweep::{columns, lane_cells, lane_header, ridge};
+use reservoir_runtime::data::{read_sequences, SequenceColumns, SequenceFile};
 
 /// The flags that say how a file holds many sequences (shared by `fit`, `sweep`, `predict`).
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -161,9 +162,12 @@ fn target_views(file: &SequenceFile) -> Vec<ArrayView2<'_, f64>> {
 
 /// The labels of a file, or an error naming the file.
 fn labels<'a>(file: &'a SequenceFile, path: &Path) -> Result<&'a [String]> {
-    file.labels.as_deref().ok_or_else(|| CliError::TooFewRows {
-        path: path.to_path_buf(),
-        message: "no labels were read".into(),
+    file.labels.as_deref().ok_or_else(|| {
+        DataError::TooFewRows {
+            path: path.to_path_buf(),
+            message: "no labels were read".into(),
+        }
+        .into()
     })
 }
 
@@ -260,10 +264,11 @@ pub fn sweep(job: &Job<'_>, dispatch: &mut Dispatch) -> Result<()> {
     let mut ranking = None;
     let report = fit_files(job, &files, dispatch, Some(&mut ranking))?;
     let Some(ranking) = ranking else {
-        return Err(CliError::Format {
+        return Err(DataError::Format {
             what: "the sweep report",
             message: "the sweep produced no ranking".into(),
-        });
+        }
+        .into());
     };
     let text = if job.json {
         #[derive(Serialize)]

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use reservoir_runtime::jobs::sweep::{run_sweep, SweepReport, SweepScore};
 use reservoir_runtime::{Devices, Dispatch, GemmMath, Launch};
 
-use crate::data::parse_column_list;
+use crate::columns::parse_column_list;
 use crate::device::{self, DeviceArg};
 use crate::error::{CliError, Result};
 use crate::output::check_outputs;

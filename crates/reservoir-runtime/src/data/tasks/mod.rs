@@ -18,7 +18,10 @@ pub mod lorenz;
 pub mod mackey_glass;
 pub mod memory;
 pub mod narma;
+mod series;
 pub mod spikes;
+
+pub use series::SeriesTask;
 
 use ndarray::{s, Array2, ArrayView2};
 

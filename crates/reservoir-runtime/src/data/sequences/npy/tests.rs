@@ -5,8 +5,9 @@ use ndarray::{array, Array1, Array2, Array3, Axis};
 use ndarray_npy::{write_npy, NpzWriter, WritableElement, WriteNpyExt};
 
 use super::{read_npy_file, read_npz_file};
+
 use crate::data::sequences::{SequenceColumns, SequenceFile};
-use crate::error::Result;
+use crate::data::Result;
 
 const NO_NAMES: &[String] = &[];
 

@@ -9,9 +9,12 @@ use std::path::Path;
 
 use ndarray::Array2;
 
-use super::sequences::{SequenceColumns, SequenceFile};
-use super::{check_held, csv_error, find_column, limit, open_csv, parse_cell, CsvFile};
-use crate::error::{quoted, CliError, Result};
+use super::{SequenceColumns, SequenceFile};
+use crate::data::columns::{
+    check_held, csv_error, find_column, limit, open_csv, parse_cell, CsvFile,
+};
+use crate::data::Result;
+use crate::error::{quoted, DataError};
 
 /// The rows of one sequence, in file order until they are sorted by time.
 struct Rows {
@@ -62,7 +65,7 @@ pub(super) fn read_long_csv(
 
     let number = |record: &csv::StringRecord, index: usize, line: u64, role: &str| {
         parse_cell(record.get(index).unwrap_or(""), limit(role)).map_err(|problem| {
-            CliError::BadCell {
+            DataError::BadCell {
                 path: path.to_path_buf(),
                 line,
                 column: headers.get(index).unwrap_or("?").to_string(),
@@ -117,7 +120,7 @@ pub(super) fn read_long_csv(
             match &rows.label {
                 None => rows.label = Some((label.to_string(), line)),
                 Some((first, first_line)) if first != label => {
-                    return Err(CliError::BadSequence {
+                    return Err(DataError::BadSequence {
                         path: path.to_path_buf(),
                         line,
                         sequence: ids[s].clone(),
@@ -148,7 +151,7 @@ pub(super) fn read_long_csv(
         check_held(path, row_count, line, held)?;
     }
     if sequences.is_empty() {
-        return Err(CliError::NoRows {
+        return Err(DataError::NoRows {
             path: path.to_path_buf(),
         });
     }
@@ -189,7 +192,7 @@ fn text<'r>(
 ) -> Result<&'r str> {
     match record.get(index) {
         Some(cell) if !cell.is_empty() => Ok(cell),
-        _ => Err(CliError::BadCell {
+        _ => Err(DataError::BadCell {
             path: path.to_path_buf(),
             line,
             column: headers.get(index).unwrap_or("?").to_string(),
@@ -211,7 +214,7 @@ fn time_order(path: &Path, id: &str, rows: &Rows) -> Result<Option<Vec<usize>>> 
     for pair in order.windows(2) {
         if let [earlier, later] = *pair {
             if times[earlier] == times[later] {
-                return Err(CliError::BadSequence {
+                return Err(DataError::BadSequence {
                     path: path.to_path_buf(),
                     line: rows.lines[later],
                     sequence: id.to_string(),
@@ -243,7 +246,7 @@ fn matrix(
             .collect(),
         None => values,
     };
-    Array2::from_shape_vec((rows, width), values).map_err(|e| CliError::Format {
+    Array2::from_shape_vec((rows, width), values).map_err(|e| DataError::Format {
         what: "a sequence's matrix",
         message: e.to_string(),
     })

@@ -8,23 +8,15 @@ use std::path::Path;
 use ndarray::{ArrayD, IxDyn, OwnedRepr};
 use ndarray_npy::{NpzReader, ReadNpyError, ReadNpyExt, ReadNpzError, ReadableElement};
 
-use super::array_error;
 use super::header::{check_header, Entries};
-use crate::error::Result;
+use super::{array_error, Failure};
+use crate::data::Result;
 
 /// Dtypes accepted for inputs and targets, as NumPy names them.
 const FLOAT_DTYPES: &str = "float64, float32";
 
 /// Dtypes accepted for labels and lengths, as NumPy names them.
 const INTEGER_DTYPES: &str = "int64, int32, uint8, uint16, uint32, uint64, int8, int16";
-
-/// Why an array could not be read as one element type.
-pub(super) enum Failure {
-    /// The array holds another dtype (its descriptor, e.g. `'<i8'`).
-    Dtype(String),
-    /// The file or archive entry is unreadable or corrupt (the reader's message).
-    Other(String),
-}
 
 /// An array that can be read again as another element type.
 pub(super) trait ArraySource {

@@ -7,11 +7,11 @@
 
 use std::path::Path;
 
-use ndarray::{Array2, ArrayView2};
-use ndarray_npy::WriteNpyExt;
+use crate::data::Result;
+use ndarray::Array2;
 
-use super::{long_csv, npy};
-use crate::error::{CliError, Result};
+mod long_csv;
+mod npy;
 
 /// Many sequences read from one file.
 #[derive(Debug, Clone, PartialEq)]
@@ -74,37 +74,10 @@ pub fn read_sequences(
     }
 }
 
-/// Encodes a 2-D f64 array as `.npy` bytes (for writing predictions; the caller writes the
-/// bytes atomically).
-///
-/// # Errors
-/// The encoder fails (it does not for in-memory output, but its error is passed on).
-pub fn npy_bytes(array: ArrayView2<'_, f64>) -> Result<Vec<u8>> {
-    let mut bytes = Vec::new();
-    array.write_npy(&mut bytes).map_err(|e| CliError::Format {
-        what: "the .npy output",
-        message: e.to_string(),
-    })?;
-    Ok(bytes)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use ndarray::{array, Array3};
-    use ndarray_npy::ReadNpyExt;
-
-    #[test]
-    fn npy_bytes_round_trip() {
-        let a = array![[1.0, -2.5, 3.0], [4.0, 5.0, f64::MAX]];
-        let bytes = npy_bytes(a.view()).expect("encode");
-        let back = Array2::<f64>::read_npy(bytes.as_slice()).expect("decode");
-        assert_eq!(back, a);
-        // A transposed (column-major) view encodes its logical order.
-        let bytes = npy_bytes(a.t()).expect("encode transposed");
-        let back = Array2::<f64>::read_npy(bytes.as_slice()).expect("decode transposed");
-        assert_eq!(back, a.t());
-    }
 
     #[test]
     fn extension_picks_the_reader_case_insensitively() {

@@ -97,7 +97,7 @@ fn npy_corpus_and_regressions() {
 /// (parsing a deeply nested header) are refused with an error saying why.
 #[test]
 fn numpy_files_that_ask_for_too_much_are_errors() {
-    use reservoir_cli::data::{read_sequences, SequenceColumns};
+    use reservoir_runtime::data::{read_sequences, SequenceColumns};
     let x = ["x".to_string()];
     let columns = SequenceColumns {
         inputs: &x,

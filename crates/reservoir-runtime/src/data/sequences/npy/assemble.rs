@@ -7,8 +7,9 @@ use ndarray::{s, Array3, ArrayD, ArrayView2, Axis, Ix3};
 use reservoir_core::checks::{MAX_INPUT, MAX_TARGET};
 
 use super::{array_error, shape_text};
+
 use crate::data::sequences::SequenceFile;
-use crate::error::Result;
+use crate::data::Result;
 
 /// Checks shapes and values and cuts the arrays into sequences. Each array comes with its
 /// name; 2-D inputs (and targets) are one sequence.

@@ -1,20 +1,14 @@
 //! Property tests of CSV data: finite numbers under generated column names, written as CSV
-//! (by the `csv` crate, and by the command line's own writer of predictions), read back
-//! through the command line's readers as the same numbers bit for bit.
+//! (by the `csv` crate, and by the writer of predictions), read back through the readers as
+//! the same numbers bit for bit.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use ndarray::{Array2, Axis};
 use proptest::prelude::*;
-use reservoir_cli::data::{read_inputs, read_inputs_targets, read_sequences, SequenceColumns};
-// The writer below names its errors `crate::error`.
-use reservoir_cli::error;
-
-/// The command line's CSV writer (what `reservoir predict` and `fit` write).
-#[allow(dead_code)]
-#[path = "../src/output.rs"]
-mod output;
+use reservoir_runtime::data::write::{csv_bytes, keyed_csv_bytes};
+use reservoir_runtime::data::{read_inputs, read_inputs_targets, read_sequences, SequenceColumns};
 
 /// Column names: no surrounding whitespace (the reader trims it), but commas, quotes, inner
 /// spaces and line breaks, which the writer must quote.
@@ -199,7 +193,7 @@ proptest! {
     ) {
         let dir = tempfile::tempdir().expect("dir");
         // One series: `reservoir predict` on a single series, `fit --predictions`.
-        let bytes = output::csv_bytes(&names, values.view()).expect("write");
+        let bytes = csv_bytes(&names, values.view()).expect("write");
         let path = file(&dir, "predicted.csv", &bytes);
         prop_assert_eq!(bits(&read_all(&path, &names)), bits(&values));
 
@@ -208,7 +202,7 @@ proptest! {
         prop_assume!(!names.iter().any(|n| n == key));
         let ids = ["s0", "s,1", "s\"2"];
         let keys: Vec<String> = (0..values.nrows()).map(|i| ids[key_picks[i]].to_string()).collect();
-        let bytes = output::keyed_csv_bytes(key, &keys, &names, values.view()).expect("write");
+        let bytes = keyed_csv_bytes(key, &keys, &names, values.view()).expect("write");
         let path = file(&dir, "predicted-many.csv", &bytes);
         let columns = SequenceColumns { inputs: &names, sequence: Some(key), ..no_columns() };
         let read = read_sequences("input file", &path, &columns).expect("read back");

@@ -7,8 +7,7 @@ use std::io::{BufReader, Read};
 use ndarray_npy::npy::header::Header;
 use zip::ZipArchive;
 
-use super::element::Failure;
-use super::shape_text;
+use super::{shape_text, Failure};
 
 /// Longest `.npy` header read, in bytes: NumPy's own limit (`max_header_size` of
 /// `numpy.load`); the arrays NumPy writes have headers of about a hundred bytes.

@@ -1,50 +1,22 @@
-//! Data in: named numeric columns of a CSV file read into matrices, column lists parsed, and
-//! labelled sequence datasets read from long-form CSV or NumPy files ([`read_sequences`]).
+//! Named numeric columns of a CSV file read into matrices: one series (its input and target
+//! columns), and the CSV machinery the long-form sequence reader shares.
 //!
 //! CSV files have a header row; cells and names are trimmed of surrounding whitespace. Only the
 //! columns asked for are parsed, so other columns (timestamps, labels) may hold anything.
-
-mod lines;
-mod long_csv;
-mod npy;
-pub mod sequences;
-
-pub use sequences::{npy_bytes, read_sequences, SequenceColumns, SequenceFile};
 
 use std::fs::File;
 use std::io::BufReader;
 use std::path::Path;
 
-use lines::{BoundedLines, LineCounter};
+use super::lines::{BoundedLines, LineCounter};
+use crate::data::Result;
+use crate::error::{quoted, DataError};
 use ndarray::Array2;
 use reservoir_core::checks::{MAX_INPUT, MAX_TARGET};
 use reservoir_core::memory::{ensure_available, Bytes};
 
-use crate::error::{quoted, CliError, Result};
-
 /// Most header names listed in a missing-column message before it says how many more there are.
 const MAX_LISTED_COLUMNS: usize = 8;
-
-/// Splits a comma-separated column list (`u, v`) into trimmed names; `flag` names the option in
-/// errors. Empty names and repeated names are errors.
-pub fn parse_column_list(flag: &'static str, text: &str) -> Result<Vec<String>> {
-    let names: Vec<String> = text.split(',').map(|n| n.trim().to_string()).collect();
-    if names.iter().any(String::is_empty) {
-        return Err(CliError::Argument {
-            flag,
-            message: format!("empty column name in `{text}` (expected names separated by commas)"),
-        });
-    }
-    for (i, name) in names.iter().enumerate() {
-        if names[..i].contains(name) {
-            return Err(CliError::Argument {
-                flag,
-                message: format!("column `{name}` is listed more than once"),
-            });
-        }
-    }
-    Ok(names)
-}
 
 /// Rows read between two checks of the memory they hold ([`check_held`]).
 const CHECK_EVERY_ROWS: usize = 1 << 16;
@@ -53,12 +25,12 @@ const CHECK_EVERY_ROWS: usize = 1 << 16;
 /// next growth of the `held` bytes read so far needs (as much again) is available: a file too
 /// large for this machine, or one without end (a pipe), is refused with its line instead of
 /// exhausting the machine's memory.
-pub(crate) fn check_held(path: &Path, rows: usize, line: u64, held: u64) -> Result<()> {
+pub(super) fn check_held(path: &Path, rows: usize, line: u64, held: u64) -> Result<()> {
     if !rows.is_multiple_of(CHECK_EVERY_ROWS) {
         return Ok(());
     }
     let what = format!("the {rows} rows read so far ({} held) to grow", Bytes(held));
-    ensure_available(&what, held).map_err(|source| CliError::DataTooLarge {
+    ensure_available(&what, held).map_err(|source| DataError::DataTooLarge {
         path: path.to_path_buf(),
         line,
         source,
@@ -113,7 +85,7 @@ pub fn read_columns(
             for &column in group_indices {
                 let text = record.get(column).unwrap_or("");
                 let value =
-                    parse_cell(text, limit(group.role)).map_err(|problem| CliError::BadCell {
+                    parse_cell(text, limit(group.role)).map_err(|problem| DataError::BadCell {
                         path: path.to_path_buf(),
                         line,
                         column: headers.get(column).unwrap_or("?").to_string(),
@@ -126,7 +98,7 @@ pub fn read_columns(
         check_held(path, rows, line, row_bytes.saturating_mul(rows as u64))?;
     }
     if rows == 0 {
-        return Err(CliError::NoRows {
+        return Err(DataError::NoRows {
             path: path.to_path_buf(),
         });
     }
@@ -134,7 +106,7 @@ pub fn read_columns(
         .into_iter()
         .zip(&indices)
         .map(|(v, idx)| {
-            Array2::from_shape_vec((rows, idx.len()), v).map_err(|e| CliError::Format {
+            Array2::from_shape_vec((rows, idx.len()), v).map_err(|e| DataError::Format {
                 what: "the data matrix",
                 message: e.to_string(),
             })
@@ -162,7 +134,7 @@ pub fn read_inputs_targets(
     let mut matrices = read_columns(what, path, &groups)?.into_iter();
     match (matrices.next(), matrices.next()) {
         (Some(inputs), Some(targets)) => Ok((inputs, targets)),
-        _ => Err(CliError::NoRows {
+        _ => Err(DataError::NoRows {
             path: path.to_path_buf(),
         }),
     }
@@ -176,23 +148,23 @@ pub fn read_inputs(what: &'static str, path: &Path, inputs: &[String]) -> Result
     }];
     read_columns(what, path, &groups)?
         .pop()
-        .ok_or_else(|| CliError::NoRows {
+        .ok_or_else(|| DataError::NoRows {
             path: path.to_path_buf(),
         })
 }
 
 /// An open CSV file: its reader positioned after the header row, that row, and the counter
 /// of its lines.
-struct CsvFile {
-    reader: csv::Reader<BufReader<BoundedLines<File>>>,
-    headers: csv::StringRecord,
-    lines: LineCounter,
+pub(super) struct CsvFile {
+    pub(super) reader: csv::Reader<BufReader<BoundedLines<File>>>,
+    pub(super) headers: csv::StringRecord,
+    pub(super) lines: LineCounter,
 }
 
 /// Opens the CSV file at `path` and reads its header row; lines longer than
-/// [`lines::MAX_LINE_BYTES`] are an error.
-fn open_csv(what: &'static str, path: &Path) -> Result<CsvFile> {
-    let file = File::open(path).map_err(|source| CliError::Read {
+/// [`super::lines::MAX_LINE_BYTES`] are an error.
+pub(super) fn open_csv(what: &'static str, path: &Path) -> Result<CsvFile> {
+    let file = File::open(path).map_err(|source| DataError::Read {
         what,
         path: path.to_path_buf(),
         source,
@@ -207,7 +179,7 @@ fn open_csv(what: &'static str, path: &Path) -> Result<CsvFile> {
         .map_err(|e| csv_error(what, path, e, &mut lines))?
         .clone();
     if headers.is_empty() || (headers.len() == 1 && headers.get(0) == Some("")) {
-        return Err(CliError::NoHeader {
+        return Err(DataError::NoHeader {
             path: path.to_path_buf(),
         });
     }
@@ -221,7 +193,7 @@ fn open_csv(what: &'static str, path: &Path) -> Result<CsvFile> {
 /// The largest magnitude a value of `role` may have: targets are bounded so that their squares
 /// can be summed ([`MAX_TARGET`]), every other number by what f32 holds ([`MAX_INPUT`]), the
 /// same bounds the engine checks, here caught with the file's line.
-fn limit(role: &str) -> f64 {
+pub(super) fn limit(role: &str) -> f64 {
     if role == "target" {
         MAX_TARGET
     } else {
@@ -230,7 +202,7 @@ fn limit(role: &str) -> f64 {
 }
 
 /// A finite `f64` within ±`limit`, or what is wrong with the text (quoted, cut if long).
-fn parse_cell(text: &str, limit: f64) -> std::result::Result<f64, String> {
+pub(super) fn parse_cell(text: &str, limit: f64) -> std::result::Result<f64, String> {
     let parsed = text.parse::<f64>();
     let text = quoted(text);
     match parsed {
@@ -260,7 +232,7 @@ fn beyond(limit: f64) -> &'static str {
 }
 
 /// The index of the one header column called `name`.
-fn find_column(
+pub(super) fn find_column(
     path: &Path,
     headers: &csv::StringRecord,
     role: &'static str,
@@ -273,11 +245,11 @@ fn find_column(
         .map(|(i, _)| i);
     match (matches.next(), matches.next()) {
         (Some(i), None) => Ok(i),
-        (Some(_), Some(_)) => Err(CliError::DuplicateHeader {
+        (Some(_), Some(_)) => Err(DataError::DuplicateHeader {
             path: path.to_path_buf(),
             column: name.to_string(),
         }),
-        (None, _) => Err(CliError::MissingColumn {
+        (None, _) => Err(DataError::MissingColumn {
             path: path.to_path_buf(),
             role,
             column: name.to_string(),
@@ -300,12 +272,12 @@ fn list_columns(headers: &csv::StringRecord) -> String {
 }
 
 /// Turns a CSV reader error into one naming the file and line.
-fn csv_error(
+pub(super) fn csv_error(
     what: &'static str,
     path: &Path,
     error: csv::Error,
     lines: &mut LineCounter,
-) -> CliError {
+) -> DataError {
     let line = lines.line(error.position());
     let message = match error.kind() {
         csv::ErrorKind::UnequalLengths {
@@ -317,12 +289,12 @@ fn csv_error(
         _ => error.to_string(),
     };
     match error.into_kind() {
-        csv::ErrorKind::Io(source) => CliError::Read {
+        csv::ErrorKind::Io(source) => DataError::Read {
             what,
             path: path.to_path_buf(),
             source,
         },
-        _ => CliError::CsvFormat {
+        _ => DataError::CsvFormat {
             path: path.to_path_buf(),
             line,
             message,
@@ -333,17 +305,6 @@ fn csv_error(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn column_lists_are_trimmed_and_checked() {
-        assert_eq!(
-            parse_column_list("--inputs", " u , v").ok(),
-            Some(vec!["u".into(), "v".into()])
-        );
-        assert!(parse_column_list("--inputs", "u,,v").is_err());
-        assert!(parse_column_list("--inputs", "").is_err());
-        assert!(parse_column_list("--inputs", "u,u").is_err());
-    }
 
     #[test]
     fn rows_that_cannot_grow_in_memory_are_refused_with_their_line() {

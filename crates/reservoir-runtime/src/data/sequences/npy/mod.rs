@@ -23,8 +23,17 @@ use ndarray::ArrayD;
 use ndarray_npy::{NpzReader, ReadNpzError};
 use zip::ZipArchive;
 
-use super::sequences::{SequenceColumns, SequenceFile};
-use crate::error::{CliError, Result};
+use super::{SequenceColumns, SequenceFile};
+use crate::data::Result;
+use crate::error::DataError;
+
+/// Why an array could not be read as one element type.
+pub(super) enum Failure {
+    /// The array holds another dtype (its descriptor, e.g. `'<i8'`).
+    Dtype(String),
+    /// The file or archive entry is unreadable or corrupt (the reader's message).
+    Other(String),
+}
 
 /// The name of a `.npy` file's one array in messages and input names.
 const NPY_ARRAY: &str = "x";
@@ -36,7 +45,7 @@ pub(super) fn read_npy_file(
     columns: &SequenceColumns<'_>,
 ) -> Result<SequenceFile> {
     if columns.targets.is_some() || columns.label.is_some() || columns.lengths.is_some() {
-        return Err(CliError::NumpyFile {
+        return Err(DataError::NumpyFile {
             path: path.to_path_buf(),
             message: "a .npy file holds one array, the inputs; targets, labels and lengths need \
                       a .npz archive with named arrays"
@@ -44,7 +53,7 @@ pub(super) fn read_npy_file(
         });
     }
     // Opened once here so that a missing file is reported as such.
-    File::open(path).map_err(|source| CliError::Read {
+    File::open(path).map_err(|source| DataError::Read {
         what,
         path: path.to_path_buf(),
         source,
@@ -64,18 +73,18 @@ pub(super) fn read_npz_file(
         .targets
         .map(|names| one_name(path, "targets", names))
         .transpose()?;
-    let file = File::open(path).map_err(|source| CliError::Read {
+    let file = File::open(path).map_err(|source| DataError::Read {
         what,
         path: path.to_path_buf(),
         source,
     })?;
-    let not_an_archive = |e: ReadNpzError| CliError::NumpyFile {
+    let not_an_archive = |e: ReadNpzError| DataError::NumpyFile {
         path: path.to_path_buf(),
         message: format!("not a readable .npz archive: {e}"),
     };
     let bytes = file
         .metadata()
-        .map_err(|source| CliError::Read {
+        .map_err(|source| DataError::Read {
             what,
             path: path.to_path_buf(),
             source,
@@ -84,7 +93,7 @@ pub(super) fn read_npz_file(
     let mut archive = NpzReader::new(BufReader::new(file)).map_err(not_an_archive)?;
     let present = archive.names().map_err(not_an_archive)?;
     // The archive again, for the sizes of its entries (the reader does not give them).
-    let again = File::open(path).map_err(|source| CliError::Read {
+    let again = File::open(path).map_err(|source| DataError::Read {
         what,
         path: path.to_path_buf(),
         source,
@@ -129,7 +138,7 @@ impl Npz<'_> {
             let names: Vec<String> = self.present.iter().map(|p| format!("`{p}`")).collect();
             format!("arrays present: {}", names.join(", "))
         };
-        Err(CliError::NumpyFile {
+        Err(DataError::NumpyFile {
             path: self.path.to_path_buf(),
             message: format!("no array named `{name}` ({listed})"),
         })
@@ -162,7 +171,7 @@ impl Npz<'_> {
 fn one_name<'n>(path: &Path, role: &str, names: &'n [String]) -> Result<&'n str> {
     match names {
         [name] => Ok(name),
-        _ => Err(CliError::NumpyFile {
+        _ => Err(DataError::NumpyFile {
             path: path.to_path_buf(),
             message: format!(
                 "a .npz file needs exactly one {role} array name, got {} ({})",
@@ -174,8 +183,8 @@ fn one_name<'n>(path: &Path, role: &str, names: &'n [String]) -> Result<&'n str>
 }
 
 /// An error about one array.
-fn array_error(path: &Path, array: &str, message: String) -> CliError {
-    CliError::NumpyArray {
+fn array_error(path: &Path, array: &str, message: String) -> DataError {
+    DataError::NumpyArray {
         path: path.to_path_buf(),
         array: array.to_string(),
         message,

@@ -1,10 +1,14 @@
-//! Errors of the runtime: the engine's own, the GPU's, and those of devices, config files and
-//! model files.
+//! Errors of the runtime: the engine's own, the GPU's, and those of data files, devices,
+//! config files and model files.
 
 use std::path::PathBuf;
 
 use gpu_reservoir::GpuError;
 use reservoir_core::{ConfigError, ReservoirError};
+
+mod data;
+
+pub use data::{quoted, DataError, MAX_QUOTED_CHARS};
 
 /// Everything the runtime can fail with.
 #[derive(Debug, thiserror::Error)]
@@ -17,6 +21,11 @@ pub enum RuntimeError {
     /// A GPU error (out of memory, unsupported on this device, driver, cuBLAS, ...).
     #[error(transparent)]
     Gpu(#[from] GpuError),
+
+    /// A data file is unreadable, malformed or holds values the engine cannot use (the
+    /// message names the file and the line, column, array or sequence).
+    #[error(transparent)]
+    Data(#[from] DataError),
 
     /// The device asked for cannot run this job.
     #[error("device {device}: {reason}")]
