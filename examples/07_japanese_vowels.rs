@@ -2,6 +2,7 @@
 //! channels, 270 training and 370 test utterances of 7–29 steps; bundled in
 //! `examples/data/japanese_vowels`, CC BY 4.0, see its README).
 //!
+//! The files are read by the library's long-form CSV reader, as `reservoir fit` reads them.
 //! Each utterance runs from the zero state; its last and mean states are the features of a
 //! one-hot ridge readout (`sequences::fit_classifier`, what `reservoir fit --label-column`
 //! runs). The hyper-parameters are the best that `reservoir sweep` finds on 5 folds of the
@@ -10,13 +11,12 @@
 //!
 //! `cargo run --release -p reservoir-examples --example 07_japanese_vowels [-- DEVICE]`
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
-use ndarray::{Array2, ArrayView2};
 use reservoir_runtime::config::ExperimentConfig;
+use reservoir_runtime::data::{read_sequences, SequenceColumns, SequenceFile};
 use reservoir_runtime::jobs::sequences::{fit_classifier, Labelled};
-use reservoir_runtime::{Device, Dispatch};
+use reservoir_runtime::{Device, Dispatch, RuntimeError};
 
 const CONFIG: &str = "
 [reservoir]
@@ -34,60 +34,25 @@ ridge = 1e-2
 summaries = [\"last\", \"mean\"]
 ";
 
-/// One split: each sequence's id, inputs (steps × 12) and label.
-struct Split {
-    ids: Vec<String>,
-    inputs: Vec<Array2<f64>>,
-    labels: Vec<String>,
-}
-
-/// One split of the long-form CSV (`sequence,step,label,c1..c12`, rows in step order), in
-/// order of first appearance.
-fn read_split(path: &Path) -> Result<Split, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut order: Vec<String> = Vec::new();
-    let mut rows: BTreeMap<String, (String, Vec<f64>)> = BTreeMap::new();
-    for (number, line) in text.lines().enumerate().skip(1) {
-        let cells: Vec<&str> = line.split(',').collect();
-        let [id, _step, label, values @ ..] = cells.as_slice() else {
-            return Err(format!(
-                "{}: line {}: too few cells",
-                path.display(),
-                number + 1
-            ));
-        };
-        let entry = rows.entry(id.to_string()).or_insert_with(|| {
-            order.push(id.to_string());
-            (label.to_string(), Vec::new())
-        });
-        for v in values {
-            let v: f64 = v
-                .parse()
-                .map_err(|_| format!("{}: line {}: `{v}`", path.display(), number + 1))?;
-            entry.1.push(v);
-        }
-    }
-    let mut inputs = Vec::with_capacity(order.len());
-    let mut labels = Vec::with_capacity(order.len());
-    for id in &order {
-        let (label, values) = &rows[id];
-        let steps = values.len() / 12;
-        inputs
-            .push(Array2::from_shape_vec((steps, 12), values.clone()).map_err(|e| e.to_string())?);
-        labels.push(label.clone());
-    }
-    Ok(Split {
-        ids: order,
-        inputs,
-        labels,
-    })
+/// One split of the long-form CSV (`sequence,step,label,c1..c12`), read as `reservoir fit
+/// --sequence-column sequence --time-column step --label-column label` reads it.
+fn read_split(path: &Path, channels: &[String]) -> Result<SequenceFile, RuntimeError> {
+    let columns = SequenceColumns {
+        inputs: channels,
+        label: Some("label"),
+        sequence: Some("sequence"),
+        time: Some("step"),
+        ..SequenceColumns::default()
+    };
+    Ok(read_sequences("data file", path, &columns)?)
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/japanese_vowels");
+    let channels: Vec<String> = (1..=12).map(|c| format!("c{c}")).collect();
     let (train, test) = (
-        read_split(&data.join("train.csv"))?,
-        read_split(&data.join("test.csv"))?,
+        read_split(&data.join("train.csv"), &channels)?,
+        read_split(&data.join("test.csv"), &channels)?,
     );
     let config = ExperimentConfig::from_toml(CONFIG, "<07_japanese_vowels>")?;
     let device: Device = match std::env::args().nth(1) {
@@ -95,9 +60,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         None => Device::Auto,
     };
 
-    let train_views: Vec<ArrayView2<f64>> = train.inputs.iter().map(|u| u.view()).collect();
-    let test_views: Vec<ArrayView2<f64>> = test.inputs.iter().map(|u| u.view()).collect();
-    let channels: Vec<String> = (1..=12).map(|c| format!("c{c}")).collect();
+    let (train_views, test_views) = (train.input_views(), test.input_views());
     let mut dispatch = Dispatch::new(device);
     let outcome = fit_classifier(
         &config,
@@ -105,12 +68,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Labelled {
             ids: &train.ids,
             inputs: &train_views,
-            labels: &train.labels,
+            labels: train.labels.as_deref().unwrap_or_default(),
         },
         Some(Labelled {
             ids: &test.ids,
             inputs: &test_views,
-            labels: &test.labels,
+            labels: test.labels.as_deref().unwrap_or_default(),
         }),
         &mut dispatch,
         &mut |_, _, _| {},

@@ -4,8 +4,8 @@ The estimators `ESNRegressor` and `ESNClassifier` follow scikit-learn's conventi
 lower-level objects (`EchoStateNetwork`, `LifReservoir`, `PatternDetector`, `Readout`,
 `Rls`), the spike encoders (`reservoir.spikes`), NIR export and import (`reservoir.nir`) and
 the task generators (`reservoir.tasks`) work on NumPy arrays. Models saved here and by the
-`reservoir` command line are the same files (`save`, `load`). Every engine call releases the
-GIL.
+`reservoir` command line are the same files (`save`, `load`), and `read_sequences` reads
+sequence data files as `reservoir fit` does. Every engine call releases the GIL.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 from . import nir, spikes, tasks
 from ._engine import GpuError, Readout, Rls
 from ._estimators import ESNClassifier, ESNRegressor
-from ._files import load, save
+from ._files import SequenceData, load, read_sequences, save
 from ._reservoirs import EchoStateNetwork
 from ._sweep import sweep
 from .spikes import LifReservoir, PatternDetector
@@ -27,8 +27,10 @@ __all__ = [
     "PatternDetector",
     "Readout",
     "Rls",
+    "SequenceData",
     "load",
     "nir",
+    "read_sequences",
     "save",
     "spikes",
     "sweep",

@@ -52,6 +52,16 @@ class ClassifierModel:
     @property
     def input_columns(self) -> list[str]: ...
 
+def read_sequences(
+    path: Path,
+    inputs: list[str],
+    targets: list[str] | None = None,
+    label: str | None = None,
+    sequence: str | None = None,
+    time: str | None = None,
+    lengths: str | None = None,
+) -> tuple[list[str], list[F64], list[F64] | None, list[str] | None, list[str], list[str]]: ...
+
 class Readout:
     @staticmethod
     def ridge(states: F64, targets: F64, ridge: float = 1e-6) -> Readout: ...

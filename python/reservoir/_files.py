@@ -1,8 +1,10 @@
-"""Model files: the same files `reservoir fit` writes and `reservoir predict` reads."""
+"""Files shared with the command line: model files (`reservoir fit` writes them and
+`reservoir predict` reads them) and sequence data files (what `reservoir fit` reads)."""
 
 from __future__ import annotations
 
 import os
+from typing import NamedTuple
 
 import numpy as np
 
@@ -43,3 +45,51 @@ def load(path):
         estimator.n_outputs_ = len(model.target_columns)
         estimator._flat = False
     return estimator
+
+
+class SequenceData(NamedTuple):
+    """Many sequences read from one file by `read_sequences`."""
+
+    ids: list
+    """One id per sequence: the sequence column's value (CSV, in order of first appearance),
+    or the index along the first axis (NumPy)."""
+    X: list
+    """The inputs of each sequence, a float64 array of steps x channels."""
+    y: list | None
+    """The per-row targets of each sequence (steps x targets), when targets were asked for."""
+    labels: np.ndarray | None
+    """One label per sequence (as text), when a label was asked for."""
+    input_names: list
+    """The input columns' names (NumPy: the inputs array's name and the channel index)."""
+    target_names: list
+    """The target columns' names, empty without targets."""
+
+
+def read_sequences(
+    path, inputs, targets=None, label=None, sequence=None, time=None, lengths=None
+):
+    """Reads many sequences from `path` exactly as `reservoir fit` reads its `--train` file:
+    a long-form CSV file (one row per step; `sequence` names the column of each row's
+    sequence, `time` an optional column ordering the rows of a sequence) or a NumPy file by
+    its extension (`.npy`: the inputs array; `.npz`: `inputs` names the inputs array,
+    `targets`, `label` and `lengths` other arrays). `inputs` and `targets` are column names
+    (CSV) or one array name (`.npz`). Every value is checked as the command line checks it,
+    and an error names the file and the line, column or array at fault."""
+    as_list = lambda names: None if names is None else [names] if isinstance(names, str) else list(names)  # noqa: E731
+    ids, X, y, labels, input_names, target_names = _engine.read_sequences(
+        os.fspath(path),
+        as_list(inputs),
+        as_list(targets),
+        label,
+        sequence,
+        time,
+        lengths,
+    )
+    return SequenceData(
+        ids,
+        X,
+        y,
+        None if labels is None else np.array(labels),
+        input_names,
+        target_names,
+    )

@@ -10,6 +10,7 @@ use pyo3::exceptions::{
 };
 use pyo3::prelude::*;
 use reservoir_core::ReservoirError;
+use reservoir_runtime::error::DataError;
 use reservoir_runtime::RuntimeError;
 
 pyo3::create_exception!(
@@ -26,11 +27,14 @@ pub fn to_py(error: impl Into<RuntimeError>) -> PyErr {
     match &error {
         RuntimeError::Gpu(_) | RuntimeError::Device { .. } => GpuError::new_err(message),
         RuntimeError::Core(core) => core_to_py(core, message),
-        RuntimeError::Io { source, .. } => match source.kind() {
-            ErrorKind::NotFound => PyFileNotFoundError::new_err(message),
-            ErrorKind::PermissionDenied => PyPermissionError::new_err(message),
-            _ => PyOSError::new_err(message),
-        },
+        RuntimeError::Io { source, .. } | RuntimeError::Data(DataError::Read { source, .. }) => {
+            match source.kind() {
+                ErrorKind::NotFound => PyFileNotFoundError::new_err(message),
+                ErrorKind::PermissionDenied => PyPermissionError::new_err(message),
+                _ => PyOSError::new_err(message),
+            }
+        }
+        RuntimeError::Data(DataError::DataTooLarge { .. }) => PyMemoryError::new_err(message),
         _ => PyValueError::new_err(message),
     }
 }

@@ -209,6 +209,72 @@ pub fn number(v: f64) -> String {
     }
 }
 
+/// The header of a ranking: rank, lane, its three values and ridge, then `scores`.
+pub fn lane_header(scores: &[&str]) -> Vec<String> {
+    [
+        "rank",
+        "lane",
+        "spectral radius",
+        "leak rate",
+        "input scaling",
+        "ridge",
+    ]
+    .iter()
+    .chain(scores)
+    .map(|h| h.to_string())
+    .collect()
+}
+
+/// The first cells of a ranking's row (see [`lane_header`]); `rank` counts from 0.
+pub fn lane_cells(
+    rank: usize,
+    lane: usize,
+    params: &reservoir_core::lanes::Lane,
+    value: f64,
+) -> Vec<String> {
+    vec![
+        (rank + 1).to_string(),
+        lane.to_string(),
+        params.spectral_radius().to_string(),
+        params.leak_rate().to_string(),
+        params.input_scaling().to_string(),
+        ridge(value),
+    ]
+}
+
+/// A ridge value in scientific notation (`1e-6`), `0` for none.
+pub fn ridge(value: f64) -> String {
+    if value == 0.0 {
+        "0".into()
+    } else {
+        format!("{value:e}")
+    }
+}
+
+/// Rows of cells as right-aligned columns two spaces apart.
+pub fn columns(rows: &[Vec<String>]) -> String {
+    let count = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..count)
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| r.get(c))
+                .map(|cell| cell.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    rows.iter()
+        .map(|row| {
+            let cells: Vec<String> = row
+                .iter()
+                .zip(&widths)
+                .map(|(cell, &w)| format!("{cell:>w$}"))
+                .collect();
+            cells.join("  ") + "\n"
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -272,5 +338,14 @@ mod tests {
     fn small_numbers_stay_visible() {
         assert_eq!(number(1.234e-5), "1.2340e-5");
         assert_eq!(number(0.5), "0.500000");
+    }
+
+    #[test]
+    fn columns_are_right_aligned() {
+        let rows = vec![
+            vec!["rank".to_string(), "ridge".to_string()],
+            vec!["1".to_string(), "1e-8".to_string()],
+        ];
+        assert_eq!(columns(&rows), "rank  ridge\n   1   1e-8\n");
     }
 }

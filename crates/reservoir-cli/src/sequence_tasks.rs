@@ -4,7 +4,6 @@
 
 use std::path::{Path, PathBuf};
 
-use ndarray::ArrayView2;
 use reservoir_runtime::config::ExperimentConfig;
 use reservoir_runtime::config::Validation;
 use reservoir_runtime::error::DataError;
@@ -23,8 +22,7 @@ use crate::error::{CliError, Result};
 use crate::output::{commit, write_stdout};
 use crate::plot;
 use crate::progress::Stages;
-use crate::report::{aligned, json_line, number};
-use crate::sweep::{columns, lane_cells, lane_header, ridge};
+use crate::report::{aligned, columns, json_line, lane_cells, lane_header, number, ridge};
 use reservoir_runtime::data::{read_sequences, SequenceColumns, SequenceFile};
 
 /// The flags that say how a file holds many sequences (shared by `fit`, `sweep`, `predict`).
@@ -148,16 +146,6 @@ impl Job<'_> {
         }
         Ok(Files { train, test })
     }
-}
-
-/// The views of a file's sequences.
-fn views(file: &SequenceFile) -> Vec<ArrayView2<'_, f64>> {
-    file.inputs.iter().map(|a| a.view()).collect()
-}
-
-/// The views of a file's targets (empty without).
-fn target_views(file: &SequenceFile) -> Vec<ArrayView2<'_, f64>> {
-    file.targets.iter().flatten().map(|a| a.view()).collect()
 }
 
 /// The labels of a file, or an error naming the file.
@@ -312,7 +300,10 @@ fn fit_files(
     let mut progress = |stage: &'static str, done: usize, total: usize| {
         stages.update(stage, done, total);
     };
-    let (train_x, test_x) = (views(&files.train), files.test.as_ref().map(views));
+    let (train_x, test_x) = (
+        files.train.input_views(),
+        files.test.as_ref().map(SequenceFile::input_views),
+    );
     let input_names = &files.train.input_names;
     let report = match job.goal {
         Goal::Classes(_) => {
@@ -348,8 +339,8 @@ fn fit_files(
         }
         Goal::Targets(_) => {
             let (train_y, test_y) = (
-                target_views(&files.train),
-                files.test.as_ref().map(target_views),
+                files.train.target_views(),
+                files.test.as_ref().map(SequenceFile::target_views),
             );
             let train = Series {
                 ids: &files.train.ids,

@@ -12,7 +12,7 @@ use crate::device::{self, DeviceArg};
 use crate::error::{CliError, Result};
 use crate::output::check_outputs;
 use crate::output::write_stdout;
-use crate::report::{aligned, json_line, number};
+use crate::report::{aligned, columns, json_line, lane_cells, lane_header, number, ridge};
 use crate::run::read_config;
 use crate::sequence_tasks::{self, Goal, Job, SequenceArgs};
 
@@ -255,84 +255,4 @@ fn table(report: &SweepReport) -> String {
     ]);
     text.push_str(&aligned(&footer));
     text
-}
-
-/// The header of a ranking: rank, lane, its three values and ridge, then `scores`.
-pub(crate) fn lane_header(scores: &[&str]) -> Vec<String> {
-    [
-        "rank",
-        "lane",
-        "spectral radius",
-        "leak rate",
-        "input scaling",
-        "ridge",
-    ]
-    .iter()
-    .chain(scores)
-    .map(|h| h.to_string())
-    .collect()
-}
-
-/// The first cells of a ranking's row (see [`lane_header`]); `rank` counts from 0.
-pub(crate) fn lane_cells(
-    rank: usize,
-    lane: usize,
-    params: &reservoir_core::lanes::Lane,
-    value: f64,
-) -> Vec<String> {
-    vec![
-        (rank + 1).to_string(),
-        lane.to_string(),
-        params.spectral_radius().to_string(),
-        params.leak_rate().to_string(),
-        params.input_scaling().to_string(),
-        ridge(value),
-    ]
-}
-
-/// A ridge value in scientific notation (`1e-6`), `0` for none.
-pub(crate) fn ridge(value: f64) -> String {
-    if value == 0.0 {
-        "0".into()
-    } else {
-        format!("{value:e}")
-    }
-}
-
-/// Rows of cells as right-aligned columns two spaces apart.
-pub(crate) fn columns(rows: &[Vec<String>]) -> String {
-    let count = rows.iter().map(Vec::len).max().unwrap_or(0);
-    let widths: Vec<usize> = (0..count)
-        .map(|c| {
-            rows.iter()
-                .filter_map(|r| r.get(c))
-                .map(|cell| cell.chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    rows.iter()
-        .map(|row| {
-            let cells: Vec<String> = row
-                .iter()
-                .zip(&widths)
-                .map(|(cell, &w)| format!("{cell:>w$}"))
-                .collect();
-            cells.join("  ") + "\n"
-        })
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn columns_are_right_aligned() {
-        let rows = vec![
-            vec!["rank".to_string(), "ridge".to_string()],
-            vec!["1".to_string(), "1e-8".to_string()],
-        ];
-        assert_eq!(columns(&rows), "rank  ridge\n   1   1e-8\n");
-    }
 }

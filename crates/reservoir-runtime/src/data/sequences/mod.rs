@@ -8,7 +8,7 @@
 use std::path::Path;
 
 use crate::data::Result;
-use ndarray::Array2;
+use ndarray::{Array2, ArrayView2};
 
 mod long_csv;
 mod npy;
@@ -34,8 +34,21 @@ pub struct SequenceFile {
     pub target_names: Vec<String>,
 }
 
-/// What to read, as named on the command line.
-#[derive(Debug, Clone, Copy)]
+impl SequenceFile {
+    /// Views of the inputs of every sequence, in order.
+    pub fn input_views(&self) -> Vec<ArrayView2<'_, f64>> {
+        self.inputs.iter().map(|u| u.view()).collect()
+    }
+
+    /// Views of the targets of every sequence, in order (none without targets).
+    pub fn target_views(&self) -> Vec<ArrayView2<'_, f64>> {
+        self.targets.iter().flatten().map(|y| y.view()).collect()
+    }
+}
+
+/// What to read, as named on the command line (the default reads nothing but a `.npy` file's
+/// inputs: set at least `inputs`).
+#[derive(Debug, Clone, Copy, Default)]
 pub struct SequenceColumns<'a> {
     /// CSV: input column names. NumPy .npz: one name, the inputs array. .npy: ignored (the
     /// file is the inputs array).
