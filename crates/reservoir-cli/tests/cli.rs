@@ -1,7 +1,7 @@
 //! End-to-end tests of the `reservoir` binary: generate → fit → predict, determinism, usage
 //! errors, and a failed fit leaving an existing model alone.
 
-mod common;
+use crate::common;
 
 use std::fs;
 

@@ -1,7 +1,7 @@
 //! End-to-end tests of bad input: every kind exits 1 with one `error:` line naming the file,
 //! line, column or config field at fault, and never a panic message.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::Path;

@@ -4,7 +4,7 @@
 //! written through, not replaced; a failing command writes nothing, and a command's outputs
 //! are put in place together, only once all of them could be written.
 
-mod common;
+use crate::common;
 
 use std::fs;
 

@@ -1,7 +1,7 @@
 //! What `fit` and `run` leave behind: `--plot` PNGs of the stated size (every plot kind), and
 //! `run --model` files that reload and reproduce the run.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -1,7 +1,7 @@
 //! `reservoir run`: the embedded default and every shipped task config reach the accuracy of
 //! ReservoirPy's published figures, and the same configs refit on exported CSV data.
 
-mod common;
+use crate::common;
 
 use common::*;
 

@@ -2,7 +2,7 @@
 //! training folds, predict from the saved model, on CSV and NumPy files), regression over many
 //! series, and the errors a malformed dataset gets.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 

@@ -2,7 +2,7 @@
 //! `configs/narma10.toml` with `reservoir run`'s score; the table shows the best; bad requests
 //! are one `error:` line.
 
-mod common;
+use crate::common;
 
 use common::*;
 

@@ -2,7 +2,7 @@
 //! capacity; fixed seeds; the protocols are in docs/config.md and the ReservoirPy figures in
 //! docs/performance.md).
 
-mod common;
+use crate::common;
 
 use common::train_test_nrmse;
 use reservoir_core::{

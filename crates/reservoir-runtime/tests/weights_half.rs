@@ -1,7 +1,7 @@
 //! W rounded to 16-bit formats (`HalfFormat`): rounding, range errors, the spectral radius,
 //! and the accuracy cost on NARMA-10 and Mackey–Glass that the README quotes.
 
-mod common;
+use crate::common;
 
 use common::train_test_nrmse;
 use reservoir_core::spectral::SpectralOptions;
