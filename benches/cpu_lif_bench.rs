@@ -27,8 +27,8 @@ use std::path::PathBuf;
 
 use lif_export::{export_network, export_synapses, HOLD_STEPS};
 use lif_setup::{held_input, lif_config, time_cpu};
-use reservoir_benches::{cpu_model, weight_phases};
-use reservoir_core::lif::{LifNetwork, LifWeights, MIN_PART_NEURONS};
+use reservoir_benches::{cpu_model, lif_weights_phased, phase_line};
+use reservoir_core::lif::{LifNetwork, MIN_PART_NEURONS};
 use reservoir_core::{Reservoir, ReservoirError, Result};
 
 /// The command line.
@@ -107,11 +107,11 @@ fn main() -> Result<()> {
             .unwrap_or(if n <= 10_000 { 10_000 } else { 2000 });
         let config = lif_config(n, 0.01)?;
         let started = std::time::Instant::now();
-        let (weights, times) = LifWeights::generate_timed(&config)?;
+        let (weights, phases) = lif_weights_phased(&config)?;
         eprintln!(
             "N = {n}: weights {:.3} s: {}",
             started.elapsed().as_secs_f64(),
-            weight_phases(&times)
+            phase_line(&phases)
         );
         let inputs = held_input(steps, HOLD_STEPS);
         let synapses = weights.recurrent().nnz();

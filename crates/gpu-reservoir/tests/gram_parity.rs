@@ -5,7 +5,8 @@
 mod common;
 
 use common::{fresh_seed, gpu, relative_error};
-use gpu_reservoir::{DeviceRidgeSums, GpuReservoirComputer, CHUNK_STEPS};
+use gpu_reservoir::internals::CHUNK_STEPS;
+use gpu_reservoir::{DeviceRidgeSums, GpuReservoirComputer};
 use ndarray::{s, Array2};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

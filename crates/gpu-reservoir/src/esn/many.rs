@@ -13,9 +13,9 @@ use crate::gemm::{batch_kernel, resolve_kernel, BatchKernel, DeviceW, GemmMath};
 pub const BATCH_MIN_SEQUENCES: usize = 32;
 /// Most steps per sequence, on average, that [`ManySequences::Auto`] batches: longer
 /// sequences run faster one after another on the single-sequence step path.
-pub const BATCH_MAX_MEAN_STEPS: usize = 128;
+pub(crate) const BATCH_MAX_MEAN_STEPS: usize = 128;
 /// Largest reservoir [`ManySequences::Auto`] batches (its W is stored dense for the GEMM).
-pub const BATCH_MAX_SIZE: usize = 1024;
+pub(crate) const BATCH_MAX_SIZE: usize = 1024;
 
 /// How [`reservoir_core::Reservoir::run_many`] of a [`GpuReservoirComputer`] steps its
 /// sequences.

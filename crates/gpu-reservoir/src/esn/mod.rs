@@ -28,7 +28,7 @@ use crate::ridge_sums::DeviceRidgeSums;
 
 mod many;
 
-pub use many::{ManySequences, BATCH_MAX_MEAN_STEPS, BATCH_MAX_SIZE, BATCH_MIN_SEQUENCES};
+pub use many::{ManySequences, BATCH_MIN_SEQUENCES};
 
 /// Steps run per chunk: inputs, drive and states of a chunk live on the device together, and
 /// the states are copied back once per chunk (never per step).

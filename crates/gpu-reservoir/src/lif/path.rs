@@ -16,7 +16,7 @@ pub enum LifStepPath {
     EventDriven,
     /// The event-driven steps of a whole chunk in one launch of one thread-block cluster,
     /// one cluster barrier per step (compute capability 9.0 and later, at most
-    /// [`LIF_CLUSTER_MAX_NEURONS`](crate::LIF_CLUSTER_MAX_NEURONS) neurons: see
+    /// 32,768 neurons: see
     /// [`GpuLifNetwork::cluster_run_available`](super::GpuLifNetwork::cluster_run_available);
     /// elsewhere a run takes the launched path `auto` picks without it, and keeps it).
     EventCluster,
