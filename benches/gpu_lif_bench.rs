@@ -460,7 +460,7 @@ fn main() -> Result<()> {
     }
     println!(
         "\nCPU: {} threads available, the CPU network steps on one",
-        std::thread::available_parallelism().map_or(1, |n| n.get())
+        reservoir_core::Par::all().threads()
     );
     println!("\n| N | synapses | weights (generate) | weights (GPU estimate) | spectral budget (products) | CPU network (Wᵀ) | GPU network (W, Wᵀ) | host W + Wᵀ | device bytes |");
     println!("|---|---|---|---|---|---|---|---|---|");

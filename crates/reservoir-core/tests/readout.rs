@@ -17,7 +17,7 @@ fn random(rows: usize, cols: usize, seed: u64) -> Array2<f64> {
 /// The CPU reservoir of `config` on its generated weights.
 fn reservoir(config: &ReservoirConfig) -> Box<dyn reservoir_core::Reservoir> {
     let (weights, _) = ReservoirWeights::generate(config).unwrap();
-    cpu_reservoir(config, weights).unwrap()
+    cpu_reservoir(config, weights, reservoir_core::Par::all()).unwrap()
 }
 
 /// Solves the augmented normal equations by Gaussian elimination with partial pivoting.

@@ -14,7 +14,7 @@ use reservoir_core::lanes::{CpuLaneRunner, LaneRunner};
 
 use crate::sweep::RankLaneRunner;
 use reservoir_core::lif::{LifConfig, LifNetwork, LifWeights};
-use reservoir_core::{cpu_reservoir, Precision, Reservoir, ReservoirConfig, ReservoirWeights};
+use reservoir_core::{cpu_reservoir, Par, Precision, Reservoir, ReservoirConfig, ReservoirWeights};
 
 pub use crate::cost::Workload;
 use crate::cost::{cpu_seconds, gpu_seconds, Shape};
@@ -182,7 +182,7 @@ impl Dispatch {
         let shape = Shape::of_weights(weights.recurrent(), weights.input());
         let gpu = self.gpu_for("esn", gpu_precision(config.precision()), shape, work)?;
         let Some(device) = gpu else {
-            return cpu_reservoir(config, weights).map_err(Into::into);
+            return cpu_reservoir(config, weights, Par::all()).map_err(Into::into);
         };
         // Under a launch a reservoir worth splitting is split over the ranks, one shard per
         // process; a smaller one runs whole on every rank.
@@ -229,7 +229,7 @@ impl Dispatch {
         let shape = Shape::of_weights(weights.recurrent(), weights.input());
         let Some(device) = self.gpu_for("esn", gpu_precision(config.precision()), shape, work)?
         else {
-            return Ok(Built::One(cpu_reservoir(config, weights)?));
+            return Ok(Built::One(cpu_reservoir(config, weights, Par::all())?));
         };
         let collective = match self.launch {
             Some(_) => self.join_launch(&device)?,
@@ -285,7 +285,7 @@ impl Dispatch {
         let shape = Shape::of_weights(weights.recurrent(), weights.input());
         Ok(match self.gpu_for("lif", Ok(()), shape, work)? {
             Some(device) => Box::new(GpuLifNetwork::from_weights(config, &weights, &device)?),
-            None => Box::new(LifNetwork::from_weights(config, weights)?),
+            None => Box::new(LifNetwork::from_weights(config, weights)?.with_par(Par::all())),
         })
     }
 
@@ -299,7 +299,7 @@ impl Dispatch {
         Ok(
             match self.gpu_for("lif", Ok(()), Shape::of_lif(config), work)? {
                 Some(device) => Box::new(GpuLifNetwork::new_shared(config, &device)?),
-                None => Box::new(LifNetwork::new(config)?),
+                None => Box::new(LifNetwork::new(config)?.with_par(Par::all())),
             },
         )
     }
@@ -324,7 +324,8 @@ impl Dispatch {
                 }
                 None => {
                     let weights = LifWeights::generate(config)?;
-                    let network = LifNetwork::from_weights(config, weights.clone())?;
+                    let network =
+                        LifNetwork::from_weights(config, weights.clone())?.with_par(Par::all());
                     (Box::new(network), weights)
                 }
             },
@@ -353,7 +354,7 @@ impl Dispatch {
         };
         let gpu = self.gpu_for("sweep", gpu_precision(base.precision()), shape, work)?;
         let Some(device) = gpu else {
-            return Ok(Box::new(CpuLaneRunner::all_cores()));
+            return Ok(Box::new(CpuLaneRunner::new(Par::all())));
         };
         if self.launch.is_some() {
             let collective = self.join_launch(&device)?;
@@ -485,7 +486,7 @@ impl Dispatch {
                 )
             }
             Device::Auto => {
-                let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+                let cores = Par::all().threads();
                 let cpu = cpu_seconds(shape, work, cores);
                 let gpu = gpu_seconds(shape, work, matches!(self.gpu, Some(Ok(_))));
                 let estimate = format!(

@@ -12,7 +12,7 @@ use reservoir_core::random::{stream_rng, Stream};
 use reservoir_core::readout::RidgeAccumulator;
 use reservoir_core::reservoir::{features_of_runs, run_one_by_one, SequenceVisitor};
 use reservoir_core::spikes::SpikePattern;
-use reservoir_core::{Reservoir, ReservoirConfig, ReservoirError, ReservoirWeights};
+use reservoir_core::{Par, Reservoir, ReservoirConfig, ReservoirError, ReservoirWeights};
 
 use crate::batched::BatchEngine;
 use crate::driver::csr::DeviceCsr;
@@ -371,7 +371,7 @@ where
         return write(out, chunk);
     }
     // Asked only for large chunks: the answer costs tens of µs (it reads the cgroup's quota).
-    let threads = std::thread::available_parallelism().map_or(1, |t| t.get().min(8));
+    let threads = Par::all().threads().min(8);
     if threads == 1 {
         return write(out, chunk);
     }

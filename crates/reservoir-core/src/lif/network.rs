@@ -10,6 +10,7 @@ use super::step::{Kernel, Part, Split, StepInputs, MIN_PART_NEURONS};
 use super::transpose::transposed;
 use super::weights::LifWeights;
 use crate::error::{ReservoirError, Result};
+use crate::par::Par;
 use crate::real::{fastest_of, Remembered};
 use crate::sparse::CsrMatrix;
 
@@ -63,10 +64,13 @@ impl LifConstants {
 /// [`LifNetwork::run_recording`].
 ///
 /// The weights are shared (`Arc`): a clone copies only the state, so that
-/// [`crate::Reservoir::run_many`] can run sequences on clones, one per thread.
+/// [`crate::Reservoir::run_many`] can run sequences on clones, one per thread of those it was
+/// given ([`LifNetwork::with_par`]).
 #[derive(Debug, Clone)]
 pub struct LifNetwork {
     pub(super) config: LifConfig,
+    /// The threads `run_many` may spread its sequences over.
+    pub(super) par: Par,
     pub(super) weights: Arc<LifWeights>,
     pub(super) constants: LifConstants,
     /// Wᵀ: row j = neuron j's targets and weights.
@@ -139,11 +143,20 @@ impl LifNetwork {
             synaptic_events: 0,
             constants,
             config: config.clone(),
+            par: Par::Seq,
             weights: Arc::new(weights),
         };
         network.kernel = network.fastest_kernel();
         network.reset_state();
         Ok(network)
+    }
+
+    /// Lets [`crate::Reservoir::run_many`] spread its sequences over the threads of `par`
+    /// (a step's own split is [`LifNetwork::set_step_threads`]'s). The spikes are the same
+    /// bits whatever `par`.
+    pub fn with_par(mut self, par: Par) -> Self {
+        self.par = par;
+        self
     }
 
     /// The step kernel timed fastest for networks of this one's kind (orders of magnitude of

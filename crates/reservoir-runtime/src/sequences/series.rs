@@ -143,7 +143,8 @@ mod tests {
             .check()
             .expect("config");
         let (weights, _) = ReservoirWeights::generate(&config).expect("weights");
-        let mut reservoir = cpu_reservoir(&config, weights).expect("reservoir");
+        let mut reservoir =
+            cpu_reservoir(&config, weights, reservoir_core::Par::all()).expect("reservoir");
         let a = Array2::from_shape_fn((6, 1), |(t, _)| (t as f64).sin());
         let b = Array2::from_shape_fn((4, 1), |(t, _)| (t as f64).cos());
         let (ya, yb) = (a.mapv(|v| 2.0 * v), b.mapv(|v| -v));
