@@ -2,7 +2,7 @@
 //! `[features]`, `[lif]`, `[detector]` and `[sweep]` tables, as [`ExperimentParams`] (what the file says)
 //! and [`ExperimentConfig`] (what `check()` made of it).
 
-use reservoir_core::detection::DetectorOptions;
+use reservoir_core::detection::{DetectorOptions, DetectorParams};
 use reservoir_core::features::{FeatureParams, SequenceFeatures};
 use reservoir_core::lif::{LifConfig, LifParams};
 use reservoir_core::{ConfigError, ReadoutConfig, ReadoutParams, ReservoirConfig, ReservoirParams};
@@ -48,7 +48,7 @@ pub struct ExperimentParams {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lif: Option<LifParams>,
     /// The `[detector]` table: the template detector of the spike task.
-    pub detector: DetectorOptions,
+    pub detector: DetectorParams,
     /// The `[sweep]` table: the hyper-parameter grid of `reservoir sweep`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sweep: Option<SweepParams>,
@@ -83,7 +83,7 @@ impl From<ExperimentConfig> for ExperimentParams {
             readout: config.readout.into(),
             features: config.features.into(),
             lif: config.lif.map(Into::into),
-            detector: config.detector,
+            detector: config.detector.into(),
             sweep: config.sweep.map(Into::into),
         }
     }
@@ -306,9 +306,7 @@ impl ExperimentParams {
             .lif
             .map(|lif| lif.check().map_err(|e| e.prefixed("lif")))
             .transpose()?;
-        self.detector
-            .validate()
-            .map_err(|e| e.prefixed("detector"))?;
+        let detector = self.detector.check().map_err(|e| e.prefixed("detector"))?;
         let sweep = self
             .sweep
             .map(|sweep| {
@@ -336,7 +334,7 @@ impl ExperimentParams {
             readout,
             features,
             lif,
-            detector: self.detector,
+            detector,
             sweep,
         })
     }
