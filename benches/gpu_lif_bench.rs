@@ -14,9 +14,8 @@
 //! events: the benchmark checks that and exits with an error otherwise. Start-up (context,
 //! NVRTC, weight generation on the CPU and with the spectral estimate's products on the GPU,
 //! checked to be the same weights, the CPU network's Wᵀ, the GPU network's W and Wᵀ on the
-//! device) is reported
-//! separately, and each weight generation by phase (`LifWeightTimes`: draw, checks, spectral
-//! setup, products and host work, scale, input).
+//! device) is reported separately, and each weight generation by phase (through a
+//! `spectral::Phases` hook: draw, checks, spectral setup, products and host work, scale, input).
 //!
 //! Input: one channel driving 10 % of the neurons (the default config), a level uniform on
 //! [0.3, 1) held for 10 ms, then the next: the default regime (bias 0.9, ρ = 2), which fires
