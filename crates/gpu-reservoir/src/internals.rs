@@ -31,7 +31,8 @@ use crate::ops::tensor_core::{
 };
 use crate::ridge_sums::DeviceRidgeSums;
 
-pub use crate::esn::{BATCH_MIN_SEQUENCES, CHUNK_STEPS};
+pub use crate::esn::many::BATCH_MIN_SEQUENCES;
+pub use crate::esn::CHUNK_STEPS;
 pub use crate::lif::{LIF_EVENT_MIN_SYNAPSES, LIF_GPU_ESTIMATE_SYNAPSES, LIF_INBOX_CAPACITY};
 pub use crate::ops::cluster::ClusterShape;
 pub use crate::sharded::SHARD_MIN_SIZE;

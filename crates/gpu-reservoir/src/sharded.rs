@@ -31,8 +31,7 @@ pub const SHARD_MIN_SIZE: usize = 16_384;
 pub(crate) const SHARD_MIN_DENSITY: f64 = 0.5;
 
 /// Whether `config` runs faster split over `gpus` GPUs than on one: at least two GPUs, a
-/// reservoir of at least [`SHARD_MIN_SIZE`] units with W at least [`SHARD_MIN_DENSITY`]
-/// connected, and a config a [`ShardedReservoir`] runs (f32, no state noise).
+/// reservoir of at least 16,384 units with W at least half connected, and a config a [`ShardedReservoir`] runs (f32, no state noise).
 pub fn shards_pay(config: &ReservoirConfig, gpus: usize) -> bool {
     gpus >= 2
         && config.size() >= SHARD_MIN_SIZE

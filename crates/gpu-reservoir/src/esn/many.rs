@@ -22,8 +22,7 @@ pub(crate) const BATCH_MAX_SIZE: usize = 1024;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ManySequences {
     /// [`ManySequences::Batched`] where batching was measured faster (at least
-    /// [`BATCH_MIN_SEQUENCES`] sequences of at most [`BATCH_MAX_MEAN_STEPS`] steps on average,
-    /// N ≤ [`BATCH_MAX_SIZE`]), in f32 unless [`GpuReservoirComputer::with_batch_math`] says
+    /// 32 sequences of at most 128 steps on average, N ≤ 1024), in f32 unless [`GpuReservoirComputer::with_batch_math`] says
     /// otherwise, else [`ManySequences::OneByOne`] (the default).
     #[default]
     Auto,

@@ -26,9 +26,9 @@ use crate::ops::esn::{activation_code, input_drive, step_two_launches, EsnKernel
 use crate::ops::persistent::{PersistentPlan, PersistentRun, PersistentWeights, StepPath};
 use crate::ridge_sums::DeviceRidgeSums;
 
-mod many;
+pub(crate) mod many;
 
-pub use many::{ManySequences, BATCH_MIN_SEQUENCES};
+pub use many::ManySequences;
 
 /// Steps run per chunk: inputs, drive and states of a chunk live on the device together, and
 /// the states are copied back once per chunk (never per step).

@@ -192,7 +192,7 @@ impl GpuLifNetwork {
     }
 
     /// [`LifWeights::generate`], with the products of W's spectral-radius estimate on
-    /// `device` from [`LIF_GPU_ESTIMATE_SYNAPSES`] synapses on: the same weights bit for bit
+    /// `device` from 2^20 synapses on: the same weights bit for bit
     /// (each product sums its rows in the CPU's order, see [`crate::spectral`]), where the
     /// estimate is most of the CPU's time. Where W does not fit on the device beside what it
     /// holds, the CPU estimates.
@@ -341,8 +341,8 @@ impl GpuLifNetwork {
 
     /// Bytes this network holds on the device between runs: W and Wᵀ (8 bytes per synapse
     /// each, plus row pointers), W_in, the neuron state with its count window, the inboxes
-    /// (4·(1 + [`LIF_INBOX_CAPACITY`]) bytes per neuron) and the spike lists. A run adds its
-    /// chunk: at most [`LIF_CHUNK_BYTES`] of features and flags, plus the inputs.
+    /// (4·(1 + 32) bytes per neuron) and the spike lists. A run adds its chunk: at most
+    /// 256 MiB of features and flags, plus the inputs.
     pub fn device_bytes(&self) -> usize {
         fn bytes<T>(slice: &CudaSlice<T>) -> usize {
             slice.len() * std::mem::size_of::<T>()
@@ -575,9 +575,9 @@ impl Reservoir for GpuLifNetwork {
         self.run_chunks(inputs, states, |_, _| {})
     }
 
-    /// On the gather path, and on the cluster run of a W below [`LIF_EVENT_MIN_SYNAPSES`]
-    /// (where `auto` would gather without clusters), consecutive sequences run on the gather
-    /// kernel as batches of up to [`LIF_CHUNK_BYTES`] of flags, features and state (see
+    /// On the gather path, and on the cluster run of a W below 100,000 synapses (where `auto`
+    /// would gather without clusters), consecutive sequences run on the gather kernel as
+    /// batches of up to 256 MiB of flags, features and state (see
     /// the `batch` module): one launch a step for all of them, with the same spikes
     /// and features bit for bit as one after another. A sequence too long for a batch of two,
     /// and the other cases, run one after another on the network's path.

@@ -25,8 +25,8 @@ pub enum LifStepPath {
 impl LifStepPath {
     /// The path for a W with `synapses` non-zeros: the cluster run where the device and N
     /// allow it (`cluster_run`), which `gpu_lif_bench` measured faster than both launched
-    /// paths at every size it takes; otherwise event-driven from [`LIF_EVENT_MIN_SYNAPSES`]
-    /// on, gather below (docs/performance.md).
+    /// paths at every size it takes; otherwise event-driven from 100,000 synapses on,
+    /// gather below (docs/performance.md).
     pub fn auto(synapses: usize, cluster_run: bool) -> Self {
         if cluster_run {
             Self::EventCluster

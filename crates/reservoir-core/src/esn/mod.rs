@@ -363,8 +363,8 @@ impl<T: Real> Reservoir for EchoStateNetwork<T> {
         Ok(())
     }
 
-    /// Runs the sequences on the reservoir's threads. A sparse W steps them in blocks of
-    /// [`crate::real::LANES`] (see `blocks.rs`: the same states to rounding, the same bits
+    /// Runs the sequences on the reservoir's threads. A sparse W steps them in blocks of 8
+    /// (see `blocks.rs`: the same states to rounding, the same bits
     /// whatever the threads or the order); a dense one runs them on clones sharing the
     /// weights, with the same bits as one after another. With noise the states depend on the
     /// order in which the sequences draw from the one noise stream, so they run one after

@@ -106,7 +106,7 @@ pub fn spectral_products(synapses: usize) -> usize {
 /// Rows of W drawn from one place of stream [`STREAM_RECURRENT`]: block b starts at word
 /// b·2^[`DRAW_BLOCK_WORDS_LOG2`], so blocks are drawn in parallel with the same result on any
 /// number of threads.
-pub const DRAW_BLOCK_ROWS: usize = 4096;
+const DRAW_BLOCK_ROWS: usize = 4096;
 /// log2 of the stream words reserved for a block of rows: 2^40, far above what a block can
 /// draw (at most 2^32 synapses in all, a few words each).
 const DRAW_BLOCK_WORDS_LOG2: u32 = 40;
@@ -125,7 +125,7 @@ impl LifWeights {
     ///   so the order carries no structure and the mask is trivial to port).
     /// * Each neuron receives exactly `round(p·(N−1))` (≥ 1 when N > 1) synapses from distinct
     ///   other neurons, chosen uniformly (stream [`STREAM_RECURRENT`], row by row, each block
-    ///   of [`DRAW_BLOCK_ROWS`] rows from its own place in the stream).
+    ///   of 4096 rows from its own place in the stream).
     /// * Magnitudes are uniform on (0, 1]; inhibitory ones are multiplied by
     ///   g = N_E / N_I, so the expected input to every neuron is zero (balanced network).
     /// * W is then scaled so that ρ(W) = `spectral_radius` (restarted Arnoldi, start vector
