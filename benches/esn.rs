@@ -125,7 +125,7 @@ fn ridge_accumulate(c: &mut Criterion) {
     let mut group = c.benchmark_group("ridge_accumulate");
     group.throughput(Throughput::Elements(512));
     for threads in [1, 2] {
-        let mut acc = RidgeAccumulator::new(1000, 1, threads).unwrap();
+        let mut acc = RidgeAccumulator::new(1000, 1, reservoir_core::Par::rayon(threads)).unwrap();
         group.bench_function(
             BenchmarkId::new("N=1000 chunk 512 rows, threads", threads),
             |b| {

@@ -207,7 +207,7 @@ pub fn analyse(graph: &Graph, device: Device) -> Result<Report, Box<dyn Error>> 
     let one_hot = Array2::from_shape_fn((train.len(), k), |(i, c)| {
         f64::from(u8::from(graph.community[train[i]] == c))
     });
-    let mut acc = RidgeAccumulator::new(states[0].len(), k, 1)?;
+    let mut acc = RidgeAccumulator::new(states[0].len(), k, reservoir_core::Par::Seq)?;
     acc.add(rows(&train)?.view(), one_hot.view())?;
     let readout = acc.solve(1e-3)?.readout;
     let predicted = predict_classes(&readout, rows(&(0..n).collect::<Vec<_>>())?.view())?;

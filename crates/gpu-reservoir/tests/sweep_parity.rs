@@ -221,8 +221,12 @@ fn f16_lane_states(unit: &ReservoirConfig, lane: &Lane, inputs: ArrayView2<f64>)
 /// The training and validation sums of `states` over `data`'s rows, as a lane runner adds them.
 fn sums_of(states: &Array2<f64>, data: &LaneData<'_>) -> LaneSums {
     let sums = |from: usize, to: usize| {
-        let mut sums =
-            RidgeAccumulator::new(states.ncols(), data.targets.ncols(), 1).expect("sums");
+        let mut sums = RidgeAccumulator::new(
+            states.ncols(),
+            data.targets.ncols(),
+            reservoir_core::Par::Seq,
+        )
+        .expect("sums");
         sums.add(
             states.slice(s![from..to, ..]),
             data.targets.slice(s![from..to, ..]),

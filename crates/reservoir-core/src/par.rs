@@ -41,6 +41,14 @@ impl Par {
         Self::rayon(self.threads() - 1)
     }
 
+    /// As faer's `Par`, for the products the engine leaves to faer.
+    pub(crate) fn faer(self) -> faer::Par {
+        match self {
+            Self::Seq => faer::Par::Seq,
+            Self::Rayon(n) => faer::Par::Rayon(n),
+        }
+    }
+
     /// The fewest of `items` a rayon task takes so that they split into at most
     /// [`Par::threads`] tasks (`with_min_len`).
     pub(crate) fn min_len(self, items: usize) -> usize {

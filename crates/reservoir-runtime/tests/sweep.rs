@@ -220,7 +220,7 @@ fn lanes_on_several_threads_equal_lanes_on_one_and_their_own_reservoirs() {
     let lane_config = lanes[3].config();
     let (weights, _) = ReservoirWeights::generate(lane_config).unwrap();
     let mut reservoir = cpu_reservoir(lane_config, weights, reservoir_core::Par::all()).unwrap();
-    let mut train = RidgeAccumulator::new(50, 1, 1).unwrap();
+    let mut train = RidgeAccumulator::new(50, 1, reservoir_core::Par::Seq).unwrap();
     accumulate_run(
         reservoir.as_mut(),
         data.inputs.slice(s![..500, ..]),
@@ -230,7 +230,7 @@ fn lanes_on_several_threads_equal_lanes_on_one_and_their_own_reservoirs() {
     )
     .unwrap();
     let validation = {
-        let mut acc = RidgeAccumulator::new(50, 1, 1).unwrap();
+        let mut acc = RidgeAccumulator::new(50, 1, reservoir_core::Par::Seq).unwrap();
         let states = reservoir.run(data.inputs.slice(s![500.., ..])).unwrap();
         acc.add(states.view(), data.targets.slice(s![500.., ..]))
             .unwrap();

@@ -312,7 +312,7 @@ fn run_lane(draws: &WeightDraws, lane: &Lane, data: &LaneData<'_>) -> Result<Lan
     // On one thread: the other threads run the other lanes.
     let mut reservoir = cpu_reservoir(config, weights, Par::Seq)?;
     let (split, outputs) = (data.train_rows, data.targets.ncols());
-    let mut train = RidgeAccumulator::new(config.size(), outputs, 1)?;
+    let mut train = RidgeAccumulator::new(config.size(), outputs, Par::Seq)?;
     accumulate_run(
         reservoir.as_mut(),
         data.inputs.slice(s![..split, ..]),
@@ -320,7 +320,7 @@ fn run_lane(draws: &WeightDraws, lane: &Lane, data: &LaneData<'_>) -> Result<Lan
         data.washout,
         &mut train,
     )?;
-    let mut validation = RidgeAccumulator::new(config.size(), outputs, 1)?;
+    let mut validation = RidgeAccumulator::new(config.size(), outputs, Par::Seq)?;
     accumulate_run(
         reservoir.as_mut(),
         data.inputs.slice(s![split.., ..]),
