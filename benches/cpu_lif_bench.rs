@@ -5,7 +5,7 @@
 //! Per size it times `runs` runs of `steps` steps after one warm-up run of as many steps,
 //! continuing the trajectory from rest (`lif_setup::time_cpu`: median wall-clock µs per step
 //! over the runs), on one thread and then, with `--threads 1,2`, split over two by neuron range
-//! (`LifNetwork::set_step_threads`; a network too small to split is measured once). It prints
+//! (`LifNetwork::set_step_par`; a network too small to split is measured once). It prints
 //! one JSON line per measurement: `tool`, `n`, `synapses`, `threads`, `steps`, `runs`,
 //! `us_per_step`, `rate_hz` (spikes of the last run / N / its model time),
 //! `synaptic_events_per_s`, `spikes`, `cpu` (model name from `/proc/cpuinfo`).
@@ -130,7 +130,7 @@ fn main() -> Result<()> {
         }
         let mut measured = Vec::new();
         for &threads in &options.threads {
-            network.set_step_threads(threads)?;
+            network.set_step_par(reservoir_core::Par::rayon(threads))?;
             if measured.contains(&network.step_threads()) {
                 eprintln!(
                     "N = {n}: {threads} threads step on {} (parts of at least {} neurons): \

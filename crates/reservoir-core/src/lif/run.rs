@@ -53,7 +53,7 @@ impl LifNetwork {
         &self.counts
     }
 
-    /// Threads a step is split over (see [`LifNetwork::set_step_threads`]).
+    /// Threads a step is split over (see [`LifNetwork::set_step_par`]).
     pub fn step_threads(&self) -> usize {
         self.split.parts()
     }
