@@ -13,7 +13,7 @@ use reservoir_core::fit::fit_ridge;
 use reservoir_core::real::ProductKernel;
 use reservoir_core::sparse::SparseProduct;
 use reservoir_core::{
-    CsrMatrix, EchoStateNetwork, Precision, ReadoutConfig, Reservoir, ReservoirParams,
+    CsrMatrix, EchoStateNetwork, Par, Precision, ReadoutConfig, Reservoir, ReservoirParams,
     ReservoirWeights,
 };
 
@@ -24,7 +24,7 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(5usize);
     let cpu = cpu_model();
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cores = Par::all().threads();
     for (size, steps) in [(100, 20_000), (1000, 10_000), (4000, 2_000)] {
         let config = ReservoirParams::new()
             .size(size)
@@ -41,15 +41,12 @@ fn main() {
         for kernel in ProductKernel::available::<f32>() {
             reservoir.set_product_kernel(kernel).expect("kernel");
             for threads in [1, cores] {
-                let pool = rayon::ThreadPoolBuilder::new()
-                    .num_threads(threads)
-                    .build()
-                    .expect("thread pool");
+                reservoir.set_par(Par::rayon(threads));
                 let mut times: Vec<f64> = (0..repeat)
                     .map(|_| {
                         reservoir.reset().expect("reset");
                         let start = Instant::now();
-                        pool.install(|| reservoir.run(inputs.view()).expect("run"));
+                        reservoir.run(inputs.view()).expect("run");
                         start.elapsed().as_secs_f64()
                     })
                     .collect();

@@ -5,7 +5,7 @@
 //! Per size it times `runs` runs of `steps` steps after one warm-up run of as many steps,
 //! continuing the trajectory from rest (`lif_setup::time_cpu`: median wall-clock µs per step
 //! over the runs), on one thread and then, with `--threads 1,2`, split over two by neuron range
-//! (`LifNetwork::set_step_threads`; a network too small to split is measured once). It prints
+//! (`LifNetwork::set_step_par`; a network too small to split is measured once). It prints
 //! one JSON line per measurement: `tool`, `n`, `synapses`, `threads`, `steps`, `runs`,
 //! `us_per_step`, `rate_hz` (spikes of the last run / N / its model time),
 //! `synaptic_events_per_s`, `spikes`, `cpu` (model name from `/proc/cpuinfo`).
@@ -27,8 +27,8 @@ use std::path::PathBuf;
 
 use lif_export::{export_network, export_synapses, HOLD_STEPS};
 use lif_setup::{held_input, lif_config, time_cpu};
-use reservoir_benches::{cpu_model, weight_phases};
-use reservoir_core::lif::{LifNetwork, LifWeights, MIN_PART_NEURONS};
+use reservoir_benches::{cpu_model, lif_weights_phased, phase_line};
+use reservoir_core::lif::{LifNetwork, MIN_PART_NEURONS};
 use reservoir_core::{Reservoir, ReservoirError, Result};
 
 /// The command line.
@@ -107,11 +107,11 @@ fn main() -> Result<()> {
             .unwrap_or(if n <= 10_000 { 10_000 } else { 2000 });
         let config = lif_config(n, 0.01)?;
         let started = std::time::Instant::now();
-        let (weights, times) = LifWeights::generate_timed(&config)?;
+        let (weights, phases) = lif_weights_phased(&config)?;
         eprintln!(
             "N = {n}: weights {:.3} s: {}",
             started.elapsed().as_secs_f64(),
-            weight_phases(&times)
+            phase_line(&phases)
         );
         let inputs = held_input(steps, HOLD_STEPS);
         let synapses = weights.recurrent().nnz();
@@ -130,7 +130,7 @@ fn main() -> Result<()> {
         }
         let mut measured = Vec::new();
         for &threads in &options.threads {
-            network.set_step_threads(threads)?;
+            network.set_step_par(reservoir_core::Par::rayon(threads))?;
             if measured.contains(&network.step_threads()) {
                 eprintln!(
                     "N = {n}: {threads} threads step on {} (parts of at least {} neurons): \

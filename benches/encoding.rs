@@ -8,8 +8,8 @@ use std::hint::black_box;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use ndarray::{Array1, Array2};
 use reservoir_core::encoding::{
-    delta, latency, poisson, population, rate, rate_sequence, DeltaOptions, LatencyOptions,
-    PopulationOptions, RateOptions,
+    delta, latency, poisson, population, rate, rate_sequence, DeltaParams, LatencyOptions,
+    PopulationParams, RateOptions,
 };
 use reservoir_core::random::counter::{keyed_f32, stream_key};
 
@@ -44,20 +44,17 @@ fn encoders(c: &mut Criterion) {
         Array2::from_shape_fn((len, channels), |(t, i)| (t as f64 * 0.05 + i as f64).sin());
     group.throughput(Throughput::Elements((len * channels) as u64));
     group.bench_function("delta 10000 steps x 100", |b| {
-        let o = DeltaOptions {
-            off_spike: true,
-            ..Default::default()
-        };
+        let o = DeltaParams::new().off_spike(true).check().expect("options");
         b.iter(|| delta(black_box(signal.view()), o).expect("delta"))
     });
 
     let (features, neurons, steps) = (100, 10, 1000);
     let x = intensities(features);
-    let o = PopulationOptions {
-        neurons_per_feature: neurons,
-        steps,
-        ..Default::default()
-    };
+    let o = PopulationParams::new()
+        .neurons_per_feature(neurons)
+        .steps(steps)
+        .check()
+        .expect("options");
     group.throughput(Throughput::Elements((features * neurons * steps) as u64));
     group.bench_function("population 100 x 10 neurons x 1000 steps", |b| {
         b.iter(|| population(black_box(x.view()), o, 1).expect("population"))

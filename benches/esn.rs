@@ -15,7 +15,7 @@ use reservoir_core::real::ProductKernel;
 use reservoir_core::sparse::SparseProduct;
 use reservoir_core::spectral::SpectralOptions;
 use reservoir_core::{
-    cpu_reservoir, CsrMatrix, Precision, ReadoutConfig, Reservoir, ReservoirConfig,
+    cpu_reservoir, CsrMatrix, Par, Precision, ReadoutConfig, Reservoir, ReservoirConfig,
     ReservoirParams, ReservoirWeights,
 };
 
@@ -33,7 +33,7 @@ fn config(size: usize, density: f64, precision: Precision) -> ReservoirConfig {
 fn reservoir(size: usize, density: f64, precision: Precision) -> Box<dyn Reservoir> {
     let config = config(size, density, precision);
     let (weights, _) = ReservoirWeights::generate(&config).expect("weights");
-    cpu_reservoir(&config, weights).expect("reservoir")
+    cpu_reservoir(&config, weights, Par::all()).expect("reservoir")
 }
 
 /// Steps per second of `Reservoir::run` (states returned as T × N f64, as callers get them).
@@ -84,19 +84,16 @@ fn sparse_mat_vec(c: &mut Criterion) {
 fn run_threads(c: &mut Criterion) {
     let steps = 2000;
     let inputs = sine_input(steps);
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cores = Par::all().threads();
     let mut group = c.benchmark_group("run_threads");
     group
         .throughput(Throughput::Elements(steps as u64))
         .sample_size(10);
     let mut reservoir = reservoir(1000, 0.1, Precision::F32);
     for threads in [1, cores] {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build()
-            .expect("pool");
+        reservoir.set_par(Par::rayon(threads));
         group.bench_function(BenchmarkId::new("F32 N=1000 10%", threads), |b| {
-            b.iter(|| pool.install(|| reservoir.run(inputs.view()).expect("run")));
+            b.iter(|| reservoir.run(inputs.view()).expect("run"));
         });
     }
     group.finish();
@@ -128,7 +125,7 @@ fn ridge_accumulate(c: &mut Criterion) {
     let mut group = c.benchmark_group("ridge_accumulate");
     group.throughput(Throughput::Elements(512));
     for threads in [1, 2] {
-        let mut acc = RidgeAccumulator::new(1000, 1, threads).unwrap();
+        let mut acc = RidgeAccumulator::new(1000, 1, reservoir_core::Par::rayon(threads)).unwrap();
         group.bench_function(
             BenchmarkId::new("N=1000 chunk 512 rows, threads", threads),
             |b| {

@@ -14,9 +14,8 @@
 //! events: the benchmark checks that and exits with an error otherwise. Start-up (context,
 //! NVRTC, weight generation on the CPU and with the spectral estimate's products on the GPU,
 //! checked to be the same weights, the CPU network's Wᵀ, the GPU network's W and Wᵀ on the
-//! device) is reported
-//! separately, and each weight generation by phase (`LifWeightTimes`: draw, checks, spectral
-//! setup, products and host work, scale, input).
+//! device) is reported separately, and each weight generation by phase (through a
+//! `spectral::Phases` hook: draw, checks, spectral setup, products and host work, scale, input).
 //!
 //! Input: one channel driving 10 % of the neurons (the default config), a level uniform on
 //! [0.3, 1) held for 10 ms, then the next: the default regime (bias 0.9, ρ = 2), which fires
@@ -41,15 +40,13 @@ mod lif_setup;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use gpu_reservoir::internals::LifSteps;
-use gpu_reservoir::{
-    probe, GpuDevice, GpuError, GpuLifNetwork, LifStepPath, Result, LIF_EVENT_MIN_SYNAPSES,
-};
+use gpu_reservoir::internals::{generate_lif, LifSteps, LIF_EVENT_MIN_SYNAPSES};
+use gpu_reservoir::{probe, GpuDevice, GpuError, GpuLifNetwork, LifStepPath, Result};
 use lif_export::{export_network, export_synapses, HOLD_STEPS};
 use lif_setup::{held_input, lif_config, time_cpu, LifStepTiming};
 use ndarray::{Array2, ArrayView2};
-use reservoir_benches::{median_micros_per_step, weight_phases};
-use reservoir_core::lif::{spectral_products, LifConfig, LifNetwork, LifWeights};
+use reservoir_benches::{lif_weights_phased, median_micros_per_step, phase_line};
+use reservoir_core::lif::{spectral_products, LifConfig, LifNetwork};
 use reservoir_core::{Reservoir, ReservoirError};
 
 /// (N, steps per timed run) at 1 % connectivity, 5 timed runs. Every path runs as many timed
@@ -267,12 +264,12 @@ fn main() -> Result<()> {
     {
         let config = lif_config(n, connection_prob)?;
         let t = Instant::now();
-        let (weights, cpu_times) = LifWeights::generate_timed(&config)?;
+        let (weights, cpu_phases) = lif_weights_phased(&config)?;
         let generate_s = t.elapsed().as_secs_f64();
         let synapses = weights.recurrent().nnz();
         println!(
             "N = {n}: weights with the CPU estimate {generate_s:.3} s: {}",
-            weight_phases(&cpu_times)
+            phase_line(&cpu_phases)
         );
         let inputs = held_input(steps, HOLD_STEPS);
         let export_synapses_too = synapses <= EXPORT_MAX_SYNAPSES;
@@ -298,9 +295,17 @@ fn main() -> Result<()> {
             // The weights with the GPU's estimate, then the network made on the device (from
             // the estimate's copy of W where the GPU estimated), waited for.
             let t = Instant::now();
-            let (mut gpu, with_gpu, gpu_times, build) =
-                GpuLifNetwork::generate_timed(&config, device)?;
+            let mut gpu_phases = Vec::new();
+            let (mut gpu, with_gpu) = generate_lif(&config, device, &mut gpu_phases)?;
             let enqueued = t.elapsed();
+            // The network's making on the device apart from the weights' phases.
+            let (network, weight_phases): (Vec<_>, Vec<_>) = gpu_phases
+                .into_iter()
+                .partition(|&(name, _)| name == "network");
+            let build = network
+                .iter()
+                .map(|&(_, spent)| spent)
+                .sum::<std::time::Duration>();
             device
                 .stream()
                 .synchronize()
@@ -313,7 +318,7 @@ fn main() -> Result<()> {
             gpu_generate_s = Some(spent);
             println!(
                 "N = {n}: weights with the GPU estimate {spent:.3} s: {}",
-                weight_phases(&gpu_times)
+                phase_line(&weight_phases)
             );
             if with_gpu != weights {
                 let message = format!("N = {n}: the weights with the GPU estimate differ");
@@ -454,7 +459,7 @@ fn main() -> Result<()> {
     }
     println!(
         "\nCPU: {} threads available, the CPU network steps on one",
-        std::thread::available_parallelism().map_or(1, |n| n.get())
+        reservoir_core::Par::all().threads()
     );
     println!("\n| N | synapses | weights (generate) | weights (GPU estimate) | spectral budget (products) | CPU network (Wᵀ) | GPU network (W, Wᵀ) | host W + Wᵀ | device bytes |");
     println!("|---|---|---|---|---|---|---|---|---|");

@@ -201,7 +201,8 @@ fn main() -> Result<()> {
         let few = lanes(&base, CPU_LANES)?;
         let mut cpu_sums = Vec::new();
         let cpu_s = median_seconds(3, || {
-            cpu_sums = CpuLaneRunner::new(1).run_lanes(&base, &few, &data)?;
+            cpu_sums =
+                CpuLaneRunner::new(reservoir_core::Par::Seq).run_lanes(&base, &few, &data)?;
             Ok(())
         })?;
         let gpu_sums = runner.run_lanes(&base, &few, &data)?;
@@ -266,7 +267,8 @@ fn main() -> Result<()> {
 fn arithmetic(device: &GpuDevice, data: &LaneData<'_>) -> Result<()> {
     let base = base(1000)?;
     let few = lanes(&base, CPU_LANES)?;
-    let cpu = scores(&CpuLaneRunner::all_cores().run_lanes(&base, &few, data)?)?;
+    let cpu =
+        scores(&CpuLaneRunner::new(reservoir_core::Par::all()).run_lanes(&base, &few, data)?)?;
     let widths = [64, 128, 256];
     let all = lanes(&base, 256)?;
     println!(

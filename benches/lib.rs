@@ -4,7 +4,10 @@
 use cudarc::driver::sys::CUevent_flags;
 use gpu_reservoir::{GpuDevice, GpuError, Result};
 use ndarray::Array2;
-use reservoir_core::lif::LifWeightTimes;
+use reservoir_core::lif::{LifConfig, LifWeights};
+use reservoir_core::spectral::{Phases, SpectralOptions};
+use reservoir_core::CsrMatrix;
+use std::time::Duration;
 
 /// The CPU's model name as the kernel reports it (`/proc/cpuinfo`), or "unknown CPU".
 pub fn cpu_model() -> String {
@@ -18,10 +21,32 @@ pub fn cpu_model() -> String {
         .unwrap_or_else(|| "unknown CPU".to_string())
 }
 
-/// The phases of a LIF weight draw on one line: `draw 1.234 s, checks 0.123 s, …`.
-pub fn weight_phases(times: &LifWeightTimes) -> String {
-    let phases: Vec<String> = times
-        .phases()
+/// `LifWeights::generate` (the spectral estimate on the CPU), with each phase's time.
+///
+/// # Errors
+/// As `LifWeights::generate`.
+pub fn lif_weights_phased(
+    config: &LifConfig,
+) -> reservoir_core::Result<(LifWeights, Vec<(&'static str, Duration)>)> {
+    let mut phases = Vec::new();
+    let estimate = |w: &CsrMatrix<f64>, options: &SpectralOptions, phases: &mut dyn Phases| {
+        w.spectral_radius_with(options, phases)
+    };
+    let weights = LifWeights::generate_with(config, estimate, &mut phases)?;
+    Ok((weights, phases))
+}
+
+/// Phases as a `reservoir_core::spectral::Phases` hook records them, on one line in the order
+/// each first ended, a phase that ended more than once summed: `draw 1.234 s, checks 0.123 s, …`.
+pub fn phase_line(phases: &[(&'static str, Duration)]) -> String {
+    let mut summed: Vec<(&str, Duration)> = Vec::new();
+    for &(name, spent) in phases {
+        match summed.iter_mut().find(|(seen, _)| *seen == name) {
+            Some((_, total)) => *total += spent,
+            None => summed.push((name, spent)),
+        }
+    }
+    let phases: Vec<String> = summed
         .iter()
         .map(|(name, spent)| format!("{name} {:.3} s", spent.as_secs_f64()))
         .collect();

@@ -37,7 +37,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // 2. Seeded weights (same config and seed: the same weights on every run), then the
     //    reservoir that runs on them, here the CPU echo-state network.
     let (weights, _spectral_estimate) = ReservoirWeights::generate(&config)?;
-    let mut reservoir = cpu_reservoir(&config, weights)?;
+    let mut reservoir = cpu_reservoir(&config, weights, reservoir_core::Par::all())?;
 
     // 3. Train a ridge readout while the reservoir runs over the training inputs; the first
     //    `washout` states (still remembering the zero start) are left out.

@@ -30,7 +30,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .precision(Precision::F64)
         .check()?;
     let (weights, _) = ReservoirWeights::generate(&config)?;
-    let mut reservoir = cpu_reservoir(&config, weights)?;
+    let mut reservoir = cpu_reservoir(&config, weights, reservoir_core::Par::all())?;
     let readout = ReadoutParams::new().ridge(1e-8).washout(100).check()?;
     let fit = fit::fit_ridge(
         reservoir.as_mut(),

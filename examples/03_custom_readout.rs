@@ -37,7 +37,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // 2. Your model on those states: least squares through the accumulator, trained on rows
     //    100..3000 (the first 100 still remember the zero start), scored on the rest.
     let (train, test) = (s![100..3000, ..], s![3000.., ..]);
-    let mut acc = RidgeAccumulator::new(states.ncols(), 1, 1)?;
+    let mut acc = RidgeAccumulator::new(states.ncols(), 1, reservoir_core::Par::Seq)?;
     acc.add(states.slice(train), label.slice(train))?;
     let fit = acc.solve(1e-4)?;
     let scores = fit.readout.predict(states.slice(test))?;

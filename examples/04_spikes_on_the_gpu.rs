@@ -110,7 +110,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     let one_hot = Array2::from_shape_fn((data.train.len(), task.classes), |(i, c)| {
         f64::from(u8::from(data.train[i].label == c))
     });
-    let mut acc = RidgeAccumulator::new(train.ncols(), task.classes, 1)?;
+    let mut acc = RidgeAccumulator::new(train.ncols(), task.classes, reservoir_core::Par::Seq)?;
     acc.add(train.view(), one_hot.view())?;
     let readout = acc.solve(1e-3)?.readout;
     let accuracy =

@@ -21,8 +21,8 @@ use std::error::Error;
 use ndarray::{concatenate, Array1, Array2, Axis};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use reservoir_core::detection::{DetectorOptions, PatternDetector};
-use reservoir_core::encoding::{latency, rate, LatencyOptions, RateOptions};
+use reservoir_core::detection::{DetectorParams, PatternDetector};
+use reservoir_core::encoding::{latency, rate, LatencyParams, RateOptions};
 use reservoir_core::readout::RidgeAccumulator;
 use reservoir_core::spikes::SpikePattern;
 use reservoir_core::{ReservoirParams, ReservoirWeights};
@@ -135,11 +135,7 @@ fn vertex_features(graph: &Graph) -> Array2<f64> {
 
 /// The latency code of a feature vector as a spike pattern (1 ms bins).
 fn latency_pattern(x: ndarray::ArrayView1<'_, f64>) -> Result<SpikePattern, Box<dyn Error>> {
-    let options = LatencyOptions {
-        linear: true,
-        normalize: true,
-        ..LatencyOptions::default()
-    };
+    let options = LatencyParams::new().linear(true).normalize(true).check()?;
     Ok(SpikePattern::from_matrix(
         &latency(x, STEPS, options)?,
         1.0,
@@ -162,11 +158,7 @@ pub fn analyse(graph: &Graph, device: Device) -> Result<Report, Box<dyn Error>> 
             let timed = latency(
                 x,
                 STEPS,
-                LatencyOptions {
-                    linear: true,
-                    normalize: true,
-                    ..Default::default()
-                },
+                LatencyParams::new().linear(true).normalize(true).check()?,
             )?;
             Ok(SpikePattern::from_matrix(
                 &concatenate(Axis(1), &[rated.view(), timed.view()])?,
@@ -215,7 +207,7 @@ pub fn analyse(graph: &Graph, device: Device) -> Result<Report, Box<dyn Error>> 
     let one_hot = Array2::from_shape_fn((train.len(), k), |(i, c)| {
         f64::from(u8::from(graph.community[train[i]] == c))
     });
-    let mut acc = RidgeAccumulator::new(states[0].len(), k, 1)?;
+    let mut acc = RidgeAccumulator::new(states[0].len(), k, reservoir_core::Par::Seq)?;
     acc.add(rows(&train)?.view(), one_hot.view())?;
     let readout = acc.solve(1e-3)?.readout;
     let predicted = predict_classes(&readout, rows(&(0..n).collect::<Vec<_>>())?.view())?;
@@ -240,13 +232,7 @@ pub fn analyse(graph: &Graph, device: Device) -> Result<Report, Box<dyn Error>> 
             latency_pattern(mean.view())
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let detector = PatternDetector::new(
-        templates,
-        DetectorOptions {
-            threshold: 0.3,
-            ..Default::default()
-        },
-    )?;
+    let detector = PatternDetector::new(templates, DetectorParams::new().threshold(0.3).check()?)?;
     let (mut detected, mut detector_right) = (0, 0);
     for &v in &test {
         let found = detector.detect(&latency_pattern(features.row(v))?)?;

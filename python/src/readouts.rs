@@ -26,7 +26,7 @@ impl Readout {
     ) -> PyResult<Self> {
         let (states, targets) = (states.as_array(), targets.as_array());
         let readout = py
-            .detach(|| ridge_from_rows(states, targets, ridge))
+            .detach(|| ridge_from_rows(states, targets, ridge, reservoir_core::Par::all()))
             .py_err()?;
         Ok(Self { readout })
     }

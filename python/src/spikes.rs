@@ -7,20 +7,21 @@ use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray2};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use reservoir_core::detection::{self, Detection};
-use reservoir_core::encoding::Encoder;
+use reservoir_core::encoding::EncoderParams;
 use reservoir_core::spikes::SpikePattern;
 use reservoir_core::Result;
 
 use crate::config::experiment_config;
 use crate::errors::IntoPy;
 
-/// `x` (rows × features) encoded by `encoder`, without the GIL.
+/// `x` (rows × features) encoded by `encoder` once checked, without the GIL.
 fn encode<'py>(
     py: Python<'py>,
-    encoder: Encoder,
+    encoder: EncoderParams,
     x: PyReadonlyArray2<'py, f64>,
     seed: u64,
 ) -> PyResult<Bound<'py, PyArray2<f64>>> {
+    let encoder = encoder.check().py_err()?;
     let x = x.as_array();
     let spikes = py.detach(|| encoder.encode_sequence(x, seed)).py_err()?;
     Ok(spikes.into_pyarray(py))
@@ -38,7 +39,7 @@ pub fn encode_rate<'py>(
     offset: f64,
     seed: u64,
 ) -> PyResult<Bound<'py, PyArray2<f64>>> {
-    let encoder = Encoder::Rate {
+    let encoder = EncoderParams::Rate {
         steps,
         gain,
         offset,
@@ -61,7 +62,7 @@ pub fn encode_latency<'py>(
     normalize: bool,
     clip: bool,
 ) -> PyResult<Bound<'py, PyArray2<f64>>> {
-    let encoder = Encoder::Latency {
+    let encoder = EncoderParams::Latency {
         steps,
         threshold,
         tau,
@@ -83,7 +84,7 @@ pub fn encode_delta<'py>(
     padding: bool,
     off_spike: bool,
 ) -> PyResult<Bound<'py, PyArray2<f64>>> {
-    let encoder = Encoder::Delta {
+    let encoder = EncoderParams::Delta {
         threshold,
         padding,
         off_spike,
@@ -107,7 +108,7 @@ pub fn encode_population<'py>(
     max_probability: f64,
     seed: u64,
 ) -> PyResult<Bound<'py, PyArray2<f64>>> {
-    let encoder = Encoder::Population {
+    let encoder = EncoderParams::Population {
         neurons_per_feature,
         min,
         max,
@@ -130,7 +131,7 @@ pub fn encode_poisson<'py>(
     steps: usize,
     seed: u64,
 ) -> PyResult<Bound<'py, PyArray2<f64>>> {
-    let encoder = Encoder::Poisson {
+    let encoder = EncoderParams::Poisson {
         max_rate_hz,
         dt_ms,
         steps,
@@ -229,7 +230,7 @@ impl PatternDetector {
         body: impl FnOnce(&SpikePattern) -> Result<T> + Send,
     ) -> PyResult<T> {
         let stream = stream.as_array();
-        let dt_ms = self.detector.options().dt_ms;
+        let dt_ms = self.detector.options().dt_ms();
         py.detach(|| body(&pattern(stream, dt_ms)?)).py_err()
     }
 }
@@ -244,13 +245,13 @@ impl PatternDetector {
         params: &Bound<'_, PyDict>,
         templates: Vec<PyReadonlyArray2<'_, f64>>,
     ) -> PyResult<Self> {
-        let options = experiment_config(params)?.detector().clone();
+        let options = *experiment_config(params)?.detector();
         let views: Vec<_> = templates.iter().map(|t| t.as_array()).collect();
         let detector = py
             .detach(|| {
                 let patterns = views
                     .iter()
-                    .map(|t| pattern(*t, options.dt_ms))
+                    .map(|t| pattern(*t, options.dt_ms()))
                     .collect::<Result<Vec<_>>>()?;
                 detection::PatternDetector::new(patterns, options)
             })

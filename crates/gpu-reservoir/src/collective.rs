@@ -151,7 +151,8 @@ impl Collective {
     /// (from the pool when one of these GPUs is idle there).
     ///
     /// # Errors
-    /// As [`check_ordinals`]; NCCL not loadable ([`nccl_loadable`]); any error of opening a
+    /// An invalid-input error for an empty list or a repeated GPU; [`GpuError::Unavailable`]
+    /// for a GPU the driver does not list; NCCL not loadable ([`nccl_loadable`]); any error of opening a
     /// GPU or of `ncclCommInitAll`.
     pub fn local(ordinals: &[usize]) -> Result<Self> {
         if let Some(members) = pooled(ordinals) {

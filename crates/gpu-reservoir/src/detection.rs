@@ -47,7 +47,7 @@ pub fn scores(
         )
         .into());
     }
-    let binned = stream.to_input_matrix(detector.options().dt_ms)?;
+    let binned = stream.to_input_matrix(detector.options().dt_ms())?;
     let bins = binned.nrows();
     let n_templates = detector.n_templates();
     let (mut centred, mut offsets, mut lengths, mut norms) =

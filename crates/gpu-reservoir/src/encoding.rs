@@ -58,7 +58,6 @@ fn encode(
     options: RateOptions,
     seed: u64,
 ) -> Result<Array2<f64>> {
-    options.validate().map_err(ReservoirError::from)?;
     if let Some(((row, col), _)) = x.indexed_iter().find(|(_, v)| !v.is_finite()) {
         return Err(ReservoirError::invalid(
             "rate encoder",
@@ -83,8 +82,8 @@ fn encode(
         .context("allocating the spike trains")?;
     let kernels = device.kernels::<EncodingKernels>()?;
     let (gain, offset, key) = (
-        options.gain as f32,
-        options.offset as f32,
+        options.gain() as f32,
+        options.offset() as f32,
         stream_key(seed, STREAM_RATE),
     );
     let mut launch = stream.launch_builder(&kernels.rate);

@@ -1,7 +1,8 @@
-//! What the benchmarks reach beneath the public reservoirs (feature `internals`): the step
-//! plans and kernel launches alone, on fixed buffers, so `reservoir-benches` can time each
-//! next to in-process baselines. Nothing here times anything, and none of it is a supported
-//! interface.
+//! What the benchmarks and this crate's tests reach beneath the public reservoirs (feature
+//! `internals`): the step plans and kernel launches alone, on fixed buffers, so
+//! `reservoir-benches` can time each next to in-process baselines; the tuning constants the
+//! tests size their runs by; the LIF network's making phase by phase. Nothing here times
+//! anything, and none of it is a supported interface.
 
 use cudarc::cublas::sys::cublasOperation_t;
 use cudarc::cublas::{Gemv, GemvConfig};
@@ -10,6 +11,8 @@ use ndarray::{Array2, ArrayView2};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use reservoir_core::lanes::Lane;
+use reservoir_core::lif::{LifConfig, LifWeights};
+use reservoir_core::spectral::Phases;
 use reservoir_core::{Activation, ReservoirConfig, ReservoirError, ReservoirWeights};
 
 use crate::batched::{BatchEngine, Shared};
@@ -28,7 +31,24 @@ use crate::ops::tensor_core::{
 };
 use crate::ridge_sums::DeviceRidgeSums;
 
+pub use crate::esn::many::BATCH_MIN_SEQUENCES;
+pub use crate::esn::CHUNK_STEPS;
+pub use crate::lif::{LIF_EVENT_MIN_SYNAPSES, LIF_GPU_ESTIMATE_SYNAPSES, LIF_INBOX_CAPACITY};
 pub use crate::ops::cluster::ClusterShape;
+pub use crate::sharded::SHARD_MIN_SIZE;
+
+/// `GpuLifNetwork::generate`, telling `phases` the time of each phase of the weights and of
+/// the network's making on the device (`network`, enqueued, not waited for).
+///
+/// # Errors
+/// As `GpuLifNetwork::generate`.
+pub fn generate_lif(
+    config: &LifConfig,
+    device: &GpuDevice,
+    phases: &mut dyn Phases,
+) -> Result<(GpuLifNetwork, LifWeights)> {
+    GpuLifNetwork::generate_with(config, device, phases)
+}
 
 /// The update every benchmark step uses: leak 0.3, `tanh`.
 fn bench_update() -> Update {

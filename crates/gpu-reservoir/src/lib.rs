@@ -43,19 +43,11 @@ pub mod spectral;
 pub use collective::Collective;
 pub use driver::{probe, DeviceInfo, GpuDevice, GpuSupport, Startup, StartupPhase, CACHE_ENV};
 pub use error::{GpuError, Result};
-pub use esn::{
-    GpuReservoirComputer, ManySequences, BATCH_MAX_MEAN_STEPS, BATCH_MAX_SIZE, BATCH_MIN_SEQUENCES,
-    CHUNK_STEPS,
-};
+pub use esn::{GpuReservoirComputer, ManySequences};
 pub use gemm::{BatchKernel, GemmMath};
 pub use lanes::{GpuLaneRunner, LANE_GROUP};
-pub use lif::{
-    GpuLifNetwork, LifStepPath, ShardedLifNetwork, LIF_CHUNK_BYTES, LIF_CHUNK_STEPS,
-    LIF_EVENT_MIN_SYNAPSES, LIF_GPU_ESTIMATE_SYNAPSES, LIF_INBOX_CAPACITY,
-};
+pub use lif::{GpuLifNetwork, LifStepPath, ShardedLifNetwork};
 pub use multi_gpu::MultiGpuLaneRunner;
-pub use ops::cluster::CLUSTER_MAX_N;
-pub use ops::lif_cluster::LIF_CLUSTER_MAX_NEURONS;
 pub use ops::persistent::{PersistentWeights, StepPath};
 pub use ridge_sums::DeviceRidgeSums;
-pub use sharded::{shards_pay, ShardedReservoir, SHARD_MIN_DENSITY, SHARD_MIN_SIZE};
+pub use sharded::{shards_pay, ShardedReservoir};

@@ -8,7 +8,7 @@ use cudarc::driver::{CudaSlice, CudaView};
 use ndarray::{Array2, ArrayView2};
 use reservoir_core::checks::check_targets;
 use reservoir_core::readout::{RidgeAccumulator, TargetSums};
-use reservoir_core::ReservoirError;
+use reservoir_core::{Par, ReservoirError};
 
 use crate::collective::Collective;
 use crate::driver::blas::{add_grams_f64, add_product_f64};
@@ -402,7 +402,7 @@ impl DeviceRidgeSums {
                 self.rows,
             )?)
         };
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let threads = Par::all().threads();
         let per_thread = self.blocks.div_ceil(threads.min(self.blocks));
         std::thread::scope(|scope| {
             let workers: Vec<_> = (0..self.blocks)

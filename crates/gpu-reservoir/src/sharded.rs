@@ -28,11 +28,10 @@ pub const SHARD_MIN_SIZE: usize = 16_384;
 /// Lowest connection probability for which [`shards_pay`] splits a reservoir. Every shard is
 /// dense, while one GPU reads a sparse W in CSR: at 16,384 units on two H100s a W 50 %
 /// connected ran 1.35× faster split, one 25 % connected 0.94× (docs/performance.md).
-pub const SHARD_MIN_DENSITY: f64 = 0.5;
+pub(crate) const SHARD_MIN_DENSITY: f64 = 0.5;
 
 /// Whether `config` runs faster split over `gpus` GPUs than on one: at least two GPUs, a
-/// reservoir of at least [`SHARD_MIN_SIZE`] units with W at least [`SHARD_MIN_DENSITY`]
-/// connected, and a config a [`ShardedReservoir`] runs (f32, no state noise).
+/// reservoir of at least 16,384 units with W at least half connected, and a config a [`ShardedReservoir`] runs (f32, no state noise).
 pub fn shards_pay(config: &ReservoirConfig, gpus: usize) -> bool {
     gpus >= 2
         && config.size() >= SHARD_MIN_SIZE
@@ -157,7 +156,7 @@ impl ShardedReservoir {
         // Rows of a multiple of 4 make every row whole 16-byte groups for the streamed step.
         let rows = n.div_ceil(world).next_multiple_of(4);
         let padded = rows * world;
-        let chunk = (CHUNK_BYTES / (padded * 4)).clamp(1, crate::CHUNK_STEPS);
+        let chunk = (CHUNK_BYTES / (padded * 4)).clamp(1, crate::esn::CHUNK_STEPS);
         let csr = weights.recurrent();
         let (row_ptr, col_idx, values) = (csr.row_ptr(), csr.col_idx(), csr.values());
         let shards = devices

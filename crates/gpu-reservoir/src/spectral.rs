@@ -5,8 +5,7 @@ use std::time::Instant;
 
 use cudarc::driver::{CudaFunction, CudaSlice, PushKernelArg};
 use reservoir_core::spectral::{
-    spectral_radius_timed as radius_of, LinearOperator, SpectralEstimate, SpectralOptions,
-    SpectralTimes,
+    spectral_radius_with, LinearOperator, Phases, SpectralEstimate, SpectralOptions,
 };
 use reservoir_core::{CsrMatrix, ReservoirError};
 use reservoir_kernels::spectral;
@@ -99,28 +98,19 @@ pub fn spectral_radius(
     matrix: &CsrMatrix<f64>,
     options: &SpectralOptions,
 ) -> Result<SpectralEstimate> {
-    Ok(spectral_radius_timed(device, matrix, options)?.0)
+    Ok(estimate_keeping_matrix(device, matrix, options, &mut ())?.0)
 }
 
-/// [`spectral_radius`], with where its time went: `setup` is the matrix's upload (waited
-/// for, so that it is not counted in the first product), `products` the products with their
-/// copies of x and y, `host` the algorithm's work on the host.
-pub fn spectral_radius_timed(
-    device: &GpuDevice,
-    matrix: &CsrMatrix<f64>,
-    options: &SpectralOptions,
-) -> Result<(SpectralEstimate, SpectralTimes)> {
-    let (estimate, times, _) = estimate_keeping_matrix(device, matrix, options)?;
-    Ok((estimate, times))
-}
-
-/// [`spectral_radius_timed`], handing back the matrix's copy on the device (f64 values), for
-/// a caller that goes on to use W there.
+/// [`spectral_radius`], handing back the matrix's copy on the device (f64 values), for a
+/// caller that goes on to use W there; `phases` is told `spectral setup`, the matrix's upload
+/// (waited for, so that it is not counted in the first product), then the estimate's
+/// products (with their copies of x and y) and host work.
 pub(crate) fn estimate_keeping_matrix(
     device: &GpuDevice,
     matrix: &CsrMatrix<f64>,
     options: &SpectralOptions,
-) -> Result<(SpectralEstimate, SpectralTimes, DeviceCsr<f64>)> {
+    phases: &mut dyn Phases,
+) -> Result<(SpectralEstimate, DeviceCsr<f64>)> {
     let started = Instant::now();
     let n = matrix.nrows();
     if matrix.ncols() != n {
@@ -152,11 +142,10 @@ pub(crate) fn estimate_keeping_matrix(
     stream
         .synchronize()
         .context("waiting for the spectral estimate's upload")?;
-    let setup = started.elapsed();
-    let estimate = radius_of(&operator, options);
+    phases.spent("spectral setup", started.elapsed());
+    let estimate = spectral_radius_with(&operator, options, phases);
     if let Some(error) = operator.error.into_inner() {
         return Err(error);
     }
-    let (estimate, times) = estimate?;
-    Ok((estimate, SpectralTimes { setup, ..times }, operator.matrix))
+    Ok((estimate?, operator.matrix))
 }

@@ -466,7 +466,7 @@ fn tensor_core_batches_match_the_f16_gemm_and_the_f16_cpu_step() {
         forced.batch_kernel(GemmMath::F32, 40).expect("kernel"),
         BatchKernel::Gemm
     );
-    let short: Vec<ArrayView2<f64>> = views[..gpu_reservoir::BATCH_MIN_SEQUENCES + 1]
+    let short: Vec<ArrayView2<f64>> = views[..gpu_reservoir::internals::BATCH_MIN_SEQUENCES + 1]
         .iter()
         .map(|v| v.slice_move(ndarray::s![..10, ..]))
         .collect();
@@ -521,7 +521,7 @@ fn auto_batches_many_short_sequences_and_matches_the_cpu() {
         .check()
         .expect("config");
     // The spike task's shape: many sequences of 80 bins, a few spikes per bin.
-    let sequences: Vec<Array2<f64>> = (0..gpu_reservoir::BATCH_MIN_SEQUENCES + 8)
+    let sequences: Vec<Array2<f64>> = (0..gpu_reservoir::internals::BATCH_MIN_SEQUENCES + 8)
         .map(|_| {
             Array2::from_shape_fn((80, 40), |_| {
                 f64::from(u8::from(rng.random_range(0.0..1.0) < 0.05))

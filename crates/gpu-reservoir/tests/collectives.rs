@@ -168,7 +168,9 @@ fn a_sharded_reservoir_gives_the_states_of_one_gpu_over_1000_steps() {
         GpuReservoirComputer::from_weights(&config, weights.clone(), &device).expect("one GPU");
     let expected = one.run(inputs.view()).expect("one GPU run");
     // The CPU reservoir of the same weights in f32: the reference of the shard's step kernel.
-    let mut cpu = reservoir_core::cpu_reservoir(&config, weights.clone()).expect("cpu");
+    let mut cpu =
+        reservoir_core::cpu_reservoir(&config, weights.clone(), reservoir_core::Par::all())
+            .expect("cpu");
     let on_cpu = cpu.run(inputs.view()).expect("cpu run");
     let largest = |a: &ndarray::Array2<f64>, b: &ndarray::Array2<f64>| {
         (a - b).iter().fold(0.0f64, |m, v| m.max(v.abs()))

@@ -688,7 +688,7 @@ fn a_sweep_replaying_its_graph_beside_reservoirs_in_other_threads_gives_its_numb
         // 32 units and 2 lanes: chunks of 8192 steps, so 2 × 8192 + 100 steps make three
         // chunks and the full ones replay the graph captured on the device's stream.
         let config = esn_config(&mut rng, 32, 1, 0.3);
-        let steps = 2 * gpu_reservoir::CHUNK_STEPS + 100;
+        let steps = 2 * gpu_reservoir::internals::CHUNK_STEPS + 100;
         let lanes = vec![
             Lane::new(&config, 0.9, 0.5, 1.0).expect("lane"),
             Lane::new(&config, 0.7, 0.3, 0.5).expect("lane"),

@@ -11,7 +11,7 @@ use rand_chacha::ChaCha8Rng;
 use reservoir_core::detection::{
     plant_patterns, random_template, DetectorOptions, PatternDetector,
 };
-use reservoir_core::encoding::{rate, rate_sequence, RateOptions};
+use reservoir_core::encoding::{rate, rate_sequence, RateOptions, RateParams};
 
 #[test]
 fn rate_encoding_is_spike_for_spike_identical() {
@@ -20,10 +20,11 @@ fn rate_encoding_is_spike_for_spike_identical() {
     for _ in 0..5 {
         let (steps, k) = (rng.random_range(1..400), rng.random_range(1..300));
         let x = Array2::from_shape_fn((steps, k), |_| rng.random_range(-0.2..1.2));
-        let options = RateOptions {
-            gain: rng.random_range(0.1..2.0),
-            offset: rng.random_range(-0.2..0.2),
-        };
+        let options = RateParams::new()
+            .gain(rng.random_range(0.1..2.0))
+            .offset(rng.random_range(-0.2..0.2))
+            .check()
+            .expect("options");
         let seed = rng.random();
         let cpu = rate_sequence(x.view(), options, seed).expect("cpu");
         let gpu = gpu_encoding::rate_sequence(&device, x.view(), options, seed).expect("gpu");

@@ -100,7 +100,7 @@ fn runs_continue_across_chunks_and_calls_and_state_round_trips() {
         .seed(rng.random())
         .check()
         .expect("config");
-    let steps = gpu_reservoir::CHUNK_STEPS + 300;
+    let steps = gpu_reservoir::internals::CHUNK_STEPS + 300;
     let inputs = random_inputs(&mut rng, steps, 1);
     compare(&device, &config, &inputs, "two chunks");
 

@@ -138,7 +138,8 @@ fn batched_features_of_ragged_sequences_match_the_cpu() {
     ];
     for (what, features, shortest) in cases {
         let inputs = sequences(&mut rng, 300, 3, shortest..=60);
-        let mut cpu = cpu_reservoir(&config, weights.clone()).expect("cpu reservoir");
+        let mut cpu = cpu_reservoir(&config, weights.clone(), reservoir_core::Par::all())
+            .expect("cpu reservoir");
         let (expected, _) = features_of(cpu.as_mut(), &inputs, features).expect("cpu features");
         // Auto batches 300 sequences of at most 60 steps with N = 300 (f32 GEMM).
         let mut gpu = gpu_reservoir(&device, &config, &weights, ManySequences::Auto);
@@ -207,7 +208,8 @@ fn features_over_several_batches_and_time_chunks_match_the_cpu() {
         .expect("features");
     let mut inputs = sequences(&mut rng, 4100, k, 2..=60);
     inputs[0] = Array2::from_shape_fn((60, k), |_| rng.random_range(-1.0..1.0));
-    let mut cpu = cpu_reservoir(&config, weights.clone()).expect("cpu reservoir");
+    let mut cpu =
+        cpu_reservoir(&config, weights.clone(), reservoir_core::Par::all()).expect("cpu reservoir");
     let (expected, _) = features_of(cpu.as_mut(), &inputs, &features).expect("cpu features");
     let mut gpu = gpu_reservoir(
         &device,
@@ -238,7 +240,8 @@ fn one_by_one_features_match_the_cpu() {
         .check()
         .expect("features");
     let inputs = sequences(&mut rng, 20, 2, 3..=40);
-    let mut cpu = cpu_reservoir(&config, weights.clone()).expect("cpu reservoir");
+    let mut cpu =
+        cpu_reservoir(&config, weights.clone(), reservoir_core::Par::all()).expect("cpu reservoir");
     let (expected, _) = features_of(cpu.as_mut(), &inputs, &features).expect("cpu features");
     let mut gpu = gpu_reservoir(&device, &config, &weights, ManySequences::OneByOne);
     let (got, calls) = features_of(&mut gpu, &inputs, &features).expect("gpu features");
@@ -266,7 +269,8 @@ fn noisy_batched_features_match_the_cpu_call_after_call() {
     let inputs = sequences(&mut rng, 64, 2, 5..=60);
     // The CPU runs noisy sequences one after another, its noise stream carrying on from
     // sequence to sequence and from call to call; the batched GPU draws the same values.
-    let mut cpu = cpu_reservoir(&config, weights.clone()).expect("cpu reservoir");
+    let mut cpu =
+        cpu_reservoir(&config, weights.clone(), reservoir_core::Par::all()).expect("cpu reservoir");
     let mut gpu = gpu_reservoir(
         &device,
         &config,
@@ -284,7 +288,8 @@ fn noisy_batched_features_match_the_cpu_call_after_call() {
     // The noise matters: without it the features are far from these (else the comparison
     // above could not see noise drawn in the wrong order).
     let quiet = config.to_params().noise_level(0.0).check().expect("config");
-    let mut cpu = cpu_reservoir(&quiet, weights).expect("cpu reservoir");
+    let mut cpu =
+        cpu_reservoir(&quiet, weights, reservoir_core::Par::all()).expect("cpu reservoir");
     let (noiseless, _) = features_of(cpu.as_mut(), &inputs, &features).expect("cpu features");
     let noisy = first.expect("two calls ran");
     let (effect, _) = relative_error(&noisy, &noiseless);

@@ -5,7 +5,8 @@
 mod common;
 
 use common::{fresh_seed, gpu, relative_error};
-use gpu_reservoir::{DeviceRidgeSums, GpuReservoirComputer, CHUNK_STEPS};
+use gpu_reservoir::internals::CHUNK_STEPS;
+use gpu_reservoir::{DeviceRidgeSums, GpuReservoirComputer};
 use ndarray::{s, Array2};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -70,7 +71,8 @@ fn device_sums_equal_the_cpu_sums_of_the_same_f32_states() {
         let all = Array2::from_shape_fn((rows, width), |(r, c)| f64::from(host[r * width + c]));
         let mut worst: f64 = 0.0;
         for (block, got) in got.iter().enumerate() {
-            let mut expected = RidgeAccumulator::new(features, outputs, 1).unwrap();
+            let mut expected =
+                RidgeAccumulator::new(features, outputs, reservoir_core::Par::Seq).unwrap();
             expected
                 .add(
                     all.slice(s![.., block * features..(block + 1) * features]),
@@ -137,11 +139,11 @@ fn gpu_accumulate_run_matches_the_cpu_path() {
     // A washout inside the first chunk, and one that ends inside the second.
     for washout in [100, CHUNK_STEPS + 40] {
         let mut cpu = EchoStateNetwork::<f32>::new(&config).expect("cpu reservoir");
-        let mut expected = RidgeAccumulator::new(300, 2, 1).unwrap();
+        let mut expected = RidgeAccumulator::new(300, 2, reservoir_core::Par::Seq).unwrap();
         accumulate_run(&mut cpu, u.view(), y.view(), washout, &mut expected).expect("cpu");
 
         let mut gpu = GpuReservoirComputer::new_shared(&config, &device).expect("gpu reservoir");
-        let mut got = RidgeAccumulator::new(300, 2, 1).unwrap();
+        let mut got = RidgeAccumulator::new(300, 2, reservoir_core::Par::Seq).unwrap();
         let mut calls = Vec::new();
         accumulate_run_with_progress(
             &mut gpu,
@@ -217,7 +219,7 @@ fn a_boxed_gpu_reservoir_accumulates_through_the_device_sums() {
     // CPU's provided method streams in chunks of 512 rows).
     let total = CHUNK_STEPS + 100;
     let (long_u, long_y) = inputs_and_targets(&mut rng, total, 1);
-    let mut scratch = RidgeAccumulator::new(100, 2, 1).unwrap();
+    let mut scratch = RidgeAccumulator::new(100, 2, reservoir_core::Par::Seq).unwrap();
     let mut calls = Vec::new();
     accumulate_run_with_progress(
         reservoir.as_mut(),
@@ -237,7 +239,7 @@ fn a_boxed_gpu_reservoir_accumulates_through_the_device_sums() {
     reservoir.reset().expect("reset");
 
     let (u, y) = inputs_and_targets(&mut rng, 500, 1);
-    let mut acc = RidgeAccumulator::new(100, 2, 1).unwrap();
+    let mut acc = RidgeAccumulator::new(100, 2, reservoir_core::Par::Seq).unwrap();
     let wide = Array2::from_shape_fn((500, 2), |_| 0.1);
     assert!(accumulate_run(reservoir.as_mut(), wide.view(), y.view(), 10, &mut acc).is_err());
     let mut bad = u.clone();
@@ -246,7 +248,7 @@ fn a_boxed_gpu_reservoir_accumulates_through_the_device_sums() {
     assert_eq!(acc.rows(), 0, "failed runs add nothing");
     // Sums are added to what the accumulator holds, and a run continues from the last state.
     let mut cpu = EchoStateNetwork::<f32>::new(&config).expect("cpu reservoir");
-    let mut expected = RidgeAccumulator::new(100, 2, 1).unwrap();
+    let mut expected = RidgeAccumulator::new(100, 2, reservoir_core::Par::Seq).unwrap();
     for (start, washout) in [(0, 10), (200, 0)] {
         let (u, y) = (u.slice(s![start.., ..]), y.slice(s![start.., ..]));
         accumulate_run(reservoir.as_mut(), u, y, washout, &mut acc).expect("gpu");

@@ -7,7 +7,8 @@
 mod common;
 
 use common::{fresh_seed, gpu};
-use gpu_reservoir::{GpuDevice, GpuLifNetwork, LifStepPath, LIF_INBOX_CAPACITY};
+use gpu_reservoir::internals::LIF_INBOX_CAPACITY;
+use gpu_reservoir::{GpuDevice, GpuLifNetwork, LifStepPath};
 use ndarray::{s, Array2};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

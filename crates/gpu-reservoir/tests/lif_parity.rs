@@ -4,7 +4,8 @@
 mod common;
 
 use common::{fresh_seed, gpu};
-use gpu_reservoir::{GpuLifNetwork, LifStepPath, LIF_GPU_ESTIMATE_SYNAPSES};
+use gpu_reservoir::internals::LIF_GPU_ESTIMATE_SYNAPSES;
+use gpu_reservoir::{GpuLifNetwork, LifStepPath};
 use ndarray::Array2;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

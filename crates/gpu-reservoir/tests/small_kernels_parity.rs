@@ -98,7 +98,8 @@ fn device_sums_of_sequence_features_match_the_cpu_on_a_small_batch() {
         })
         .collect();
     let views: Vec<_> = sequences.iter().map(|s| s.view()).collect();
-    let mut cpu = cpu_reservoir(&config, weights.clone()).expect("cpu reservoir");
+    let mut cpu =
+        cpu_reservoir(&config, weights.clone(), reservoir_core::Par::all()).expect("cpu reservoir");
     let expected = cpu
         .sequence_features(&views, &features, &mut |_, _| {})
         .expect("cpu features");

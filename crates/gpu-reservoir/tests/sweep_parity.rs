@@ -132,7 +132,7 @@ fn gpu_lanes_match_the_cpu_lanes() {
         washout: 100,
         train_rows: chunk + 500,
     };
-    let expected = CpuLaneRunner::all_cores()
+    let expected = CpuLaneRunner::new(reservoir_core::Par::all())
         .run_lanes(&base, &lanes, &data)
         .expect("cpu");
     let mut runner = GpuLaneRunner::new(&device).expect("runner");
@@ -172,7 +172,7 @@ fn gpu_lanes_match_with_noise_and_a_linear_reservoir() {
             .check()
             .expect("config");
         let lanes = random_lanes(&mut rng, &base, 3);
-        let expected = CpuLaneRunner::all_cores()
+        let expected = CpuLaneRunner::new(reservoir_core::Par::all())
             .run_lanes(&base, &lanes, &data)
             .expect("cpu");
         let got = runner.run_lanes(&base, &lanes, &data).expect("gpu");
@@ -221,8 +221,12 @@ fn f16_lane_states(unit: &ReservoirConfig, lane: &Lane, inputs: ArrayView2<f64>)
 /// The training and validation sums of `states` over `data`'s rows, as a lane runner adds them.
 fn sums_of(states: &Array2<f64>, data: &LaneData<'_>) -> LaneSums {
     let sums = |from: usize, to: usize| {
-        let mut sums =
-            RidgeAccumulator::new(states.ncols(), data.targets.ncols(), 1).expect("sums");
+        let mut sums = RidgeAccumulator::new(
+            states.ncols(),
+            data.targets.ncols(),
+            reservoir_core::Par::Seq,
+        )
+        .expect("sums");
         sums.add(
             states.slice(s![from..to, ..]),
             data.targets.slice(s![from..to, ..]),
@@ -255,7 +259,7 @@ fn tensor_core_lanes_match_their_operand_rounding_and_stay_near_f32() {
         train_rows: chunk + 500,
     };
     let ridges = [1e-4, 1e-2];
-    let cpu = CpuLaneRunner::all_cores()
+    let cpu = CpuLaneRunner::new(reservoir_core::Par::all())
         .run_lanes(&base, &lanes, &data)
         .expect("cpu");
     let f32_gpu = GpuLaneRunner::new(&device)
@@ -466,7 +470,7 @@ fn lane_runners_run_behind_the_trait_where_the_device_allows() {
         Lane::new(&base, 0.9, 0.5, 1.0).expect("lane"),
         Lane::new(&base, 0.7, 1.0, 0.5).expect("lane"),
     ];
-    let mut cpu: Box<dyn LaneRunner> = Box::new(CpuLaneRunner::all_cores());
+    let mut cpu: Box<dyn LaneRunner> = Box::new(CpuLaneRunner::new(reservoir_core::Par::all()));
     let expected = cpu.run_lanes(&base, &lanes, &data).expect("cpu runner");
     assert_eq!(expected.len(), 2);
 
@@ -552,7 +556,7 @@ fn lanes_over_several_gpus_give_the_bits_of_one_gpu() {
         "the sums over {count} GPUs differ from one GPU's"
     );
     // The same lanes on the CPU, to rounding (the GPU's f32 product order differs).
-    let cpu = CpuLaneRunner::all_cores()
+    let cpu = CpuLaneRunner::new(reservoir_core::Par::all())
         .run_lanes(&base, &lanes[..4], &data)
         .expect("cpu");
     for (got, expected) in spread.iter().zip(&cpu) {

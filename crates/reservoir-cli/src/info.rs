@@ -27,7 +27,7 @@ struct Info {
 pub fn run(args: &InfoArgs) -> Result<()> {
     let info = Info {
         support: probe(),
-        cpu_threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        cpu_threads: reservoir_core::Par::all().threads(),
     };
     let text = if args.json {
         let mut line = serde_json::to_string(&info).map_err(|e| DataError::Format {

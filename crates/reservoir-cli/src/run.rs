@@ -245,7 +245,7 @@ fn draw(path: &Path, config: &ExperimentConfig, outcome: &RunOutcome) -> Result<
     };
     let (index, sample) = (0, data.test.first().ok_or_else(nothing)?);
     let template = data.templates.get(sample.label).ok_or_else(nothing)?;
-    let detections = PatternDetector::new(data.templates.clone(), config.detector().clone())
+    let detections = PatternDetector::new(data.templates.clone(), *config.detector())
         .and_then(|detector| detector.detect(&sample.pattern))
         .context(|| format!("detecting the templates in test sample {index}"))?;
     plot::raster(path, index, sample, template, options, &detections)

@@ -161,8 +161,12 @@ fn run_model_of_the_spike_task_reloads_and_classifies_as_the_run_did() {
     let model = SpikeModel::load(&model_path).expect("the spike model loads");
     assert_eq!(model.config.input_size(), model.task.channels);
     let data = generate(&model.task).expect("the task's data");
-    let mut reservoir = reservoir_core::cpu_reservoir(&model.config, model.weights.clone())
-        .expect("a CPU reservoir");
+    let mut reservoir = reservoir_core::cpu_reservoir(
+        &model.config,
+        model.weights.clone(),
+        reservoir_core::Par::all(),
+    )
+    .expect("a CPU reservoir");
     let patterns: Vec<_> = data.test.iter().map(|s| &s.pattern).collect();
     let classes = model
         .classify(reservoir.as_mut(), &patterns)

@@ -421,9 +421,9 @@ pub fn ridge_sums(subject: &Subject<'_>) {
     let (n, k) = (got.size(), got.input_size());
     let u = inputs(&mut rng, 700, k);
     let y = inputs(&mut rng, 700, 2);
-    let mut sums = RidgeAccumulator::new(n, 2, 1).expect("sums");
+    let mut sums = RidgeAccumulator::new(n, 2, reservoir_core::Par::Seq).expect("sums");
     accumulate_run(got.as_mut(), u.view(), y.view(), 50, &mut sums).expect("accumulate_run");
-    let mut reference_sums = RidgeAccumulator::new(n, 2, 1).expect("sums");
+    let mut reference_sums = RidgeAccumulator::new(n, 2, reservoir_core::Par::Seq).expect("sums");
     let states = expected.run(u.view()).expect("reference run");
     reference_sums
         .add(states.slice(s![50.., ..]), y.slice(s![50.., ..]))

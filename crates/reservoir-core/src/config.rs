@@ -10,6 +10,29 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::ConfigError;
 
+/// `TryFrom<$params>` through `$params::check` and `From<$checked>` back to the parameters:
+/// what `#[serde(try_from = .., into = ..)]` needs of every checked type (a struct holding its
+/// parameters in `params`).
+macro_rules! checked_conversions {
+    ($checked:ty, $params:ty) => {
+        impl TryFrom<$params> for $checked {
+            type Error = $crate::error::ConfigError;
+            fn try_from(
+                params: $params,
+            ) -> ::core::result::Result<Self, $crate::error::ConfigError> {
+                params.check()
+            }
+        }
+
+        impl From<$checked> for $params {
+            fn from(checked: $checked) -> Self {
+                checked.params
+            }
+        }
+    };
+}
+pub(crate) use checked_conversions;
+
 /// Nonlinearity `f` of the echo-state update.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
@@ -216,18 +239,7 @@ impl Default for ReservoirConfig {
     }
 }
 
-impl TryFrom<ReservoirParams> for ReservoirConfig {
-    type Error = ConfigError;
-    fn try_from(params: ReservoirParams) -> Result<Self, ConfigError> {
-        params.check()
-    }
-}
-
-impl From<ReservoirConfig> for ReservoirParams {
-    fn from(config: ReservoirConfig) -> Self {
-        config.params
-    }
-}
+checked_conversions!(ReservoirConfig, ReservoirParams);
 
 impl ReservoirConfig {
     /// These values as parameters, to change some and check again.
@@ -361,18 +373,7 @@ impl Default for ReadoutConfig {
     }
 }
 
-impl TryFrom<ReadoutParams> for ReadoutConfig {
-    type Error = ConfigError;
-    fn try_from(params: ReadoutParams) -> Result<Self, ConfigError> {
-        params.check()
-    }
-}
-
-impl From<ReadoutConfig> for ReadoutParams {
-    fn from(config: ReadoutConfig) -> Self {
-        config.params
-    }
-}
+checked_conversions!(ReadoutConfig, ReadoutParams);
 
 impl ReadoutConfig {
     /// These values as parameters, to change some and check again.
@@ -472,3 +473,77 @@ pub(crate) fn check_dimensions(size: usize, input_size: usize) -> Result<(), Con
     )?;
     check(input_size >= 1, "input_size", "must be >= 1", input_size)
 }
+
+/// Options in the configs' convention: `$params`, unchecked (serde, unknown keys refused, and
+/// a builder with one setter a field, each documented by its field's doc), and `$checked`,
+/// which only `$params::check` (written beside the invocation) makes, with a getter a field,
+/// and which serialises as its parameters and deserialises through `check()`. So a function
+/// that takes `$checked` never checks it again.
+macro_rules! checked_options {
+    (
+        $(#[$params_doc:meta])*
+        params $params:ident;
+        $(#[$checked_doc:meta])*
+        checked $checked:ident = $params_name:literal;
+        $( $(#[$field_doc:meta])* $field:ident: $ty:ty = $default:expr, )*
+    ) => {
+        $(#[$params_doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+        #[serde(default, deny_unknown_fields)]
+        pub struct $params {
+            $( $field: $ty, )*
+        }
+
+        impl Default for $params {
+            fn default() -> Self {
+                Self { $( $field: $default, )* }
+            }
+        }
+
+        impl $params {
+            /// The defaults (each documented on its setter).
+            pub fn new() -> Self {
+                Self::default()
+            }
+
+            $(
+                $(#[$field_doc])*
+                pub fn $field(mut self, $field: $ty) -> Self {
+                    self.$field = $field;
+                    self
+                }
+            )*
+        }
+
+        $(#[$checked_doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+        #[serde(try_from = $params_name, into = $params_name)]
+        pub struct $checked {
+            params: $params,
+        }
+
+        impl Default for $checked {
+            /// The default parameters, which are valid.
+            fn default() -> Self {
+                Self { params: $params::default() }
+            }
+        }
+
+        $crate::config::checked_conversions!($checked, $params);
+
+        impl $checked {
+            /// These values as parameters, to change some and check again.
+            pub fn to_params(&self) -> $params {
+                self.params
+            }
+
+            $(
+                $(#[$field_doc])*
+                pub fn $field(&self) -> $ty {
+                    self.params.$field
+                }
+            )*
+        }
+    };
+}
+pub(crate) use checked_options;

@@ -16,6 +16,7 @@
 use ndarray::{Array1, ArrayView2, ArrayViewMut1, Axis};
 use serde::{Deserialize, Serialize};
 
+use crate::config::checked_conversions;
 use crate::error::{ConfigError, ReservoirError, Result};
 
 /// One summary of a sequence's states (T × N), N values.
@@ -134,19 +135,7 @@ pub struct SequenceFeatures {
     params: FeatureParams,
 }
 
-impl From<SequenceFeatures> for FeatureParams {
-    fn from(features: SequenceFeatures) -> Self {
-        features.params
-    }
-}
-
-impl TryFrom<FeatureParams> for SequenceFeatures {
-    type Error = ConfigError;
-
-    fn try_from(params: FeatureParams) -> std::result::Result<Self, ConfigError> {
-        params.check()
-    }
-}
+checked_conversions!(SequenceFeatures, FeatureParams);
 
 impl SequenceFeatures {
     /// The summaries, in the order of the features.

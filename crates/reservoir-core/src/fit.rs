@@ -4,6 +4,7 @@ use ndarray::ArrayView2;
 
 use crate::config::ReadoutConfig;
 use crate::error::{ReservoirError, Result};
+use crate::par::Par;
 use crate::readout::{RidgeAccumulator, RidgeFit};
 use crate::reservoir::Reservoir;
 
@@ -85,7 +86,7 @@ pub fn fit_ridge_with_progress(
     config: &ReadoutConfig,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<RidgeFit> {
-    let mut acc = RidgeAccumulator::new(reservoir.size(), targets.ncols(), 1)?;
+    let mut acc = RidgeAccumulator::new(reservoir.size(), targets.ncols(), Par::Seq)?;
     accumulate_run_with_progress(
         reservoir,
         inputs,

@@ -21,7 +21,7 @@
 //! let (inputs, targets) = (series.slice(s![..2000, ..]), series.slice(s![1.., ..]));
 //! let config = ReservoirParams::new().size(200).spectral_radius(0.9).check()?;
 //! let (weights, _) = ReservoirWeights::generate(&config)?;
-//! let mut reservoir = cpu_reservoir(&config, weights)?;
+//! let mut reservoir = cpu_reservoir(&config, weights, reservoir_core::Par::all())?;
 //! let readout = ReadoutParams::new().washout(100).check()?;
 //! let fit = fit::fit_ridge(reservoir.as_mut(), inputs.slice(s![..1500, ..]), targets.slice(s![..1500, ..]), &readout)?;
 //! let states = reservoir.run(inputs.slice(s![1500.., ..]))?;
@@ -47,6 +47,7 @@ pub mod lanes;
 pub mod lif;
 pub mod memory;
 pub mod metrics;
+mod par;
 pub mod random;
 pub mod readout;
 pub mod real;
@@ -62,6 +63,7 @@ pub use config::{
 };
 pub use error::{ConfigError, ReservoirError, Result};
 pub use esn::{cpu_reservoir, EchoStateNetwork};
+pub use par::Par;
 pub use reservoir::Reservoir;
 pub use sparse::CsrMatrix;
 pub use weights::{HalfFormat, ReservoirWeights};

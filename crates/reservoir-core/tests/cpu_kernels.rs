@@ -5,7 +5,9 @@ use ndarray::Array2;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use reservoir_core::real::ProductKernel;
-use reservoir_core::{EchoStateNetwork, Precision, Reservoir, ReservoirParams, ReservoirWeights};
+use reservoir_core::{
+    EchoStateNetwork, Par, Precision, Reservoir, ReservoirParams, ReservoirWeights,
+};
 
 /// Fresh random inputs (T × 2) for each call's seed.
 fn inputs(steps: usize, seed: u64) -> Array2<f64> {
@@ -40,12 +42,9 @@ fn run_on<T: reservoir_core::real::Real>(
     threads: usize,
     inputs: &Array2<f64>,
 ) -> (Array2<f64>, Vec<u64>) {
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()
-        .expect("pool");
+    reservoir.set_par(Par::rayon(threads));
     reservoir.reset().expect("reset");
-    let states = pool.install(|| reservoir.run(inputs.view()).expect("run"));
+    let states = reservoir.run(inputs.view()).expect("run");
     let last = reservoir.state().expect("state");
     (states, last.iter().map(|v| v.to_bits()).collect())
 }
@@ -111,13 +110,10 @@ fn a_split_run_continues_from_the_current_state() {
     let mut net = reservoir::<f32>(700, 0.1, 4);
     let inputs = inputs(400, 11);
     let (whole, _) = run_on(&mut net, 1, &inputs);
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(2)
-        .build()
-        .expect("pool");
+    net.set_par(Par::rayon(2));
     net.reset().expect("reset");
-    let first = pool.install(|| net.run(inputs.slice(ndarray::s![..201, ..])).expect("run"));
-    let second = pool.install(|| net.run(inputs.slice(ndarray::s![201.., ..])).expect("run"));
+    let first = net.run(inputs.slice(ndarray::s![..201, ..])).expect("run");
+    let second = net.run(inputs.slice(ndarray::s![201.., ..])).expect("run");
     let joined = ndarray::concatenate(ndarray::Axis(0), &[first.view(), second.view()])
         .expect("concatenate");
     assert_eq!(bits(&joined), bits(&whole));

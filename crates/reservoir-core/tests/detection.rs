@@ -3,8 +3,8 @@
 use std::time::Instant;
 
 use reservoir_core::detection::{
-    plant_patterns, population_events, random_template, Detection, DetectorOptions, EventKind,
-    PatternDetector, PopulationOptions,
+    plant_patterns, population_events, random_template, Detection, DetectorOptions, DetectorParams,
+    EventKind, PatternDetector, PopulationOptions, PopulationParams,
 };
 use reservoir_core::spikes::{Spike, SpikePattern};
 use reservoir_core::ReservoirError;
@@ -19,13 +19,6 @@ fn shifted(pattern: &SpikePattern, shift_ms: f64) -> Vec<Spike> {
             ..*s
         })
         .collect()
-}
-
-fn config_field(err: ReservoirError) -> String {
-    match err {
-        ReservoirError::Config(e) => e.field,
-        other => panic!("expected a config error, got {other}"),
-    }
 }
 
 #[test]
@@ -180,90 +173,42 @@ fn errors_name_the_bad_argument() {
     let t40 = random_template(40, 50.0, 40, 1).unwrap();
     let t30 = random_template(30, 50.0, 30, 2).unwrap();
     let opts = DetectorOptions::default();
-    let err = PatternDetector::new(vec![], opts.clone()).unwrap_err();
+    let err = PatternDetector::new(vec![], opts).unwrap_err();
     assert!(err.to_string().contains("templates is empty"), "{err}");
-    let err = PatternDetector::new(vec![t40.clone(), t40.clone(), t30], opts.clone()).unwrap_err();
+    let err = PatternDetector::new(vec![t40.clone(), t40.clone(), t30], opts).unwrap_err();
     assert!(matches!(err, ReservoirError::Shape { .. }), "{err}");
     assert!(err.to_string().contains("template 2"), "{err}");
     let silent = SpikePattern::new(vec![], 40, 50.0).unwrap();
-    let err = PatternDetector::new(vec![t40.clone(), silent], opts.clone()).unwrap_err();
+    let err = PatternDetector::new(vec![t40.clone(), silent], opts).unwrap_err();
     assert!(
         err.to_string().contains("template 1 has no spikes"),
         "{err}"
     );
 
-    let detector = PatternDetector::new(vec![t40.clone()], opts.clone()).unwrap();
+    let detector = PatternDetector::new(vec![t40.clone()], opts).unwrap();
     let err = detector
         .detect(&random_template(39, 500.0, 50, 3).unwrap())
         .unwrap_err();
     assert!(err.to_string().contains("stream channel count"), "{err}");
 
-    let bad =
-        |o: DetectorOptions| config_field(PatternDetector::new(vec![t40.clone()], o).unwrap_err());
+    // Bad settings are refused by `check`, naming the field.
+    let bad = |o: DetectorParams| o.check().unwrap_err().field;
+    let params = opts.to_params();
+    assert_eq!(bad(params.dt_ms(0.0)), "dt_ms");
+    assert_eq!(bad(params.dt_ms(-1.0)), "dt_ms");
+    assert_eq!(bad(params.tau_ms(f64::NAN)), "tau_ms");
+    assert_eq!(bad(params.threshold(1.5)), "threshold");
+    assert_eq!(bad(params.threshold(-0.1)), "threshold");
     assert_eq!(
-        bad(DetectorOptions {
-            dt_ms: 0.0,
-            ..opts.clone()
-        }),
-        "dt_ms"
+        bad(params.min_separation_ms(Some(-2.0))),
+        "min_separation_ms"
     );
-    assert_eq!(
-        bad(DetectorOptions {
-            dt_ms: -1.0,
-            ..opts.clone()
-        }),
-        "dt_ms"
-    );
-    assert_eq!(
-        bad(DetectorOptions {
-            tau_ms: f64::NAN,
-            ..opts.clone()
-        }),
-        "tau_ms"
-    );
-    assert_eq!(
-        bad(DetectorOptions {
-            threshold: 1.5,
-            ..opts.clone()
-        }),
-        "threshold"
-    );
-    assert_eq!(
-        bad(DetectorOptions {
-            threshold: -0.1,
-            ..opts.clone()
-        }),
-        "threshold"
-    );
-    let sep = DetectorOptions {
-        min_separation_ms: Some(-2.0),
-        ..opts
-    };
-    assert_eq!(bad(sep), "min_separation_ms");
 
-    let pop = PopulationOptions::default();
-    let bad_pop = |o: PopulationOptions| config_field(population_events(&t40, &o).unwrap_err());
-    assert_eq!(
-        bad_pop(PopulationOptions {
-            bin_ms: 0.0,
-            ..pop.clone()
-        }),
-        "bin_ms"
-    );
-    assert_eq!(
-        bad_pop(PopulationOptions {
-            burst_z: -1.0,
-            ..pop.clone()
-        }),
-        "burst_z"
-    );
-    assert_eq!(
-        bad_pop(PopulationOptions {
-            min_neurons: 0,
-            ..pop
-        }),
-        "min_neurons"
-    );
+    let bad_pop = |o: PopulationParams| o.check().unwrap_err().field;
+    let pop = PopulationParams::new();
+    assert_eq!(bad_pop(pop.bin_ms(0.0)), "bin_ms");
+    assert_eq!(bad_pop(pop.burst_z(-1.0)), "burst_z");
+    assert_eq!(bad_pop(pop.min_neurons(0)), "min_neurons");
 
     let err = random_template(0, 50.0, 5, 1).unwrap_err();
     assert!(err.to_string().contains("n_channels"), "{err}");
@@ -274,13 +219,16 @@ fn errors_name_the_bad_argument() {
 #[test]
 fn options_load_from_toml_with_defaults() {
     let o: DetectorOptions = toml::from_str("threshold = 0.6\nmin_separation_ms = 20.0").unwrap();
-    assert_eq!(o.threshold, 0.6);
-    assert_eq!(o.min_separation_ms, Some(20.0));
-    assert_eq!(o.dt_ms, DetectorOptions::default().dt_ms);
+    assert_eq!(o.threshold(), 0.6);
+    assert_eq!(o.min_separation_ms(), Some(20.0));
+    assert_eq!(o.dt_ms(), DetectorOptions::default().dt_ms());
     assert!(toml::from_str::<DetectorOptions>("treshold = 0.6").is_err());
+    let refused = toml::from_str::<DetectorOptions>("threshold = 1.5").unwrap_err();
+    assert!(refused.to_string().contains("`threshold`"), "{refused}");
     let p: PopulationOptions = toml::from_str("min_neurons = 8").unwrap();
-    assert_eq!(p.min_neurons, 8);
-    assert_eq!(p.bin_ms, PopulationOptions::default().bin_ms);
+    assert_eq!(p.min_neurons(), 8);
+    assert_eq!(p.bin_ms(), PopulationOptions::default().bin_ms());
+    assert!(toml::from_str::<PopulationOptions>("min_neurons = 0").is_err());
 }
 
 /// Poisson background over 40 neurons with `extra` spikes added.

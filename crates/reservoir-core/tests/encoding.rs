@@ -4,12 +4,13 @@
 use ndarray::{array, s, Array1, Array2, Axis};
 use reservoir_core::encoding::{
     delta, latency, latency_times, poisson, population, population_activations, rate,
-    rate_probability, rate_sequence, DeltaOptions, Encoder, LatencyOptions, PopulationOptions,
-    RateOptions, STREAM_RATE,
+    rate_probability, rate_sequence, DeltaOptions, DeltaParams, Encoder, EncoderParams,
+    LatencyOptions, LatencyParams, PopulationOptions, PopulationParams, RateOptions, RateParams,
+    STREAM_RATE,
 };
 use reservoir_core::random::counter::uniform_f32;
 use reservoir_core::spikes::SpikePattern;
-use reservoir_core::ReservoirError;
+use reservoir_core::{ConfigError, ReservoirError};
 
 // ---------------------------------------------------------------- latency
 
@@ -29,10 +30,7 @@ fn assert_one_hot_or_empty(m: &Array2<f64>) {
 fn latency_log_code_hand_cases() {
     // t = τ ln(x / (x − θ)), τ = 5, θ = 0.01: 0.050, 0.527, 3.466, 8.959, 57.6 (x clamped).
     let x = array![1.0, 0.1, 0.02, 0.012, 0.0];
-    let opts = LatencyOptions {
-        tau: 5.0,
-        ..Default::default()
-    };
+    let opts = LatencyParams::new().tau(5.0).check().unwrap();
     let m = latency(x.view(), 10, opts).unwrap();
     assert_eq!(m.dim(), (10, 5));
     assert_one_hot_or_empty(&m);
@@ -45,7 +43,7 @@ fn latency_log_code_hand_cases() {
     assert!((t[4] - 5.0 * ((0.01 + 1e-7) / 1e-7f64).ln()).abs() < 1e-9);
 
     // Clip drops x < θ only (0.012 ≥ θ keeps its spike).
-    let clipped = latency(x.view(), 10, LatencyOptions { clip: true, ..opts }).unwrap();
+    let clipped = latency(x.view(), 10, opts.to_params().clip(true).check().unwrap()).unwrap();
     assert_eq!(
         spike_steps(&clipped),
         vec![Some(0), Some(1), Some(3), Some(9), None]
@@ -55,10 +53,7 @@ fn latency_log_code_hand_cases() {
     let norm = latency(
         x.view(),
         10,
-        LatencyOptions {
-            normalize: true,
-            ..opts
-        },
+        opts.to_params().normalize(true).check().unwrap(),
     )
     .unwrap();
     assert_eq!(
@@ -76,10 +71,7 @@ fn latency_log_code_hand_cases() {
     assert_eq!(spike_steps(&d), vec![Some(0), Some(0), Some(1), Some(4)]);
 
     // A higher threshold moves the same input later: θ = 0.5, x = 1 → ln 2 → step 1.
-    let hi = LatencyOptions {
-        threshold: 0.5,
-        ..Default::default()
-    };
+    let hi = LatencyParams::new().threshold(0.5).check().unwrap();
     assert_eq!(
         spike_steps(&latency(array![1.0].view(), 3, hi).unwrap()),
         vec![Some(1)]
@@ -90,11 +82,11 @@ fn latency_log_code_hand_cases() {
 fn latency_linear_code_hand_cases() {
     // snnTorch's docstring example: [0.02, 0.5, 1], 5 steps, normalize, linear → 3.92, 2, 0.
     let x = array![0.02, 0.5, 1.0];
-    let opts = LatencyOptions {
-        linear: true,
-        normalize: true,
-        ..Default::default()
-    };
+    let opts = LatencyParams::new()
+        .linear(true)
+        .normalize(true)
+        .check()
+        .unwrap();
     let t = latency_times(x.view(), 5, opts).unwrap();
     assert!(
         (t[0] - 3.92).abs() < 1e-12 && t[1] == 2.0 && t[2] == 0.0,
@@ -106,11 +98,7 @@ fn latency_linear_code_hand_cases() {
     );
 
     // τ = 4: t = −4(x − 1) capped at −4(θ − 1) = 3.96; 2.5 and 3.5 round half to even.
-    let lin = LatencyOptions {
-        linear: true,
-        tau: 4.0,
-        ..Default::default()
-    };
+    let lin = LatencyParams::new().linear(true).tau(4.0).check().unwrap();
     let x = array![0.75, 0.4, 0.375, 0.125, 0.0];
     let t = latency_times(x.view(), 5, lin).unwrap();
     assert_eq!(t.to_vec()[..4], [1.0, 2.4, 2.5, 3.5]);
@@ -120,7 +108,7 @@ fn latency_linear_code_hand_cases() {
         spike_steps(&m),
         vec![Some(1), Some(2), Some(2), Some(4), Some(4)]
     );
-    let clipped = latency(x.view(), 5, LatencyOptions { clip: true, ..lin }).unwrap();
+    let clipped = latency(x.view(), 5, lin.to_params().clip(true).check().unwrap()).unwrap();
     assert_eq!(spike_steps(&clipped)[4], None);
 
     // x > 1 with normalize: [−4, 0, 3.96] → (t + 4) / 7.96 · 4 → 0, 2.01, 4.
@@ -146,35 +134,23 @@ fn delta_hand_cases() {
     // snnTorch's docstring inputs (threshold 1; equality at 2 − 1 = 1 spikes). Its docstring
     // claims a spike at 3.0 (a change of 0.1); its code, like this one, gives none.
     let a = col(&[1.0, 2.0, 2.9, 3.0, 3.9]);
-    let th1 = DeltaOptions {
-        threshold: 1.0,
-        ..Default::default()
-    };
+    let th1 = DeltaParams::new().threshold(1.0).check().unwrap();
     assert_eq!(
         flat(&delta(a.view(), th1).unwrap()),
         [1.0, 1.0, 0.0, 0.0, 0.0]
     );
-    let pad = DeltaOptions {
-        padding: true,
-        ..th1
-    };
+    let pad = th1.to_params().padding(true).check().unwrap();
     assert_eq!(
         flat(&delta(a.view(), pad).unwrap()),
         [0.0, 1.0, 0.0, 0.0, 0.0]
     );
     let b = col(&[1.0, 2.0, 0.0, 2.0, 2.9]);
-    let off = DeltaOptions {
-        off_spike: true,
-        ..th1
-    };
+    let off = th1.to_params().off_spike(true).check().unwrap();
     assert_eq!(
         flat(&delta(b.view(), off).unwrap()),
         [1.0, 1.0, -1.0, 1.0, 0.0]
     );
-    let pad_off = DeltaOptions {
-        padding: true,
-        ..off
-    };
+    let pad_off = off.to_params().padding(true).check().unwrap();
     assert_eq!(
         flat(&delta(b.view(), pad_off).unwrap()),
         [0.0, 1.0, -1.0, 1.0, 0.0]
@@ -190,22 +166,20 @@ fn delta_hand_cases() {
 fn delta_two_channels_and_exact_threshold() {
     // Exact binary fractions: changes of exactly ±0.25 hit θ = 0.25.
     let x = array![[0.25, 0.5], [0.5, 0.25], [0.5, 0.0], [0.625, 0.25]];
-    let o = DeltaOptions {
-        threshold: 0.25,
-        padding: false,
-        off_spike: true,
-    };
+    let o = DeltaParams::new()
+        .threshold(0.25)
+        .padding(false)
+        .off_spike(true)
+        .check()
+        .unwrap();
     let m = delta(x.view(), o).unwrap();
     assert_eq!(m, array![[1.0, 1.0], [1.0, -1.0], [0.0, -1.0], [0.0, 1.0]]);
-    let m = delta(x.view(), DeltaOptions { padding: true, ..o }).unwrap();
+    let m = delta(x.view(), o.to_params().padding(true).check().unwrap()).unwrap();
     assert_eq!(m.row(0), array![0.0, 0.0]);
     // θ = 0 with off-spikes: a rise is +1, no change cancels to 0.
     let z = delta(
         col(&[0.0, 1.0, 1.0]).view(),
-        DeltaOptions {
-            threshold: 0.0,
-            ..o
-        },
+        o.to_params().threshold(0.0).check().unwrap(),
     )
     .unwrap();
     assert_eq!(flat(&z), [0.0, 1.0, 0.0]);
@@ -244,10 +218,7 @@ fn rate_counts_within_binomial_bounds() {
 #[test]
 fn rate_gain_offset_and_clamping() {
     // 0.2·2 + 0.1 = 0.5; 5·2 + 0.1 → 1; −1·2 + 0.1 → 0.
-    let o = RateOptions {
-        gain: 2.0,
-        offset: 0.1,
-    };
+    let o = RateParams::new().gain(2.0).offset(0.1).check().unwrap();
     assert_eq!(rate_probability(0.2, 2.0, 0.1), 0.2f32 * 2.0 + 0.1);
     assert_eq!(rate_probability(5.0, 2.0, 0.1), 1.0);
     assert_eq!(rate_probability(-1.0, 2.0, 0.1), 0.0);
@@ -280,11 +251,13 @@ fn rate_is_reproducible_and_matches_the_counter_rule() {
         assert_eq!(v == 1.0, u < rate_probability(seq[[t, i]], 1.0, 0.0));
     }
     // The Encoder with steps = 1 is rate_sequence.
-    let enc = Encoder::Rate {
+    let enc = EncoderParams::Rate {
         steps: 1,
         gain: 1.0,
         offset: 0.0,
-    };
+    }
+    .check()
+    .unwrap();
     assert_eq!(enc.encode_sequence(seq.view(), 5).unwrap(), m);
 }
 
@@ -332,12 +305,12 @@ fn poisson_counts_and_intervals() {
 
 #[test]
 fn population_centres_and_activations() {
-    let o = PopulationOptions {
-        neurons_per_feature: 5,
-        ..Default::default()
-    };
-    assert_eq!(o.centres().unwrap(), array![0.0, 0.25, 0.5, 0.75, 1.0]);
-    assert_eq!(o.sigma_or_spacing().unwrap(), 0.25);
+    let o = PopulationParams::new()
+        .neurons_per_feature(5)
+        .check()
+        .unwrap();
+    assert_eq!(o.centres(), array![0.0, 0.25, 0.5, 0.75, 1.0]);
+    assert_eq!(o.sigma_or_spacing(), 0.25);
     // x = 0.5, σ = 0.25: exp(−d² / 0.125) for d = 0.5, 0.25, 0 → e^−2, e^−0.5, 1.
     let a = population_activations(array![0.5, 0.0].view(), o).unwrap();
     assert_eq!(a.dim(), (2, 5));
@@ -352,31 +325,33 @@ fn population_centres_and_activations() {
     );
     assert_eq!(a[[1, 0]], 1.0);
     assert!((a[[1, 4]] - (-8.0f64).exp()).abs() < 1e-15);
-    let custom = PopulationOptions {
-        sigma: Some(0.5),
-        min: -1.0,
-        max: 3.0,
-        ..o
-    };
-    assert_eq!(custom.centres().unwrap(), array![-1.0, 0.0, 1.0, 2.0, 3.0]);
-    assert_eq!(custom.sigma_or_spacing().unwrap(), 0.5);
-    let single = PopulationOptions {
-        neurons_per_feature: 1,
-        min: 2.0,
-        max: 6.0,
-        ..o
-    };
-    assert_eq!(single.centres().unwrap(), array![2.0]);
-    assert_eq!(single.sigma_or_spacing().unwrap(), 4.0);
+    let custom = o
+        .to_params()
+        .sigma(Some(0.5))
+        .min(-1.0)
+        .max(3.0)
+        .check()
+        .unwrap();
+    assert_eq!(custom.centres(), array![-1.0, 0.0, 1.0, 2.0, 3.0]);
+    assert_eq!(custom.sigma_or_spacing(), 0.5);
+    let single = o
+        .to_params()
+        .neurons_per_feature(1)
+        .min(2.0)
+        .max(6.0)
+        .check()
+        .unwrap();
+    assert_eq!(single.centres(), array![2.0]);
+    assert_eq!(single.sigma_or_spacing(), 4.0);
 }
 
 #[test]
 fn population_nearest_centre_fires_most() {
-    let o = PopulationOptions {
-        steps: 2000,
-        max_probability: 0.8,
-        ..Default::default()
-    };
+    let o = PopulationParams::new()
+        .steps(2000)
+        .max_probability(0.8)
+        .check()
+        .unwrap();
     // Centres k/9; 0.3 is nearest 3/9, 0.95 nearest 9/9.
     let m = population(array![0.3, 0.95].view(), o, 4).unwrap();
     assert_eq!(m.dim(), (2000, 20));
@@ -393,14 +368,16 @@ fn population_nearest_centre_fires_most() {
     let p = 0.8 * a[[0, 3]];
     assert!((counts[3] / 2000.0 - p).abs() < 5.0 * (p * (1.0 - p) / 2000.0).sqrt());
     assert_eq!(m, population(array![0.3, 0.95].view(), o, 4).unwrap());
-    let enc = Encoder::Population {
+    let enc = EncoderParams::Population {
         neurons_per_feature: 10,
         min: 0.0,
         max: 1.0,
         sigma: None,
         steps: 2000,
         max_probability: 0.8,
-    };
+    }
+    .check()
+    .unwrap();
     assert_eq!(
         enc.encode_sequence(array![[0.3, 0.95]].view(), 4).unwrap(),
         m
@@ -445,89 +422,34 @@ fn errors_name_the_argument() {
         "steps"
     );
     assert_eq!(field_of(latency(x.view(), 0, lat).unwrap_err()), "steps");
-    let bad_gain = RateOptions {
-        gain: f64::NAN,
-        ..Default::default()
-    };
-    assert_eq!(
-        field_of(rate(x.view(), 1, bad_gain, 0).unwrap_err()),
-        "gain"
-    );
-    let bad_offset = RateOptions {
-        offset: 1e300,
-        ..Default::default()
-    };
-    assert_eq!(
-        field_of(rate(x.view(), 1, bad_offset, 0).unwrap_err()),
-        "offset"
-    );
+    // Bad options are refused by `check`, naming the field, before any encoder runs.
+    let field = |e: ConfigError| e.field;
+    let bad_gain = RateParams::new().gain(f64::NAN).check();
+    assert_eq!(field(bad_gain.unwrap_err()), "gain");
+    let bad_offset = RateParams::new().offset(1e300).check();
+    assert_eq!(field(bad_offset.unwrap_err()), "offset");
     for threshold in [-0.1, 0.0, 1.0, f64::NAN] {
-        let o = LatencyOptions { threshold, ..lat };
-        assert_eq!(field_of(latency(x.view(), 3, o).unwrap_err()), "threshold");
+        let o = lat.to_params().threshold(threshold).check();
+        assert_eq!(field(o.unwrap_err()), "threshold");
     }
     for tau in [0.0, -1.0, f64::INFINITY] {
-        let o = LatencyOptions { tau, ..lat };
-        assert_eq!(field_of(latency(x.view(), 3, o).unwrap_err()), "tau");
+        let o = lat.to_params().tau(tau).check();
+        assert_eq!(field(o.unwrap_err()), "tau");
     }
-    let m = array![[0.0]];
-    let neg = DeltaOptions {
-        threshold: -0.1,
-        ..Default::default()
-    };
-    assert_eq!(field_of(delta(m.view(), neg).unwrap_err()), "threshold");
+    let neg = DeltaParams::new().threshold(-0.1).check();
+    assert_eq!(field(neg.unwrap_err()), "threshold");
+    let po = po.to_params();
     let cases = [
-        (
-            PopulationOptions {
-                neurons_per_feature: 0,
-                ..po
-            },
-            "neurons_per_feature",
-        ),
-        (
-            PopulationOptions {
-                min: 1.0,
-                max: 1.0,
-                ..po
-            },
-            "max",
-        ),
-        (
-            PopulationOptions {
-                min: 2.0,
-                max: 1.0,
-                ..po
-            },
-            "max",
-        ),
-        (
-            PopulationOptions {
-                min: f64::NEG_INFINITY,
-                ..po
-            },
-            "min",
-        ),
-        (
-            PopulationOptions {
-                sigma: Some(0.0),
-                ..po
-            },
-            "sigma",
-        ),
-        (PopulationOptions { steps: 0, ..po }, "steps"),
-        (
-            PopulationOptions {
-                max_probability: 1.5,
-                ..po
-            },
-            "max_probability",
-        ),
+        (po.neurons_per_feature(0), "neurons_per_feature"),
+        (po.min(1.0).max(1.0), "max"),
+        (po.min(2.0).max(1.0), "max"),
+        (po.min(f64::NEG_INFINITY), "min"),
+        (po.sigma(Some(0.0)), "sigma"),
+        (po.steps(0), "steps"),
+        (po.max_probability(1.5), "max_probability"),
     ];
-    for (o, field) in cases {
-        assert_eq!(field_of(population(x.view(), o, 0).unwrap_err()), field);
-        assert_eq!(
-            field_of(population_activations(x.view(), o).unwrap_err()),
-            field
-        );
+    for (o, name) in cases {
+        assert_eq!(field(o.check().unwrap_err()), name);
     }
 }
 
@@ -535,8 +457,9 @@ fn errors_name_the_argument() {
 
 #[test]
 fn encoder_from_toml_with_defaults_and_validation() {
-    let enc: Encoder = toml::from_str("kind = \"latency\"\nsteps = 5\nnormalize = true").unwrap();
-    let want = Encoder::Latency {
+    let enc: EncoderParams =
+        toml::from_str("kind = \"latency\"\nsteps = 5\nnormalize = true").unwrap();
+    let want = EncoderParams::Latency {
         steps: 5,
         threshold: 0.01,
         tau: 1.0,
@@ -545,40 +468,44 @@ fn encoder_from_toml_with_defaults_and_validation() {
         clip: false,
     };
     assert_eq!(enc, want);
-    let d: Encoder = toml::from_str("kind = \"delta\"").unwrap();
+    let d: EncoderParams = toml::from_str("kind = \"delta\"").unwrap();
     assert_eq!(
         d,
-        Encoder::Delta {
+        EncoderParams::Delta {
             threshold: 0.1,
             padding: false,
             off_spike: false
         }
     );
-    let p: Encoder = toml::from_str("kind = \"population\"\nsigma = 0.2").unwrap();
+    let p: EncoderParams = toml::from_str("kind = \"population\"\nsigma = 0.2").unwrap();
     assert!(matches!(
         p,
-        Encoder::Population {
+        EncoderParams::Population {
             neurons_per_feature: 10,
             sigma: Some(_),
             ..
         }
     ));
-    let round: Encoder = toml::from_str(&toml::to_string(&want).unwrap()).unwrap();
-    assert_eq!(round, want);
+    // The checked encoder reads and writes the same table, through `check`.
+    let checked = want.check().unwrap();
+    let round: Encoder = toml::from_str(&toml::to_string(&checked).unwrap()).unwrap();
+    assert_eq!(round, checked);
+    assert_eq!(round.to_params(), want);
 
     let unknown = toml::from_str::<Encoder>("kind = \"rate\"\ngian = 2.0").unwrap_err();
     assert!(unknown.to_string().contains("gian"), "{unknown}");
     let kind = toml::from_str::<Encoder>("kind = \"morse\"").unwrap_err();
     assert!(kind.to_string().contains("morse"), "{kind}");
 
-    let bad: Encoder = toml::from_str("kind = \"latency\"\ntau = -1.0").unwrap();
+    let bad: EncoderParams = toml::from_str("kind = \"latency\"\ntau = -1.0").unwrap();
     assert_eq!(
-        bad.validate().unwrap_err().prefixed("encoder").field,
+        bad.check().unwrap_err().prefixed("encoder").field,
         "encoder.tau"
     );
-    let bad: Encoder = toml::from_str("kind = \"poisson\"\ndt_ms = 0.0").unwrap();
-    assert_eq!(bad.validate().unwrap_err().field, "dt_ms");
-    assert!(bad.encode_sequence(array![[1.0]].view(), 0).is_err());
+    let refused = toml::from_str::<Encoder>("kind = \"latency\"\ntau = -1.0").unwrap_err();
+    assert!(refused.to_string().contains("`tau`"), "{refused}");
+    let bad: EncoderParams = toml::from_str("kind = \"poisson\"\ndt_ms = 0.0").unwrap();
+    assert_eq!(bad.check().unwrap_err().field, "dt_ms");
 }
 
 #[test]

@@ -17,7 +17,7 @@ fn random(rows: usize, cols: usize, seed: u64) -> Array2<f64> {
 /// The CPU reservoir of `config` on its generated weights.
 fn reservoir(config: &ReservoirConfig) -> Box<dyn reservoir_core::Reservoir> {
     let (weights, _) = ReservoirWeights::generate(config).unwrap();
-    cpu_reservoir(config, weights).unwrap()
+    cpu_reservoir(config, weights, reservoir_core::Par::all()).unwrap()
 }
 
 /// Solves the augmented normal equations by Gaussian elimination with partial pivoting.
@@ -66,7 +66,7 @@ fn ridge_matches_a_direct_solve_and_does_not_penalise_the_intercept() {
     let true_w = random(12, 3, 2);
     let y = x.dot(&true_w) + 5.0 + random(400, 3, 3) * 0.01;
     for ridge in [0.0, 1e-3, 10.0] {
-        let mut acc = RidgeAccumulator::new(12, 3, 1).unwrap();
+        let mut acc = RidgeAccumulator::new(12, 3, reservoir_core::Par::Seq).unwrap();
         acc.add(x.view(), y.view()).unwrap();
         let fit = acc.solve(ridge).unwrap();
         let (w, c) = direct_ridge(&x, &y, ridge);
@@ -82,7 +82,7 @@ fn ridge_matches_a_direct_solve_and_does_not_penalise_the_intercept() {
         );
     }
     // A huge ridge shrinks the weights to zero but the intercept still fits the mean.
-    let mut acc = RidgeAccumulator::new(12, 3, 1).unwrap();
+    let mut acc = RidgeAccumulator::new(12, 3, reservoir_core::Par::Seq).unwrap();
     acc.add(x.view(), y.view()).unwrap();
     let fit = acc.solve(1e12).unwrap();
     let mean = y.mean_axis(ndarray::Axis(0)).unwrap();
@@ -95,11 +95,11 @@ fn ridge_matches_a_direct_solve_and_does_not_penalise_the_intercept() {
 fn chunked_and_merged_accumulation_equal_one_batch_and_train_nrmse_is_exact() {
     let x = random(1000, 20, 4);
     let y = x.dot(&random(20, 2, 5)).mapv(f64::sin);
-    let mut whole = RidgeAccumulator::new(20, 2, 0).unwrap();
+    let mut whole = RidgeAccumulator::new(20, 2, reservoir_core::Par::all()).unwrap();
     whole.add(x.view(), y.view()).unwrap();
     let (mut first, mut second) = (
-        RidgeAccumulator::new(20, 2, 1).unwrap(),
-        RidgeAccumulator::new(20, 2, 1).unwrap(),
+        RidgeAccumulator::new(20, 2, reservoir_core::Par::Seq).unwrap(),
+        RidgeAccumulator::new(20, 2, reservoir_core::Par::Seq).unwrap(),
     );
     for start in (0..600).step_by(77) {
         let end = (start + 77).min(600);
@@ -129,11 +129,11 @@ fn chunked_and_merged_accumulation_equal_one_batch_and_train_nrmse_is_exact() {
 fn held_out_nrmse_from_sums_equals_scoring_the_predictions_and_sums_round_trip() {
     let x = random(900, 15, 7);
     let y = x.dot(&random(15, 2, 8)).mapv(f64::tanh) + random(900, 2, 9) * 0.05;
-    let mut train = RidgeAccumulator::new(15, 2, 1).unwrap();
+    let mut train = RidgeAccumulator::new(15, 2, reservoir_core::Par::Seq).unwrap();
     train
         .add(x.slice(s![..600, ..]), y.slice(s![..600, ..]))
         .unwrap();
-    let mut held_out = RidgeAccumulator::new(15, 2, 1).unwrap();
+    let mut held_out = RidgeAccumulator::new(15, 2, reservoir_core::Par::Seq).unwrap();
     held_out
         .add(x.slice(s![600.., ..]), y.slice(s![600.., ..]))
         .unwrap();
@@ -165,11 +165,11 @@ fn held_out_nrmse_from_sums_equals_scoring_the_predictions_and_sums_round_trip()
     )
     .unwrap();
     assert_eq!(copy.score(&fit.readout).unwrap().mean_nrmse(), from_sums);
-    assert!(RidgeAccumulator::new(15, 2, 1)
+    assert!(RidgeAccumulator::new(15, 2, reservoir_core::Par::Seq)
         .unwrap()
         .score(&fit.readout)
         .is_err());
-    assert!(RidgeAccumulator::new(14, 2, 1)
+    assert!(RidgeAccumulator::new(14, 2, reservoir_core::Par::Seq)
         .unwrap()
         .score(&fit.readout)
         .is_err());
@@ -190,7 +190,7 @@ fn streamed_fit_equals_fit_on_materialised_states() {
     let end_state = r.state().unwrap();
     let mut r2 = reservoir(&config);
     let states = r2.run(u.view()).unwrap();
-    let mut acc = RidgeAccumulator::new(80, 1, 1).unwrap();
+    let mut acc = RidgeAccumulator::new(80, 1, reservoir_core::Par::Seq).unwrap();
     acc.add(states.slice(s![50.., ..]), y.slice(s![50.., ..]))
         .unwrap();
     let direct = acc.solve(1e-6).unwrap();
@@ -213,7 +213,7 @@ fn streamed_fit_equals_fit_on_materialised_states() {
 
 #[test]
 fn bad_training_data_are_errors() {
-    let mut acc = RidgeAccumulator::new(3, 1, 1).unwrap();
+    let mut acc = RidgeAccumulator::new(3, 1, reservoir_core::Par::Seq).unwrap();
     assert!(acc.solve(1e-3).is_err(), "no rows");
     let mut x = random(10, 3, 7);
     assert!(acc.add(x.view(), random(9, 1, 8).view()).is_err());
@@ -223,13 +223,13 @@ fn bad_training_data_are_errors() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("row 6"), "{err}");
-    let mut acc = RidgeAccumulator::new(3, 1, 1).unwrap();
+    let mut acc = RidgeAccumulator::new(3, 1, reservoir_core::Par::Seq).unwrap();
     let collinear = Array2::from_shape_fn((10, 3), |(i, _)| i as f64);
     acc.add(collinear.view(), random(10, 1, 9).view()).unwrap();
     assert!(acc.solve(0.0).unwrap_err().to_string().contains("ridge"));
     let mut r = reservoir(&ReservoirParams::new().size(20).check().unwrap());
     let u = random(30, 1, 1);
-    let mut acc = RidgeAccumulator::new(20, 1, 1).unwrap();
+    let mut acc = RidgeAccumulator::new(20, 1, reservoir_core::Par::Seq).unwrap();
     let err = accumulate_run(r.as_mut(), u.view(), u.view(), 30, &mut acc)
         .unwrap_err()
         .to_string();
@@ -280,10 +280,10 @@ fn targets_with_a_large_offset_score_as_without_it() {
     let y = x.slice(s![.., 0..1]).mapv(|v| v * 0.7) + noise;
     let fit_of = |offset: f64, parts: usize| {
         let shifted = y.mapv(|v| v + offset);
-        let mut acc = RidgeAccumulator::new(12, 1, 1).unwrap();
+        let mut acc = RidgeAccumulator::new(12, 1, reservoir_core::Par::Seq).unwrap();
         let rows = 800 / parts;
         for p in 0..parts {
-            let mut part = RidgeAccumulator::new(12, 1, 1).unwrap();
+            let mut part = RidgeAccumulator::new(12, 1, reservoir_core::Par::Seq).unwrap();
             part.add(
                 x.slice(s![p * rows..(p + 1) * rows, ..]),
                 shifted.slice(s![p * rows..(p + 1) * rows, ..]),

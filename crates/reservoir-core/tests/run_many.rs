@@ -9,7 +9,7 @@ use rand_chacha::ChaCha8Rng;
 use reservoir_core::features::{FeatureParams, Summary};
 use reservoir_core::lif::{LifFeatures, LifInputMode, LifNetwork, LifParams};
 use reservoir_core::reservoir::run_one_by_one;
-use reservoir_core::{EchoStateNetwork, Reservoir, ReservoirError, ReservoirParams};
+use reservoir_core::{EchoStateNetwork, Par, Reservoir, ReservoirError, ReservoirParams};
 
 const K: usize = 3;
 
@@ -95,12 +95,14 @@ fn bits(visited: &[(usize, Array2<f64>)]) -> Vec<(usize, Vec<u64>)> {
         .collect()
 }
 
-/// `run_many` on `reservoir` and `run_one_by_one` on its twin visit the same indices, in order,
-/// with the same bits, and both leave the reservoir in the same (reset) state.
-fn assert_same_as_one_by_one<R: Reservoir + Clone>(name: &str, reservoir: &R) {
+/// `run_many` on `reservoir` given `par` and `run_one_by_one` on its twin visit the same
+/// indices, in order, with the same bits, and both leave the reservoir in the same (reset)
+/// state.
+fn assert_same_as_one_by_one<R: Reservoir + Clone>(name: &str, reservoir: &R, par: Par) {
     let sequences = sequences();
     let views = views(&sequences);
     let (mut many, mut one) = (reservoir.clone(), reservoir.clone());
+    many.set_par(par);
     // A state neither must carry into its sequences (and, with noise, draws both make alike).
     let earlier = Array2::from_elem((7, K), 0.9);
     many.run(earlier.view()).unwrap();
@@ -117,15 +119,10 @@ fn assert_same_as_one_by_one<R: Reservoir + Clone>(name: &str, reservoir: &R) {
     assert_eq!(many.state().unwrap(), one.state().unwrap(), "{name}: reset");
 }
 
-/// Runs `check` on rayon's global pool and on pools of 1 and 3 threads (waves of 12).
-fn on_pools(mut check: impl FnMut() + Send) {
-    check();
-    for threads in [1, 3] {
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build()
-            .unwrap()
-            .install(&mut check);
+/// Runs `check` for every core, one thread and 3 threads (waves of 12).
+fn on_pars(mut check: impl FnMut(Par)) {
+    for par in [Par::all(), Par::Seq, Par::rayon(3)] {
+        check(par);
     }
 }
 
@@ -171,8 +168,9 @@ fn assert_blocks_agree<R: Reservoir + Clone + Sync>(name: &str, reservoir: &R, t
             features.iter().map(|x| x.to_bits()).collect()
         })
         .collect();
-    on_pools(|| {
+    on_pars(|par| {
         let mut many = reservoir.clone();
+        many.set_par(par);
         many.run(Array2::from_elem((7, K), 0.9).view()).unwrap();
         let got = visits(|visit| many.run_many(&views, visit).unwrap());
         assert!(
@@ -220,29 +218,29 @@ fn sparse_echo_state_run_many_agrees_with_one_by_one_and_not_with_the_threads() 
 fn dense_echo_state_run_many_equals_one_by_one_bit_for_bit() {
     let f32_dense = echo_state_f32(echo_state_params().connection_prob(1.0));
     let f64_dense = echo_state_f64(echo_state_params().connection_prob(1.0));
-    on_pools(|| {
-        assert_same_as_one_by_one("ESN f32 dense", &f32_dense);
-        assert_same_as_one_by_one("ESN f64 dense", &f64_dense);
+    on_pars(|par| {
+        assert_same_as_one_by_one("ESN f32 dense", &f32_dense, par);
+        assert_same_as_one_by_one("ESN f64 dense", &f64_dense, par);
     });
 }
 
 #[test]
 fn noisy_echo_state_run_many_equals_one_by_one() {
     let noisy = echo_state_f32(echo_state_params().noise_level(0.05));
-    on_pools(|| assert_same_as_one_by_one("ESN f32 with noise", &noisy));
+    on_pars(|par| assert_same_as_one_by_one("ESN f32 with noise", &noisy, par));
 }
 
 #[test]
 fn lif_run_many_equals_one_by_one_bit_for_bit_for_every_feature() {
     let networks = lif_networks();
-    on_pools(|| {
+    on_pars(|par| {
         for network in &networks {
             let name = format!(
                 "LIF {:?} {:?}",
                 network.config().features(),
                 network.config().input_mode()
             );
-            assert_same_as_one_by_one(&name, network);
+            assert_same_as_one_by_one(&name, network, par);
         }
     });
 }
@@ -251,7 +249,7 @@ fn lif_run_many_equals_one_by_one_bit_for_bit_for_every_feature() {
 fn lif_counters_end_as_after_one_by_one() {
     let sequences = sequences();
     let views = views(&sequences);
-    let mut network = lif(LifFeatures::Trace, LifInputMode::Current);
+    let mut network = lif(LifFeatures::Trace, LifInputMode::Current).with_par(Par::all());
     network.run(views[40]).unwrap();
     assert!(
         network.spike_count() > 0,
@@ -291,10 +289,11 @@ fn assert_bad_sequences_refused_first(reservoir: &mut dyn Reservoir) {
 
 #[test]
 fn bad_sequences_are_refused_before_any_is_visited() {
-    on_pools(|| {
-        assert_bad_sequences_refused_first(&mut echo_state_f32(echo_state_params()));
-        assert_bad_sequences_refused_first(&mut echo_state_f64(echo_state_params()));
-        assert_bad_sequences_refused_first(&mut lif(LifFeatures::Trace, LifInputMode::Current));
+    on_pars(|par| {
+        assert_bad_sequences_refused_first(&mut echo_state_f32(echo_state_params()).with_par(par));
+        assert_bad_sequences_refused_first(&mut echo_state_f64(echo_state_params()).with_par(par));
+        let mut network = lif(LifFeatures::Trace, LifInputMode::Current).with_par(par);
+        assert_bad_sequences_refused_first(&mut network);
     });
 }
 
@@ -307,10 +306,10 @@ fn an_input_beyond_f32_is_refused_before_any_sequence_runs() {
     huge[(3, 0)] = 1e300;
     let mut views = views(&sequences);
     views[17] = huge.view();
-    on_pools(|| {
+    on_pars(|par| {
         let mut reservoirs: Vec<Box<dyn Reservoir>> = vec![
-            Box::new(lif(LifFeatures::Membrane, LifInputMode::Synaptic)),
-            Box::new(echo_state_f64(echo_state_params())),
+            Box::new(lif(LifFeatures::Membrane, LifInputMode::Synaptic).with_par(par)),
+            Box::new(echo_state_f64(echo_state_params()).with_par(par)),
         ];
         for reservoir in &mut reservoirs {
             let mut visited = Vec::new();
@@ -340,8 +339,9 @@ fn a_visitor_error_stops_the_run_and_is_returned() {
         Box::new(echo_state_f64(echo_state_params())),
         Box::new(lif(LifFeatures::Counts, LifInputMode::Current)),
     ];
-    on_pools(|| {
+    on_pars(|par| {
         for reservoir in &mut reservoirs {
+            reservoir.set_par(par);
             let mut visited = Vec::new();
             let result = reservoir.run_many(&views, &mut |index, _| {
                 visited.push(index);

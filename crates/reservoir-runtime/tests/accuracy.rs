@@ -18,7 +18,7 @@ use reservoir_runtime::data::tasks::narma::narma10;
 /// The CPU reservoir of `config` on the weights its seed generates.
 fn reservoir(config: &ReservoirConfig) -> Box<dyn Reservoir> {
     let (weights, _) = ReservoirWeights::generate(config).unwrap();
-    cpu_reservoir(config, weights).unwrap()
+    cpu_reservoir(config, weights, reservoir_core::Par::all()).unwrap()
 }
 
 #[test]

@@ -22,7 +22,7 @@ fn closed_loop_forecast_follows_mackey_glass_for_84_steps() {
         .check()
         .unwrap();
     let (weights, _) = ReservoirWeights::generate(&config).unwrap();
-    let mut r = cpu_reservoir(&config, weights).unwrap();
+    let mut r = cpu_reservoir(&config, weights, reservoir_core::Par::all()).unwrap();
     let fit = fit_ridge(
         r.as_mut(),
         train.inputs.view(),

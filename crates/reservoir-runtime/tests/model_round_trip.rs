@@ -64,7 +64,7 @@ fn signal(t: usize, k: usize, phase: f64) -> Array2<f64> {
 }
 
 fn reservoir(config: &ReservoirConfig, weights: &ReservoirWeights) -> Box<dyn Reservoir> {
-    cpu_reservoir(config, weights.clone()).expect("reservoir")
+    cpu_reservoir(config, weights.clone(), reservoir_core::Par::all()).expect("reservoir")
 }
 
 /// Saves with `save`, loads with `load`, and saves the loaded model again: the loaded model

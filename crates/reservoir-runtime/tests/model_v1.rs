@@ -60,7 +60,12 @@ fn a_version_1_series_model_predicts_bit_for_bit_what_the_old_binary_did() {
 
     let u = column("test.csv", "u");
     let inputs = Array2::from_shape_vec((u.len(), 1), u).unwrap();
-    let mut reservoir = cpu_reservoir(&model.config, model.weights.clone()).unwrap();
+    let mut reservoir = cpu_reservoir(
+        &model.config,
+        model.weights.clone(),
+        reservoir_core::Par::all(),
+    )
+    .unwrap();
     reservoir.set_state(model.state.view()).unwrap();
     let states = reservoir.run(inputs.view()).unwrap();
     let predictions = model.readout.predict(states.view()).unwrap();
@@ -90,7 +95,12 @@ fn a_version_1_spike_model_loads_with_its_sizes() {
     assert_eq!(model.state.len(), 8);
     // It classifies its task's patterns.
     let data = generate(&model.task).unwrap();
-    let mut reservoir = cpu_reservoir(&model.config, model.weights.clone()).unwrap();
+    let mut reservoir = cpu_reservoir(
+        &model.config,
+        model.weights.clone(),
+        reservoir_core::Par::all(),
+    )
+    .unwrap();
     let patterns: Vec<_> = data.test.iter().map(|s| &s.pattern).collect();
     let classes = model.classify(reservoir.as_mut(), &patterns).unwrap();
     assert_eq!(classes.len(), 4);

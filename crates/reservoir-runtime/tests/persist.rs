@@ -18,7 +18,7 @@ fn temp_dir(name: &str) -> PathBuf {
 fn trained_model() -> Model {
     let config = ReservoirParams::new().size(40).seed(11).check().unwrap();
     let (weights, _) = ReservoirWeights::generate(&config).unwrap();
-    let mut r = cpu_reservoir(&config, weights.clone()).unwrap();
+    let mut r = cpu_reservoir(&config, weights.clone(), reservoir_core::Par::all()).unwrap();
     let u = Array2::from_shape_fn((300, 1), |(t, _)| (t as f64 * 0.2).sin());
     let fit = fit_ridge(r.as_mut(), u.view(), u.view(), &ReadoutConfig::default()).unwrap();
     Model {

@@ -14,7 +14,7 @@ use reservoir_runtime::data::tasks::narma::narma10;
 /// The CPU reservoir of `config` on the weights its seed generates.
 fn reservoir(config: &ReservoirConfig) -> Box<dyn Reservoir> {
     let (weights, _) = ReservoirWeights::generate(config).unwrap();
-    cpu_reservoir(config, weights).unwrap()
+    cpu_reservoir(config, weights, reservoir_core::Par::all()).unwrap()
 }
 
 /// Squared Pearson correlation from the rows.
@@ -42,11 +42,11 @@ fn validation_nrmse_from_sums_equals_nrmse_of_explicit_predictions() {
         .unwrap();
     let states = reservoir(&config).run(data.inputs.view()).unwrap();
     let (train, test) = (s![100..2000, ..], s![2000.., ..]);
-    let mut fit_sums = RidgeAccumulator::new(500, 1, 1).unwrap();
+    let mut fit_sums = RidgeAccumulator::new(500, 1, reservoir_core::Par::Seq).unwrap();
     fit_sums
         .add(states.slice(train), data.targets.slice(train))
         .unwrap();
-    let mut test_sums = RidgeAccumulator::new(500, 1, 1).unwrap();
+    let mut test_sums = RidgeAccumulator::new(500, 1, reservoir_core::Par::Seq).unwrap();
     test_sums
         .add(states.slice(test), data.targets.slice(test))
         .unwrap();
@@ -88,7 +88,7 @@ fn squared_correlations_from_sums_equal_those_of_explicit_predictions() {
         .check()
         .unwrap();
     let mut reservoir = reservoir(&config);
-    let mut fit_sums = RidgeAccumulator::new(100, 40, 1).unwrap();
+    let mut fit_sums = RidgeAccumulator::new(100, 40, reservoir_core::Par::Seq).unwrap();
     accumulate_run(
         reservoir.as_mut(),
         data.inputs.slice(s![..2200, ..]),
@@ -100,7 +100,7 @@ fn squared_correlations_from_sums_equal_those_of_explicit_predictions() {
     let fit = fit_sums.solve(options.ridge).unwrap();
     let test_states = reservoir.run(data.inputs.slice(s![2200.., ..])).unwrap();
     let predictions = fit.readout.predict(test_states.view()).unwrap();
-    let mut test_sums = RidgeAccumulator::new(100, 40, 1).unwrap();
+    let mut test_sums = RidgeAccumulator::new(100, 40, reservoir_core::Par::Seq).unwrap();
     test_sums
         .add(test_states.view(), data.targets.slice(s![2200.., ..]))
         .unwrap();
@@ -126,20 +126,20 @@ fn squared_correlations_from_sums_equal_those_of_explicit_predictions() {
 fn score_checks_the_readout_shape_and_a_constant_target() {
     let x = ndarray::Array2::from_shape_fn((50, 3), |(i, j)| ((i * 7 + j * 3) % 11) as f64);
     let y = x.column(0).insert_axis(ndarray::Axis(1)).mapv(|v| v * 2.0);
-    let mut acc = RidgeAccumulator::new(3, 1, 1).unwrap();
+    let mut acc = RidgeAccumulator::new(3, 1, reservoir_core::Par::Seq).unwrap();
     acc.add(x.view(), y.view()).unwrap();
     let fit = acc.solve(1e-9).unwrap();
     assert!(fit.train_nrmse < 1e-6, "{}", fit.train_nrmse);
-    let mut wide = RidgeAccumulator::new(4, 1, 1).unwrap();
+    let mut wide = RidgeAccumulator::new(4, 1, reservoir_core::Par::Seq).unwrap();
     let x4 = ndarray::Array2::from_shape_fn((50, 4), |(i, j)| ((i + j) % 5) as f64);
     wide.add(x4.view(), y.view()).unwrap();
     let err = wide.score(&fit.readout).unwrap_err().to_string();
     assert!(err.contains("4 features"), "{err}");
-    let mut flat = RidgeAccumulator::new(3, 1, 1).unwrap();
+    let mut flat = RidgeAccumulator::new(3, 1, reservoir_core::Par::Seq).unwrap();
     flat.add(x.view(), ndarray::Array2::ones((50, 1)).view())
         .unwrap();
     let err = flat.score(&fit.readout).unwrap_err().to_string();
     assert!(err.contains("target column 0 is constant"), "{err}");
-    let empty = RidgeAccumulator::new(3, 1, 1).unwrap();
+    let empty = RidgeAccumulator::new(3, 1, reservoir_core::Par::Seq).unwrap();
     assert!(empty.score(&fit.readout).is_err());
 }

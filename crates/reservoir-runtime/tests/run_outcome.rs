@@ -114,7 +114,12 @@ fn spike_run_keeps_a_classifier_that_reproduces_the_test_accuracy() {
     model.validate().unwrap();
     let data = generate(&model.task).unwrap();
     assert_eq!(outcome.spike_data.as_ref(), Some(&data));
-    let mut reservoir = cpu_reservoir(&model.config, model.weights.clone()).unwrap();
+    let mut reservoir = cpu_reservoir(
+        &model.config,
+        model.weights.clone(),
+        reservoir_core::Par::all(),
+    )
+    .unwrap();
     let patterns: Vec<_> = data.test.iter().map(|s| &s.pattern).collect();
     let classes = model.classify(reservoir.as_mut(), &patterns).unwrap();
     let right = classes

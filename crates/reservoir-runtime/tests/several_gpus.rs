@@ -148,7 +148,8 @@ fn several_gpus() -> Option<usize> {
 #[test]
 fn devices_split_a_large_dense_reservoir_and_leave_a_small_one_on_one_gpu() {
     let Some(count) = several_gpus() else { return };
-    let n = gpu_reservoir::SHARD_MIN_SIZE;
+    // The fewest units `shards_pay` splits.
+    let n = 16_384;
     let config = ReservoirConfig::default()
         .to_params()
         .size(n)
@@ -156,6 +157,7 @@ fn devices_split_a_large_dense_reservoir_and_leave_a_small_one_on_one_gpu() {
         .connection_prob(1.0)
         .check()
         .expect("config");
+    assert!(gpu_reservoir::shards_pay(&config, count));
     // A dense W drawn directly (the spectral estimate of 16,384 dense units is not the point).
     let mut rng = ChaCha8Rng::seed_from_u64(9);
     let scale = 0.9 / (n as f64 / 3.0).sqrt();

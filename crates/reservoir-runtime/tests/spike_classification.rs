@@ -21,7 +21,7 @@ fn echo_state_and_lif_reservoirs_classify_10_classes_above_95_percent() {
         .check()
         .unwrap();
     let (esn_weights, _) = ReservoirWeights::generate(&esn_config).unwrap();
-    let mut esn = cpu_reservoir(&esn_config, esn_weights).unwrap();
+    let mut esn = cpu_reservoir(&esn_config, esn_weights, reservoir_core::Par::all()).unwrap();
     let (_, esn_report) = classify(esn.as_mut(), &data, &options, 1e-3).unwrap();
     let lif_config = LifParams::new()
         .size(400)

@@ -206,13 +206,13 @@ fn lanes_on_several_threads_equal_lanes_on_one_and_their_own_reservoirs() {
         train_rows: 500,
     };
     let one = solved(
-        &CpuLaneRunner::new(1)
+        &CpuLaneRunner::new(reservoir_core::Par::Seq)
             .run_lanes(&base, &lanes, &lane_data)
             .unwrap(),
     );
     for threads in [2, 4] {
         let many = solved(
-            &CpuLaneRunner::new(threads)
+            &CpuLaneRunner::new(reservoir_core::Par::rayon(threads))
                 .run_lanes(&base, &lanes, &lane_data)
                 .unwrap(),
         );
@@ -221,8 +221,8 @@ fn lanes_on_several_threads_equal_lanes_on_one_and_their_own_reservoirs() {
     // Lane 3 with its own reservoir, built from its config as `reservoir run` builds one.
     let lane_config = lanes[3].config();
     let (weights, _) = ReservoirWeights::generate(lane_config).unwrap();
-    let mut reservoir = cpu_reservoir(lane_config, weights).unwrap();
-    let mut train = RidgeAccumulator::new(50, 1, 1).unwrap();
+    let mut reservoir = cpu_reservoir(lane_config, weights, reservoir_core::Par::all()).unwrap();
+    let mut train = RidgeAccumulator::new(50, 1, reservoir_core::Par::Seq).unwrap();
     accumulate_run(
         reservoir.as_mut(),
         data.inputs.slice(s![..500, ..]),
@@ -232,7 +232,7 @@ fn lanes_on_several_threads_equal_lanes_on_one_and_their_own_reservoirs() {
     )
     .unwrap();
     let validation = {
-        let mut acc = RidgeAccumulator::new(50, 1, 1).unwrap();
+        let mut acc = RidgeAccumulator::new(50, 1, reservoir_core::Par::Seq).unwrap();
         let states = reservoir.run(data.inputs.slice(s![500.., ..])).unwrap();
         acc.add(states.view(), data.targets.slice(s![500.., ..]))
             .unwrap();
@@ -336,7 +336,7 @@ fn zero_input_scaling_lanes_have_the_sums_of_zero_states() {
         train_rows: 800,
     };
     let base = config.reservoir();
-    let cpu_sums = CpuLaneRunner::new(2)
+    let cpu_sums = CpuLaneRunner::new(reservoir_core::Par::rayon(2))
         .run_lanes(base, &lanes, &lane_data)
         .unwrap();
     let zero_sums = ZeroStates.run_lanes(base, &lanes, &lane_data).unwrap();

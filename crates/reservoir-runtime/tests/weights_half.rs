@@ -107,7 +107,8 @@ fn accuracy_cost_of_half_precision_w_on_narma10_and_mackey_glass() {
                 .unwrap();
             let (weights, _) = ReservoirWeights::generate(&config).unwrap();
             let nrmse_on = |weights: ReservoirWeights| {
-                let mut reservoir = cpu_reservoir(&config, weights).unwrap();
+                let mut reservoir =
+                    cpu_reservoir(&config, weights, reservoir_core::Par::all()).unwrap();
                 train_test_nrmse(reservoir.as_mut(), &readout, task, train)
             };
             let full = nrmse_on(weights.clone());

@@ -13,17 +13,16 @@ use crate::gemm::{batch_kernel, resolve_kernel, BatchKernel, DeviceW, GemmMath};
 pub const BATCH_MIN_SEQUENCES: usize = 32;
 /// Most steps per sequence, on average, that [`ManySequences::Auto`] batches: longer
 /// sequences run faster one after another on the single-sequence step path.
-pub const BATCH_MAX_MEAN_STEPS: usize = 128;
+pub(crate) const BATCH_MAX_MEAN_STEPS: usize = 128;
 /// Largest reservoir [`ManySequences::Auto`] batches (its W is stored dense for the GEMM).
-pub const BATCH_MAX_SIZE: usize = 1024;
+pub(crate) const BATCH_MAX_SIZE: usize = 1024;
 
 /// How [`reservoir_core::Reservoir::run_many`] of a [`GpuReservoirComputer`] steps its
 /// sequences.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ManySequences {
     /// [`ManySequences::Batched`] where batching was measured faster (at least
-    /// [`BATCH_MIN_SEQUENCES`] sequences of at most [`BATCH_MAX_MEAN_STEPS`] steps on average,
-    /// N ≤ [`BATCH_MAX_SIZE`]), in f32 unless [`GpuReservoirComputer::with_batch_math`] says
+    /// 32 sequences of at most 128 steps on average, N ≤ 1024), in f32 unless [`GpuReservoirComputer::with_batch_math`] says
     /// otherwise, else [`ManySequences::OneByOne`] (the default).
     #[default]
     Auto,

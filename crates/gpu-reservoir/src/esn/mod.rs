@@ -12,7 +12,7 @@ use reservoir_core::random::{stream_rng, Stream};
 use reservoir_core::readout::RidgeAccumulator;
 use reservoir_core::reservoir::{features_of_runs, run_one_by_one, SequenceVisitor};
 use reservoir_core::spikes::SpikePattern;
-use reservoir_core::{Reservoir, ReservoirConfig, ReservoirError, ReservoirWeights};
+use reservoir_core::{Par, Reservoir, ReservoirConfig, ReservoirError, ReservoirWeights};
 
 use crate::batched::BatchEngine;
 use crate::driver::csr::DeviceCsr;
@@ -26,9 +26,9 @@ use crate::ops::esn::{activation_code, input_drive, step_two_launches, EsnKernel
 use crate::ops::persistent::{PersistentPlan, PersistentRun, PersistentWeights, StepPath};
 use crate::ridge_sums::DeviceRidgeSums;
 
-mod many;
+pub(crate) mod many;
 
-pub use many::{ManySequences, BATCH_MAX_MEAN_STEPS, BATCH_MAX_SIZE, BATCH_MIN_SEQUENCES};
+pub use many::ManySequences;
 
 /// Steps run per chunk: inputs, drive and states of a chunk live on the device together, and
 /// the states are copied back once per chunk (never per step).
@@ -371,7 +371,7 @@ where
         return write(out, chunk);
     }
     // Asked only for large chunks: the answer costs tens of µs (it reads the cgroup's quota).
-    let threads = std::thread::available_parallelism().map_or(1, |t| t.get().min(8));
+    let threads = Par::all().threads().min(8);
     if threads == 1 {
         return write(out, chunk);
     }

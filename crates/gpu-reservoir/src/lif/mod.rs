@@ -15,7 +15,7 @@
 //!   instead, with the same result. Two launches per step; the work follows N plus the
 //!   synaptic events, not the synapse count.
 //! * **event-driven in one cluster launch** (compute capability 9.0 and later, at most
-//!   [`LIF_CLUSTER_MAX_NEURONS`](crate::LIF_CLUSTER_MAX_NEURONS) neurons): every step of a
+//!   32,768 neurons): every step of a
 //!   chunk inside one launch of one thread-block cluster, the state in registers and the
 //!   inboxes in shared memory, one cluster barrier per step instead of two launches.
 //!
@@ -25,14 +25,14 @@
 //! [`LifNetwork`]: reservoir_core::lif::LifNetwork
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use cudarc::driver::CudaSlice;
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2, ArrayViewMut2};
 use reservoir_core::checks::check_run;
-use reservoir_core::lif::{spectral_scale, LifConfig, LifConstants, LifWeightTimes, LifWeights};
+use reservoir_core::lif::{spectral_scale, LifConfig, LifConstants, LifWeights};
 use reservoir_core::reservoir::{run_one_by_one, SequenceVisitor};
-use reservoir_core::spectral::{SpectralEstimate, SpectralOptions, SpectralTimes};
+use reservoir_core::spectral::{Phases, SpectralEstimate, SpectralOptions};
 use reservoir_core::spikes::{Spike, SpikePattern};
 use reservoir_core::CsrMatrix;
 use reservoir_core::{Reservoir, ReservoirError};
@@ -59,11 +59,11 @@ pub const LIF_GPU_ESTIMATE_SYNAPSES: usize = 1 << 20;
 
 /// Most steps per chunk: the inputs, features and spike flags of a chunk live on the device
 /// together and are copied back once per chunk.
-pub const LIF_CHUNK_STEPS: usize = 4096;
+pub(crate) const LIF_CHUNK_STEPS: usize = 4096;
 
 /// Most bytes of features and spike flags (5 bytes per neuron and step) per chunk, which caps
 /// the chunk below [`LIF_CHUNK_STEPS`] for large N (536 steps at N = 10^5).
-pub const LIF_CHUNK_BYTES: usize = 256 << 20;
+pub(crate) const LIF_CHUNK_BYTES: usize = 256 << 20;
 
 /// Synapse events one neuron's inbox holds per step on the event-driven path. Its mean load
 /// is the in-degree times the fraction of neurons spiking per step (0.5 at 1000 synapses per
@@ -132,19 +132,16 @@ fn estimate(
     w: &CsrMatrix<f64>,
     options: &SpectralOptions,
     device: &GpuDevice,
-) -> reservoir_core::Result<(SpectralEstimate, SpectralTimes, Option<DeviceCsr<f64>>)> {
-    let on_cpu = || {
-        let (estimate, times) = w.spectral_radius_timed(options)?;
-        Ok((estimate, times, None))
-    };
-    if w.nnz() < LIF_GPU_ESTIMATE_SYNAPSES {
-        return on_cpu();
+    phases: &mut dyn Phases,
+) -> reservoir_core::Result<(SpectralEstimate, Option<DeviceCsr<f64>>)> {
+    if w.nnz() >= LIF_GPU_ESTIMATE_SYNAPSES {
+        match crate::spectral::estimate_keeping_matrix(device, w, options, phases) {
+            Err(GpuError::OutOfMemory { .. }) => {}
+            Err(e) => return Err(e.into()),
+            Ok((estimate, matrix)) => return Ok((estimate, Some(matrix))),
+        }
     }
-    match crate::spectral::estimate_keeping_matrix(device, w, options) {
-        Err(GpuError::OutOfMemory { .. }) => on_cpu(),
-        Err(e) => Err(e.into()),
-        Ok((estimate, times, matrix)) => Ok((estimate, times, Some(matrix))),
-    }
+    Ok((w.spectral_radius_with(options, phases)?, None))
 }
 
 impl GpuLifNetwork {
@@ -162,25 +159,26 @@ impl GpuLifNetwork {
     /// # Errors
     /// As [`GpuLifNetwork::generate_weights`] and [`GpuLifNetwork::from_weights`].
     pub fn generate(config: &LifConfig, device: &GpuDevice) -> Result<(Self, LifWeights)> {
-        let (network, weights, _, _) = Self::generate_timed(config, device)?;
-        Ok((network, weights))
+        Self::generate_with(config, device, &mut ())
     }
 
-    /// [`GpuLifNetwork::generate`], with the wall time of each phase of the weights and of
-    /// the network's making on the device (enqueued, not waited for).
-    ///
-    /// # Errors
-    /// As [`GpuLifNetwork::generate`].
-    pub fn generate_timed(
+    /// [`GpuLifNetwork::generate`], telling `phases` the time of each phase of the weights
+    /// and, as `network`, of the network's making on the device (enqueued, not waited for).
+    pub(crate) fn generate_with(
         config: &LifConfig,
         device: &GpuDevice,
-    ) -> Result<(Self, LifWeights, LifWeightTimes, Duration)> {
+        phases: &mut dyn Phases,
+    ) -> Result<(Self, LifWeights)> {
         let mut on_device = None;
-        let (weights, times) = LifWeights::generate_with(config, |w, options| {
-            let (estimate, times, matrix) = estimate(w, options, device)?;
-            on_device = matrix.map(|matrix| (matrix, estimate.radius));
-            Ok((estimate, times))
-        })?;
+        let weights = LifWeights::generate_with(
+            config,
+            |w, options, phases| {
+                let (estimate, matrix) = estimate(w, options, device, phases)?;
+                on_device = matrix.map(|matrix| (matrix, estimate.radius));
+                Ok(estimate)
+            },
+            phases,
+        )?;
         let started = Instant::now();
         let recurrent = match on_device {
             Some((matrix, radius)) => {
@@ -189,11 +187,12 @@ impl GpuLifNetwork {
             None => DeviceCsr::upload(device, weights.recurrent(), |v| v as f32)?,
         };
         let network = Self::with_recurrent(config, &weights, recurrent, device, started)?;
-        Ok((network, weights, times, started.elapsed()))
+        phases.spent("network", started.elapsed());
+        Ok((network, weights))
     }
 
     /// [`LifWeights::generate`], with the products of W's spectral-radius estimate on
-    /// `device` from [`LIF_GPU_ESTIMATE_SYNAPSES`] synapses on: the same weights bit for bit
+    /// `device` from 2^20 synapses on: the same weights bit for bit
     /// (each product sums its rows in the CPU's order, see [`crate::spectral`]), where the
     /// estimate is most of the CPU's time. Where W does not fit on the device beside what it
     /// holds, the CPU estimates.
@@ -201,22 +200,10 @@ impl GpuLifNetwork {
     /// # Errors
     /// As [`LifWeights::generate`], and a driver error of the estimate.
     pub fn generate_weights(config: &LifConfig, device: &GpuDevice) -> Result<LifWeights> {
-        Ok(Self::generate_weights_timed(config, device)?.0)
-    }
-
-    /// [`GpuLifNetwork::generate_weights`], with the wall time of each phase (benchmarks;
-    /// the spectral setup is W's upload in `f64` where the GPU estimates).
-    ///
-    /// # Errors
-    /// As [`GpuLifNetwork::generate_weights`].
-    pub fn generate_weights_timed(
-        config: &LifConfig,
-        device: &GpuDevice,
-    ) -> Result<(LifWeights, LifWeightTimes)> {
-        Ok(LifWeights::generate_with(config, |w, options| {
-            let (estimate, times, _) = estimate(w, options, device)?;
-            Ok((estimate, times))
-        })?)
+        let estimate = |w: &CsrMatrix<f64>, options: &SpectralOptions, phases: &mut dyn Phases| {
+            Ok(estimate(w, options, device, phases)?.0)
+        };
+        Ok(LifWeights::generate_with(config, estimate, &mut ())?)
     }
 
     /// Uploads existing weights to `device`: W (for the gather), and Wᵀ (for the events)
@@ -320,10 +307,8 @@ impl GpuLifNetwork {
     }
 
     /// Whether this device and network allow [`LifStepPath::EventCluster`] (compute
-    /// capability 9.0 and later, at most [`LIF_CLUSTER_MAX_NEURONS`] neurons, a resident
-    /// cluster). The first call loads the cluster kernel.
-    ///
-    /// [`LIF_CLUSTER_MAX_NEURONS`]: crate::LIF_CLUSTER_MAX_NEURONS
+    /// capability 9.0 and later, at most 32,768 neurons, a resident cluster). The first call
+    /// loads the cluster kernel.
     pub fn cluster_run_available(&mut self) -> Result<bool> {
         Ok(self.cluster_plan()?.is_some())
     }
@@ -356,8 +341,8 @@ impl GpuLifNetwork {
 
     /// Bytes this network holds on the device between runs: W and Wᵀ (8 bytes per synapse
     /// each, plus row pointers), W_in, the neuron state with its count window, the inboxes
-    /// (4·(1 + [`LIF_INBOX_CAPACITY`]) bytes per neuron) and the spike lists. A run adds its
-    /// chunk: at most [`LIF_CHUNK_BYTES`] of features and flags, plus the inputs.
+    /// (4·(1 + 32) bytes per neuron) and the spike lists. A run adds its chunk: at most
+    /// 256 MiB of features and flags, plus the inputs.
     pub fn device_bytes(&self) -> usize {
         fn bytes<T>(slice: &CudaSlice<T>) -> usize {
             slice.len() * std::mem::size_of::<T>()
@@ -590,9 +575,9 @@ impl Reservoir for GpuLifNetwork {
         self.run_chunks(inputs, states, |_, _| {})
     }
 
-    /// On the gather path, and on the cluster run of a W below [`LIF_EVENT_MIN_SYNAPSES`]
-    /// (where `auto` would gather without clusters), consecutive sequences run on the gather
-    /// kernel as batches of up to [`LIF_CHUNK_BYTES`] of flags, features and state (see
+    /// On the gather path, and on the cluster run of a W below 100,000 synapses (where `auto`
+    /// would gather without clusters), consecutive sequences run on the gather kernel as
+    /// batches of up to 256 MiB of flags, features and state (see
     /// the `batch` module): one launch a step for all of them, with the same spikes
     /// and features bit for bit as one after another. A sequence too long for a batch of two,
     /// and the other cases, run one after another on the network's path.

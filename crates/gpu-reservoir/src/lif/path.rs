@@ -16,7 +16,7 @@ pub enum LifStepPath {
     EventDriven,
     /// The event-driven steps of a whole chunk in one launch of one thread-block cluster,
     /// one cluster barrier per step (compute capability 9.0 and later, at most
-    /// [`LIF_CLUSTER_MAX_NEURONS`](crate::LIF_CLUSTER_MAX_NEURONS) neurons: see
+    /// 32,768 neurons: see
     /// [`GpuLifNetwork::cluster_run_available`](super::GpuLifNetwork::cluster_run_available);
     /// elsewhere a run takes the launched path `auto` picks without it, and keeps it).
     EventCluster,
@@ -25,8 +25,8 @@ pub enum LifStepPath {
 impl LifStepPath {
     /// The path for a W with `synapses` non-zeros: the cluster run where the device and N
     /// allow it (`cluster_run`), which `gpu_lif_bench` measured faster than both launched
-    /// paths at every size it takes; otherwise event-driven from [`LIF_EVENT_MIN_SYNAPSES`]
-    /// on, gather below (docs/performance.md).
+    /// paths at every size it takes; otherwise event-driven from 100,000 synapses on,
+    /// gather below (docs/performance.md).
     pub fn auto(synapses: usize, cluster_run: bool) -> Self {
         if cluster_run {
             Self::EventCluster

@@ -30,7 +30,7 @@ impl KernelSet for ClusterKernels {
 /// Largest N the cluster kernel holds on chip: a block holds up to 64 rows of up to 1024
 /// columns (24 of every 64 in shared memory, the rest in registers), and a cluster has at most
 /// 16 blocks.
-pub const CLUSTER_MAX_N: usize = 1024;
+pub(crate) const CLUSTER_MAX_N: usize = 1024;
 /// Threads per block (`CLUSTER_WARPS * 32` in the kernel).
 const THREADS: u32 = 512;
 /// Most rows per block (`CLUSTER_ROWS`): two per lane.

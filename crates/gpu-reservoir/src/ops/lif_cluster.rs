@@ -34,7 +34,7 @@ const THREADS: u32 = 1024;
 
 /// Most neurons a cluster run takes: 16 blocks of 1024 threads, each keeping
 /// `lif_cluster::PER_THREAD` neurons in registers.
-pub const LIF_CLUSTER_MAX_NEURONS: usize = 16 * THREADS as usize * lif_cluster::PER_THREAD;
+pub(crate) const LIF_CLUSTER_MAX_NEURONS: usize = 16 * THREADS as usize * lif_cluster::PER_THREAD;
 
 /// Fewest inbox entries a neuron keeps in shared memory; with fewer the plan is refused.
 const MIN_SHARED_CAPACITY: usize = 2;

@@ -45,11 +45,10 @@ impl PatternDetector {
     /// Bins, filters and centres every template.
     ///
     /// # Errors
-    /// Invalid `options` (naming the field), an empty template list, a template whose channel
+    /// An empty template list, a template whose channel
     /// count differs from template 0's, or a template without spikes (zero variance after
     /// filtering), each naming the template index.
     pub fn new(templates: Vec<SpikePattern>, options: DetectorOptions) -> Result<Self> {
-        options.validate()?;
         let n_channels = match templates.first() {
             Some(t) => t.n_neurons(),
             None => {
@@ -68,7 +67,7 @@ impl PatternDetector {
                     template.n_neurons(),
                 ));
             }
-            let filtered = filter_pattern(template, options.dt_ms, options.tau_ms)?;
+            let filtered = filter_pattern(template, options.dt_ms(), options.tau_ms())?;
             let bins = filtered.nrows();
             let mut centred: Vec<f64> = filtered.iter().copied().collect();
             let mut sum = 0.0;
@@ -88,8 +87,8 @@ impl PatternDetector {
                     format!("template {j} has no spikes (its filtered matrix is constant)"),
                 ));
             }
-            let r = match options.min_separation_ms {
-                Some(sep) => (sep / options.dt_ms - 1e-9).ceil().max(0.0) as usize,
+            let r = match options.min_separation_ms() {
+                Some(sep) => (sep / options.dt_ms() - 1e-9).ceil().max(0.0) as usize,
                 None => bins,
             };
             prepared.push(Prepared {
@@ -123,7 +122,7 @@ impl PatternDetector {
 
     /// The filter factor `α = exp(−dt/τ)`, as used for templates and streams.
     pub fn alpha(&self) -> f64 {
-        (-self.options.dt_ms / self.options.tau_ms).exp()
+        (-self.options.dt_ms() / self.options.tau_ms()).exp()
     }
 
     /// Template `j`'s centred filtered matrix `T̃` (`L × C`) and its norm `‖T̃‖`, for a port
@@ -147,7 +146,7 @@ impl PatternDetector {
                 stream.n_neurons(),
             ));
         }
-        let filtered = filter_pattern(stream, self.options.dt_ms, self.options.tau_ms)?;
+        let filtered = filter_pattern(stream, self.options.dt_ms(), self.options.tau_ms())?;
         let bins = filtered.nrows();
         // Row-major, so the window ending at bin t is the contiguous run of rows t+1−L..=t.
         let data: Vec<f64> = filtered.iter().copied().collect();
@@ -212,7 +211,7 @@ impl PatternDetector {
             let first = p.bins.saturating_sub(1);
             let score = |t: usize| scores[(t, j)];
             let mut peaks: Vec<(usize, f64)> = (first..bins)
-                .filter(|&t| score(t) >= self.options.threshold)
+                .filter(|&t| score(t) >= self.options.threshold())
                 .filter(|&t| t == first || score(t) > score(t - 1))
                 .filter(|&t| t + 1 == bins || score(t) >= score(t + 1))
                 .map(|t| (t, score(t)))
@@ -232,7 +231,7 @@ impl PatternDetector {
         Ok(found
             .into_iter()
             .map(|(t, template, score)| Detection {
-                time_ms: (t + 1) as f64 * self.options.dt_ms,
+                time_ms: (t + 1) as f64 * self.options.dt_ms(),
                 template,
                 score,
             })

@@ -59,8 +59,10 @@ mod population;
 mod synth;
 
 pub use detector::{Detection, PatternDetector};
-pub use options::DetectorOptions;
-pub use population::{population_events, EventKind, PopulationEvent, PopulationOptions};
+pub use options::{DetectorOptions, DetectorParams};
+pub use population::{
+    population_events, EventKind, PopulationEvent, PopulationOptions, PopulationParams,
+};
 pub use synth::{plant_patterns, random_template};
 
 use ndarray::Array2;

@@ -2,44 +2,34 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::config::checked_options;
 use crate::error::{ConfigError, ReservoirError, Result};
 use crate::spikes::SpikePattern;
 
-/// Settings of [`population_events`].
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct PopulationOptions {
+checked_options! {
+    /// Unchecked settings of [`population_events`].
+    params PopulationParams;
+    /// Checked settings of [`population_events`] (from [`PopulationParams::check`]).
+    checked PopulationOptions = "PopulationParams";
     /// Bin width of the synchrony test in milliseconds, finite and > 0. Default 1.
-    pub bin_ms: f64,
+    bin_ms: f64 = 1.0,
     /// A bin is synchronous when its count of distinct active neurons exceeds
     /// `mean + synchrony_z·std` of the bins' baseline counts (see [`population_events`]);
     /// finite and >= 0. Default 4.
-    pub synchrony_z: f64,
+    synchrony_z: f64 = 4.0,
     /// Window width of the burst test in milliseconds, finite and > 0. Default 20.
-    pub burst_window_ms: f64,
+    burst_window_ms: f64 = 20.0,
     /// A window is elevated when its population rate exceeds `mean + burst_z·std` of the
     /// windows' baseline rates (see [`population_events`]); finite and >= 0. Default 4.
-    pub burst_z: f64,
+    burst_z: f64 = 4.0,
     /// Fewest distinct active neurons an event must involve, >= 1. Default 5 (at 40 neurons
     /// and 10 Hz a 1 ms bin holds >= 5 active neurons about once in 18 000 bins).
-    pub min_neurons: usize,
+    min_neurons: usize = 5,
 }
 
-impl Default for PopulationOptions {
-    fn default() -> Self {
-        Self {
-            bin_ms: 1.0,
-            synchrony_z: 4.0,
-            burst_window_ms: 20.0,
-            burst_z: 4.0,
-            min_neurons: 5,
-        }
-    }
-}
-
-impl PopulationOptions {
-    /// Checks every field; the error names the first field that breaks its rule.
-    pub fn validate(&self) -> Result<(), ConfigError> {
+impl PopulationParams {
+    /// The checked settings; the error names the first field that breaks its rule.
+    pub fn check(self) -> Result<PopulationOptions, ConfigError> {
         for (field, v) in [
             ("bin_ms", self.bin_ms),
             ("burst_window_ms", self.burst_window_ms),
@@ -56,7 +46,7 @@ impl PopulationOptions {
         if self.min_neurons == 0 {
             return Err(ConfigError::new("min_neurons", "must be >= 1", 0));
         }
-        Ok(())
+        Ok(PopulationOptions { params: self })
     }
 }
 
@@ -162,12 +152,11 @@ fn distinct_neurons(
 ///   `min_neurons` distinct neurons spiked in it.
 ///
 /// # Errors
-/// Invalid `options` (naming the field) or a pattern with no neurons.
+/// A pattern with no neurons.
 pub fn population_events(
     pattern: &SpikePattern,
     options: &PopulationOptions,
 ) -> Result<Vec<PopulationEvent>> {
-    options.validate()?;
     if pattern.n_neurons() == 0 {
         return Err(ReservoirError::invalid(
             "population events",
@@ -177,23 +166,23 @@ pub fn population_events(
     let duration = pattern.duration_ms();
     let mut events = Vec::new();
 
-    let n_bins = pattern.n_bins(options.bin_ms)?.max(1);
-    let (spikes, neurons) = bin_counts(pattern, options.bin_ms, n_bins);
+    let n_bins = pattern.n_bins(options.bin_ms())?.max(1);
+    let (spikes, neurons) = bin_counts(pattern, options.bin_ms(), n_bins);
     let counts: Vec<f64> = neurons.iter().map(|&n| n as f64).collect();
-    let limit = cutoff(&counts, options.synchrony_z);
+    let limit = cutoff(&counts, options.synchrony_z());
     for b in 0..n_bins {
-        if counts[b] > limit && neurons[b] >= options.min_neurons {
+        if counts[b] > limit && neurons[b] >= options.min_neurons() {
             events.push(PopulationEvent {
                 kind: EventKind::Synchrony,
-                start_ms: b as f64 * options.bin_ms,
-                end_ms: ((b + 1) as f64 * options.bin_ms).min(duration),
+                start_ms: b as f64 * options.bin_ms(),
+                end_ms: ((b + 1) as f64 * options.bin_ms()).min(duration),
                 spikes: spikes[b],
                 neurons: neurons[b],
             });
         }
     }
 
-    let width = options.burst_window_ms;
+    let width = options.burst_window_ms();
     let n_windows = pattern.n_bins(width)?.max(1);
     let (spikes, _) = bin_counts(pattern, width, n_windows);
     let per_ms = pattern.n_neurons() as f64 / 1000.0;
@@ -203,7 +192,7 @@ pub fn population_events(
             spikes[w] as f64 / (per_ms * len)
         })
         .collect();
-    let limit = cutoff(&rates, options.burst_z);
+    let limit = cutoff(&rates, options.burst_z());
     let mut w = 0;
     while w < n_windows {
         if rates[w] <= limit {
@@ -216,7 +205,7 @@ pub fn population_events(
         }
         let (start_ms, end_ms) = (first as f64 * width, (w as f64 * width).min(duration));
         let neurons = distinct_neurons(pattern, width, n_windows, first..w);
-        if neurons >= options.min_neurons {
+        if neurons >= options.min_neurons() {
             events.push(PopulationEvent {
                 kind: EventKind::Burst,
                 start_ms,

@@ -1,43 +1,35 @@
 //! Delta modulation, snnTorch `spikegen.delta` semantics.
 
 use ndarray::{Array2, ArrayView2};
-use serde::{Deserialize, Serialize};
 
 use super::{check, check_finite_2d};
+use crate::config::checked_options;
 use crate::error::{ConfigError, Result};
 
-/// Options of [`delta`]; defaults are snnTorch's.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct DeltaOptions {
+checked_options! {
+    /// Unchecked options of [`delta`]; defaults are snnTorch's.
+    params DeltaParams;
+    /// Checked options of [`delta`] (from [`DeltaParams::check`]).
+    checked DeltaOptions = "DeltaParams";
     /// θ, the change that triggers a spike, finite and ≥ 0; default 0.1.
-    pub threshold: f64,
+    threshold: f64 = 0.1,
     /// `false`: step 0 is compared with 0; `true`: with itself (so it never spikes).
-    pub padding: bool,
+    padding: bool = false,
     /// Also emit −1 for a fall of at least θ; default false.
-    pub off_spike: bool,
+    off_spike: bool = false,
 }
 
-impl Default for DeltaOptions {
-    fn default() -> Self {
-        Self {
-            threshold: 0.1,
-            padding: false,
-            off_spike: false,
-        }
-    }
-}
-
-impl DeltaOptions {
-    /// `threshold` must be finite and ≥ 0.
-    pub fn validate(&self) -> Result<(), ConfigError> {
+impl DeltaParams {
+    /// The checked options: `threshold` must be finite and ≥ 0.
+    pub fn check(self) -> Result<DeltaOptions, ConfigError> {
         let t = self.threshold;
         check(
             t.is_finite() && t >= 0.0,
             "threshold",
             "must be finite and >= 0",
             t,
-        )
+        )?;
+        Ok(DeltaOptions { params: self })
     }
 }
 
@@ -51,21 +43,20 @@ impl DeltaOptions {
 /// `1 − 1 = 0` when `off_spike` is set, as in snnTorch. Deterministic.
 ///
 /// # Errors
-/// A bad `threshold` ([`ConfigError`]); a non-finite `x[[t, i]]` (naming `[t, i]`).
+/// A non-finite `x[[t, i]]` (naming `[t, i]`).
 pub fn delta(x: ArrayView2<f64>, options: DeltaOptions) -> Result<Array2<f64>> {
-    options.validate()?;
     check_finite_2d("delta encoder", x)?;
-    let theta = options.threshold;
+    let theta = options.threshold();
     let mut out = Array2::zeros(x.dim());
     let mut prev: Vec<f64> = match x.rows().into_iter().next() {
-        Some(first) if options.padding => first.to_vec(),
+        Some(first) if options.padding() => first.to_vec(),
         _ => vec![0.0; x.ncols()],
     };
     for (row, mut out_row) in x.rows().into_iter().zip(out.rows_mut()) {
         for ((p, &v), o) in prev.iter_mut().zip(row).zip(out_row.iter_mut()) {
             let d = v - *p;
             let on = if d >= theta { 1.0 } else { 0.0 };
-            let off = if options.off_spike && d <= -theta {
+            let off = if options.off_spike() && d <= -theta {
                 1.0
             } else {
                 0.0

@@ -9,6 +9,8 @@ use super::population::population_rows;
 use super::rate::rate_rows;
 use super::{check, check_finite_2d, check_steps, delta};
 use super::{DeltaOptions, LatencyOptions, PopulationOptions, RateOptions};
+use super::{DeltaParams, LatencyParams, PopulationParams, RateParams};
+use crate::config::checked_conversions;
 use crate::error::{ConfigError, Result};
 
 fn one() -> usize {
@@ -18,10 +20,10 @@ fn one_f64() -> f64 {
     1.0
 }
 fn latency_threshold() -> f64 {
-    LatencyOptions::default().threshold
+    LatencyOptions::default().threshold()
 }
 fn delta_threshold() -> f64 {
-    DeltaOptions::default().threshold
+    DeltaOptions::default().threshold()
 }
 fn ten() -> usize {
     10
@@ -30,21 +32,22 @@ fn hundred() -> f64 {
     100.0
 }
 
-/// An encoder named in a config, e.g. TOML `kind = "latency"`, `steps = 20`, `normalize = true`.
-/// Unknown keys are rejected; omitted keys take the defaults shown. Every variant except
-/// `delta` holds each input row for `steps` output steps (see [`Encoder::encode_sequence`]).
+/// An encoder named in a config, unchecked, e.g. TOML `kind = "latency"`, `steps = 20`,
+/// `normalize = true`. Unknown keys are rejected; omitted keys take the defaults shown. Every
+/// variant except `delta` holds each input row for `steps` output steps (see
+/// [`Encoder::encode_sequence`]). [`EncoderParams::check`] makes the [`Encoder`].
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
-pub enum Encoder {
+pub enum EncoderParams {
     /// [`rate`](super::rate): `steps` (1), `gain` (1), `offset` (0).
     Rate {
         /// Output steps per input row, ≥ 1.
         #[serde(default = "one")]
         steps: usize,
-        /// As [`RateOptions::gain`].
+        /// As [`RateParams::gain`].
         #[serde(default = "one_f64")]
         gain: f64,
-        /// As [`RateOptions::offset`].
+        /// As [`RateParams::offset`].
         #[serde(default)]
         offset: f64,
     },
@@ -54,54 +57,54 @@ pub enum Encoder {
         /// Output steps per input row, ≥ 1.
         #[serde(default = "one")]
         steps: usize,
-        /// As [`LatencyOptions::threshold`].
+        /// As [`LatencyParams::threshold`].
         #[serde(default = "latency_threshold")]
         threshold: f64,
-        /// As [`LatencyOptions::tau`].
+        /// As [`LatencyParams::tau`].
         #[serde(default = "one_f64")]
         tau: f64,
-        /// As [`LatencyOptions::linear`].
+        /// As [`LatencyParams::linear`].
         #[serde(default)]
         linear: bool,
-        /// As [`LatencyOptions::normalize`] (per input row).
+        /// As [`LatencyParams::normalize`] (per input row).
         #[serde(default)]
         normalize: bool,
-        /// As [`LatencyOptions::clip`].
+        /// As [`LatencyParams::clip`].
         #[serde(default)]
         clip: bool,
     },
     /// [`delta`](super::delta) over the whole sequence: `threshold` (0.1), `padding`,
     /// `off_spike` (false).
     Delta {
-        /// As [`DeltaOptions::threshold`].
+        /// As [`DeltaParams::threshold`].
         #[serde(default = "delta_threshold")]
         threshold: f64,
-        /// As [`DeltaOptions::padding`].
+        /// As [`DeltaParams::padding`].
         #[serde(default)]
         padding: bool,
-        /// As [`DeltaOptions::off_spike`].
+        /// As [`DeltaParams::off_spike`].
         #[serde(default)]
         off_spike: bool,
     },
     /// [`population`](super::population): `neurons_per_feature` (10), `min` (0), `max` (1),
     /// `sigma` (centre spacing), `steps` (1), `max_probability` (1).
     Population {
-        /// As [`PopulationOptions::neurons_per_feature`].
+        /// As [`PopulationParams::neurons_per_feature`].
         #[serde(default = "ten")]
         neurons_per_feature: usize,
-        /// As [`PopulationOptions::min`].
+        /// As [`PopulationParams::min`].
         #[serde(default)]
         min: f64,
-        /// As [`PopulationOptions::max`].
+        /// As [`PopulationParams::max`].
         #[serde(default = "one_f64")]
         max: f64,
-        /// As [`PopulationOptions::sigma`].
+        /// As [`PopulationParams::sigma`].
         #[serde(default)]
         sigma: Option<f64>,
-        /// As [`PopulationOptions::steps`].
+        /// As [`PopulationParams::steps`].
         #[serde(default = "one")]
         steps: usize,
-        /// As [`PopulationOptions::max_probability`].
+        /// As [`PopulationParams::max_probability`].
         #[serde(default = "one_f64")]
         max_probability: f64,
     },
@@ -120,25 +123,66 @@ pub enum Encoder {
     },
 }
 
-impl Encoder {
-    /// Checks every option rule; the error names the field (unprefixed, e.g. `threshold`; use
+impl EncoderParams {
+    /// The checked encoder; the error names the field (unprefixed, e.g. `threshold`; use
     /// [`ConfigError::prefixed`] to add the table name).
-    pub fn validate(&self) -> Result<(), ConfigError> {
-        match *self {
+    pub fn check(self) -> Result<Encoder, ConfigError> {
+        let kind = match self {
             Self::Rate {
                 steps,
                 gain,
                 offset,
             } => {
                 check_steps(steps)?;
-                RateOptions { gain, offset }.validate()
+                let options = RateParams::new().gain(gain).offset(offset).check()?;
+                Kind::Rate { steps, options }
             }
-            Self::Latency { steps, .. } => {
+            Self::Latency {
+                steps,
+                threshold,
+                tau,
+                linear,
+                normalize,
+                clip,
+            } => {
                 check_steps(steps)?;
-                self.latency_options().validate()
+                let options = LatencyParams::new()
+                    .threshold(threshold)
+                    .tau(tau)
+                    .linear(linear)
+                    .normalize(normalize)
+                    .clip(clip)
+                    .check()?;
+                Kind::Latency { steps, options }
             }
-            Self::Delta { .. } => self.delta_options().validate(),
-            Self::Population { .. } => self.population_options().validate(),
+            Self::Delta {
+                threshold,
+                padding,
+                off_spike,
+            } => Kind::Delta(
+                DeltaParams::new()
+                    .threshold(threshold)
+                    .padding(padding)
+                    .off_spike(off_spike)
+                    .check()?,
+            ),
+            Self::Population {
+                neurons_per_feature,
+                min,
+                max,
+                sigma,
+                steps,
+                max_probability,
+            } => Kind::Population(
+                PopulationParams::new()
+                    .neurons_per_feature(neurons_per_feature)
+                    .min(min)
+                    .max(max)
+                    .sigma(sigma)
+                    .steps(steps)
+                    .max_probability(max_probability)
+                    .check()?,
+            ),
             Self::Poisson {
                 max_rate_hz: r,
                 dt_ms,
@@ -156,19 +200,60 @@ impl Encoder {
                     "must be finite and > 0",
                     dt_ms,
                 )?;
-                check_steps(steps)
+                check_steps(steps)?;
+                Kind::Poisson {
+                    max_rate_hz: r,
+                    dt_ms,
+                    steps,
+                }
             }
-        }
+        };
+        Ok(Encoder { params: self, kind })
+    }
+}
+
+/// A checked encoder (from [`EncoderParams::check`]): serialises as its parameters and
+/// deserialises through `check()`, so encoding never checks the options again.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "EncoderParams", into = "EncoderParams")]
+pub struct Encoder {
+    params: EncoderParams,
+    kind: Kind,
+}
+
+/// An encoder's checked options, as the encoding functions take them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Kind {
+    Rate {
+        steps: usize,
+        options: RateOptions,
+    },
+    Latency {
+        steps: usize,
+        options: LatencyOptions,
+    },
+    Delta(DeltaOptions),
+    Population(PopulationOptions),
+    Poisson {
+        max_rate_hz: f64,
+        dt_ms: f64,
+        steps: usize,
+    },
+}
+
+checked_conversions!(Encoder, EncoderParams);
+
+impl Encoder {
+    /// These values as parameters, to change some and check again.
+    pub fn to_params(&self) -> EncoderParams {
+        self.params
     }
 
     /// Output channels for `input_channels` features: `input_channels · neurons_per_feature`
     /// for `population`, `input_channels` otherwise.
     pub fn output_channels(&self, input_channels: usize) -> usize {
-        match *self {
-            Self::Population {
-                neurons_per_feature,
-                ..
-            } => input_channels * neurons_per_feature,
+        match self.kind {
+            Kind::Population(options) => input_channels * options.neurons_per_feature(),
             _ => input_channels,
         }
     }
@@ -184,83 +269,19 @@ impl Encoder {
     ///   `x` must be ≥ 0.
     ///
     /// # Errors
-    /// Bad options (as [`validate`](Self::validate)); non-finite (or, for `poisson`,
-    /// negative) inputs, naming `[t, i]`.
+    /// Non-finite (or, for `poisson`, negative) inputs, naming `[t, i]`.
     pub fn encode_sequence(&self, x: ArrayView2<f64>, seed: u64) -> Result<Array2<f64>> {
-        self.validate()?;
         check_finite_2d("encoder", x)?;
-        match *self {
-            Self::Rate {
-                steps,
-                gain,
-                offset,
-            } => rate_rows(x, steps, RateOptions { gain, offset }, seed, "rate encoder"),
-            Self::Latency { steps, .. } => latency_rows(x, steps, self.latency_options()),
-            Self::Delta { .. } => delta(x, self.delta_options()),
-            Self::Population { steps, .. } => {
-                population_rows(x, steps, self.population_options(), seed)
-            }
-            Self::Poisson {
+        match self.kind {
+            Kind::Rate { steps, options } => rate_rows(x, steps, options, seed, "rate encoder"),
+            Kind::Latency { steps, options } => latency_rows(x, steps, options),
+            Kind::Delta(options) => delta(x, options),
+            Kind::Population(options) => population_rows(x, options.steps(), options, seed),
+            Kind::Poisson {
                 max_rate_hz,
                 dt_ms,
                 steps,
             } => poisson_rows(x, max_rate_hz, dt_ms, steps, seed),
-        }
-    }
-
-    fn latency_options(&self) -> LatencyOptions {
-        match *self {
-            Self::Latency {
-                threshold,
-                tau,
-                linear,
-                normalize,
-                clip,
-                ..
-            } => LatencyOptions {
-                threshold,
-                tau,
-                linear,
-                normalize,
-                clip,
-            },
-            _ => LatencyOptions::default(),
-        }
-    }
-
-    fn delta_options(&self) -> DeltaOptions {
-        match *self {
-            Self::Delta {
-                threshold,
-                padding,
-                off_spike,
-            } => DeltaOptions {
-                threshold,
-                padding,
-                off_spike,
-            },
-            _ => DeltaOptions::default(),
-        }
-    }
-
-    fn population_options(&self) -> PopulationOptions {
-        match *self {
-            Self::Population {
-                neurons_per_feature,
-                min,
-                max,
-                sigma,
-                steps,
-                max_probability,
-            } => PopulationOptions {
-                neurons_per_feature,
-                min,
-                max,
-                sigma,
-                steps,
-                max_probability,
-            },
-            _ => PopulationOptions::default(),
         }
     }
 }

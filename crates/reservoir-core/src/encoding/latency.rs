@@ -1,46 +1,36 @@
 //! Latency (time-to-first-spike) coding, snnTorch `spikegen.latency` semantics.
 
 use ndarray::{s, Array1, Array2, ArrayView1, ArrayView2};
-use serde::{Deserialize, Serialize};
 
 use super::{check, check_finite_1d, check_steps};
+use crate::config::checked_options;
 use crate::error::{ConfigError, ReservoirError, Result};
 
 /// The ε of the log code: inputs are clamped to at least `threshold + ε` (snnTorch's `epsilon`
 /// default, `1e-7`).
 pub const LATENCY_EPSILON: f64 = 1e-7;
 
-/// Options of [`latency`]; defaults are snnTorch's.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct LatencyOptions {
+checked_options! {
+    /// Unchecked options of [`latency`]; defaults are snnTorch's.
+    params LatencyParams;
+    /// Checked options of [`latency`] (from [`LatencyParams::check`]).
+    checked LatencyOptions = "LatencyParams";
     /// θ, in the open interval (0, 1) as snnTorch requires; default 0.01.
-    pub threshold: f64,
+    threshold: f64 = 0.01,
     /// τ, the RC time constant in steps, finite and > 0; default 1.
-    pub tau: f64,
+    tau: f64 = 1.0,
     /// Linear code `t = −τ(x − 1)` instead of the log code; default false.
-    pub linear: bool,
+    linear: bool = false,
     /// Rescale the times so the latest spike lands on step `steps − 1`; default false.
-    pub normalize: bool,
+    normalize: bool = false,
     /// Drop the spike of every feature with `x < θ`; default false.
-    pub clip: bool,
+    clip: bool = false,
 }
 
-impl Default for LatencyOptions {
-    fn default() -> Self {
-        Self {
-            threshold: 0.01,
-            tau: 1.0,
-            linear: false,
-            normalize: false,
-            clip: false,
-        }
-    }
-}
-
-impl LatencyOptions {
-    /// `threshold` must lie in (0, 1) and `tau` be finite and > 0.
-    pub fn validate(&self) -> Result<(), ConfigError> {
+impl LatencyParams {
+    /// The checked options: `threshold` must lie in (0, 1) and `tau` be finite and > 0; the
+    /// error names the field.
+    pub fn check(self) -> Result<LatencyOptions, ConfigError> {
         let t = self.threshold;
         check(t > 0.0 && t < 1.0, "threshold", "must be in (0, 1)", t)?;
         let tau = self.tau;
@@ -49,7 +39,8 @@ impl LatencyOptions {
             "tau",
             "must be finite and > 0",
             tau,
-        )
+        )?;
+        Ok(LatencyOptions { params: self })
     }
 }
 
@@ -65,7 +56,7 @@ impl LatencyOptions {
 ///   `max = min`.
 ///
 /// # Errors
-/// Bad `options` or `steps = 0` ([`ConfigError`] naming the field); a non-finite `x[i]`; with
+/// `steps = 0` ([`ConfigError`]); a non-finite `x[i]`; with
 /// the linear code and no `normalize`, an `x[i] > 1` (it would spike before step 0).
 pub fn latency_times(
     x: ArrayView1<f64>,
@@ -73,17 +64,16 @@ pub fn latency_times(
     options: LatencyOptions,
 ) -> Result<Array1<f64>> {
     const CTX: &str = "latency encoder";
-    options.validate()?;
     check_steps(steps)?;
     check_finite_1d(CTX, x)?;
-    let (theta, last) = (options.threshold, (steps - 1) as f64);
-    if !options.linear {
-        let tau = options.tau;
+    let (theta, last) = (options.threshold(), (steps - 1) as f64);
+    if !options.linear() {
+        let tau = options.tau();
         let mut t = x.mapv(|v| {
             let v = v.max(theta + LATENCY_EPSILON);
             tau * (v / (v - theta)).ln()
         });
-        if options.normalize {
+        if options.normalize() {
             let max = t.fold(0.0f64, |m, &v| m.max(v));
             if max > 0.0 {
                 t.mapv_inplace(|v| v * last / max);
@@ -91,7 +81,7 @@ pub fn latency_times(
         }
         return Ok(t);
     }
-    if !options.normalize {
+    if !options.normalize() {
         if let Some(i) = x.iter().position(|&v| v > 1.0) {
             return Err(ReservoirError::invalid(
                 CTX,
@@ -103,11 +93,15 @@ pub fn latency_times(
             ));
         }
     }
-    let tau = if options.normalize { last } else { options.tau };
+    let tau = if options.normalize() {
+        last
+    } else {
+        options.tau()
+    };
     let cap = -tau * (theta - 1.0);
     let mut t = x.mapv(|v| (-tau * (v - 1.0)).min(cap));
     let min = t.fold(f64::INFINITY, |m, &v| m.min(v));
-    if options.normalize && min < 0.0 {
+    if options.normalize() && min < 0.0 {
         let max = t.fold(f64::NEG_INFINITY, |m, &v| m.max(v));
         if max > min {
             let inv = 1.0 / (max - min);
@@ -133,7 +127,7 @@ pub fn latency(x: ArrayView1<f64>, steps: usize, options: LatencyOptions) -> Res
     let times = latency_times(x, steps, options)?;
     let mut out = Array2::zeros((steps, x.len()));
     for (i, (&t, &v)) in times.iter().zip(x.iter()).enumerate() {
-        if options.clip && v < options.threshold {
+        if options.clip() && v < options.threshold() {
             continue;
         }
         // t >= 0 here (or -0.0); `as usize` saturates, so huge times land on the last step.

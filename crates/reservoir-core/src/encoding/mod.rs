@@ -13,9 +13,10 @@
 //! | [`population`] | Gaussian receptive fields, then Bernoulli per step | [`random::counter`](crate::random::counter), stream [`STREAM_POPULATION`] |
 //! | [`poisson`] | exponential inter-spike intervals | ChaCha8, stream [`STREAM_POISSON`] |
 //!
-//! Options are checked before any work; a bad option is a [`ConfigError`] naming the field
-//! (`threshold`, `tau`, `steps`, ...), a non-finite input an
-//! [`InvalidInput`](crate::ReservoirError::InvalidInput) error naming its index.
+//! Options follow the configs' convention: `...Params` (serde, builder) `check()` into the
+//! `...Options` (or [`Encoder`]) the encoders take, so they are checked once; a bad option is
+//! a [`ConfigError`] naming the field (`threshold`, `tau`, `steps`, ...). A non-finite input
+//! is an [`InvalidInput`](crate::ReservoirError::InvalidInput) error naming its index.
 
 mod delta;
 mod encoder;
@@ -24,12 +25,12 @@ mod poisson;
 mod population;
 mod rate;
 
-pub use delta::{delta, DeltaOptions};
-pub use encoder::Encoder;
-pub use latency::{latency, latency_times, LatencyOptions, LATENCY_EPSILON};
+pub use delta::{delta, DeltaOptions, DeltaParams};
+pub use encoder::{Encoder, EncoderParams};
+pub use latency::{latency, latency_times, LatencyOptions, LatencyParams, LATENCY_EPSILON};
 pub use poisson::{poisson, poisson_rng, poisson_with_rng, MAX_EXPECTED_SPIKES, STREAM_POISSON};
-pub use population::{population, population_activations, PopulationOptions};
-pub use rate::{rate, rate_probability, rate_sequence, RateOptions};
+pub use population::{population, population_activations, PopulationOptions, PopulationParams};
+pub use rate::{rate, rate_probability, rate_sequence, RateOptions, RateParams};
 
 use ndarray::{ArrayView1, ArrayView2, ArrayViewMut2};
 

@@ -1,35 +1,28 @@
 //! Rate (Bernoulli) coding, snnTorch `spikegen.rate` semantics with a portable counter RNG.
 
 use ndarray::{s, Array2, ArrayView1, ArrayView2, Axis};
-use serde::{Deserialize, Serialize};
 
 use super::{bernoulli_rows, check, check_finite_1d, check_finite_2d, check_steps, STREAM_RATE};
+use crate::config::checked_options;
 use crate::error::{ConfigError, Result};
 use crate::random::counter::stream_key;
 
-/// Options of [`rate`]: the spike probability of intensity `x` is
-/// `clamp(x·gain + offset, 0, 1)` (see [`rate_probability`] for the exact arithmetic).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct RateOptions {
+checked_options! {
+    /// Unchecked options of [`rate`]: the spike probability of intensity `x` is
+    /// `clamp(x·gain + offset, 0, 1)` (see [`rate_probability`] for the exact arithmetic).
+    params RateParams;
+    /// Checked options of [`rate`] (from [`RateParams::check`]).
+    checked RateOptions = "RateParams";
     /// Multiplies the intensity; default 1. Must be finite as an `f32`.
-    pub gain: f64,
+    gain: f64 = 1.0,
     /// Added after the gain; default 0. Must be finite as an `f32`.
-    pub offset: f64,
+    offset: f64 = 0.0,
 }
 
-impl Default for RateOptions {
-    fn default() -> Self {
-        Self {
-            gain: 1.0,
-            offset: 0.0,
-        }
-    }
-}
-
-impl RateOptions {
-    /// `gain` and `offset` must be finite after rounding to `f32` (`|v| ≤ f32::MAX`).
-    pub fn validate(&self) -> Result<(), ConfigError> {
+impl RateParams {
+    /// The checked options: `gain` and `offset` must be finite after rounding to `f32`
+    /// (`|v| ≤ f32::MAX`); the error names the field.
+    pub fn check(self) -> Result<RateOptions, ConfigError> {
         let finite32 = |v: f64| (v as f32).is_finite();
         check(
             finite32(self.gain),
@@ -42,7 +35,8 @@ impl RateOptions {
             "offset",
             "must be finite in f32",
             self.offset,
-        )
+        )?;
+        Ok(RateOptions { params: self })
     }
 }
 
@@ -76,8 +70,7 @@ pub fn rate_probability(x: f64, gain: f32, offset: f32) -> f32 {
 /// always does.
 ///
 /// # Errors
-/// `steps = 0` or bad `options` ([`ConfigError`] naming the field); a non-finite `x[i]`
-/// (naming `i`).
+/// `steps = 0` ([`ConfigError`]); a non-finite `x[i]` (naming `i`).
 pub fn rate(
     x: ArrayView1<f64>,
     steps: usize,
@@ -94,7 +87,7 @@ pub fn rate(
 /// A constant sequence therefore gives exactly [`rate`] with `steps = T`.
 ///
 /// # Errors
-/// Bad `options` ([`ConfigError`] naming the field); a non-finite `x[[t, i]]` (naming `[t, i]`).
+/// A non-finite `x[[t, i]]` (naming `[t, i]`).
 pub fn rate_sequence(x: ArrayView2<f64>, options: RateOptions, seed: u64) -> Result<Array2<f64>> {
     rate_rows(x, 1, options, seed, "rate_sequence encoder")
 }
@@ -108,10 +101,9 @@ pub(crate) fn rate_rows(
     seed: u64,
     context: &str,
 ) -> Result<Array2<f64>> {
-    options.validate()?;
     check_finite_2d(context, x)?;
     let (rows, channels) = x.dim();
-    let (gain, offset) = (options.gain as f32, options.offset as f32);
+    let (gain, offset) = (options.gain() as f32, options.offset() as f32);
     let key = stream_key(seed, STREAM_RATE);
     let mut out = Array2::zeros((rows * repeat, channels));
     let mut p = vec![0.0f32; channels];

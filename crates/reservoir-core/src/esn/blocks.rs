@@ -23,7 +23,8 @@ use crate::sparse::CsrMatrix;
 /// states held before they are visited stay a few blocks per thread.
 const BLOCKS_PER_THREAD: usize = 4;
 
-/// [`Reservoir::run_many`] in blocks of [`LANES`] sequences on rayon's threads. The sequences
+/// [`Reservoir::run_many`] in blocks of [`LANES`] sequences on up to [`Reservoir::par`] of
+/// rayon's threads. The sequences
 /// run in waves of consecutive ones; within a wave, blocks take them longest first (so a
 /// block's lanes end at about the same step), and the wave's states are then visited in input
 /// order, so memory stays bounded whatever the number of sequences. The first error in input
@@ -40,11 +41,13 @@ pub(super) fn run_in_blocks<T: Real>(
     for inputs in sequences {
         check_inputs(reservoir.input_size(), inputs)?;
     }
-    let wave = rayon::current_num_threads() * BLOCKS_PER_THREAD * LANES;
+    let par = reservoir.par;
+    let wave = par.threads() * BLOCKS_PER_THREAD * LANES;
     for (first, chunk) in (0..).step_by(wave).zip(sequences.chunks(wave)) {
         let order = longest_first(chunk);
         let blocks: Vec<Vec<Array2<f64>>> = order
             .par_chunks(LANES)
+            .with_min_len(par.min_len(chunk.len().div_ceil(LANES)))
             .map(|members| {
                 let block: Vec<ArrayView2<f64>> = members.iter().map(|&i| chunk[i]).collect();
                 block_states(reservoir, w, &block)
@@ -66,7 +69,8 @@ pub(super) fn run_in_blocks<T: Real>(
     Ok(())
 }
 
-/// [`Reservoir::sequence_features`] in blocks of [`LANES`] sequences on rayon's threads, the
+/// [`Reservoir::sequence_features`] in blocks of [`LANES`] sequences on up to
+/// [`Reservoir::par`] of rayon's threads, the
 /// features summed as the states go by (no sequence's states are ever held): the same bits as
 /// [`run_in_blocks`] followed by [`SequenceFeatures::write`].
 ///
@@ -85,11 +89,13 @@ pub(super) fn features_in_blocks<T: Real>(
     }
     let total = sequences.len();
     let mut rows = Array2::zeros((total, features.width(reservoir.size())));
-    let wave = rayon::current_num_threads() * BLOCKS_PER_THREAD * LANES;
+    let par = reservoir.par;
+    let wave = par.threads() * BLOCKS_PER_THREAD * LANES;
     for (first, chunk) in (0..).step_by(wave).zip(sequences.chunks(wave)) {
         let order = longest_first(chunk);
         let blocks: Vec<Vec<Array1<f64>>> = order
             .par_chunks(LANES)
+            .with_min_len(par.min_len(chunk.len().div_ceil(LANES)))
             .map(|members| {
                 let block: Vec<ArrayView2<f64>> = members.iter().map(|&i| chunk[i]).collect();
                 block_features(reservoir, w, &block, features)

@@ -15,9 +15,10 @@ use crate::checks::{check_run, check_state};
 use crate::config::{Activation, Precision, ReservoirConfig};
 use crate::error::Result;
 use crate::features::SequenceFeatures;
+use crate::par::Par;
 use crate::random::{stream_rng, Stream};
 use crate::real::{has_avx2_fma, ProductKernel, Real};
-use crate::reservoir::{features_of_runs, run_one_by_one, run_threads, Reservoir, SequenceVisitor};
+use crate::reservoir::{features_of_runs, run_one_by_one, Reservoir, SequenceVisitor};
 use crate::sparse::{CsrMatrix, SparseProduct};
 use crate::weights::ReservoirWeights;
 
@@ -175,10 +176,13 @@ impl<T: Real> Update<'_, T> {
 /// rounded once. A reservoir built twice from the same config produces bit-identical states.
 ///
 /// The weights are shared (`Arc`): a clone copies only the state, so that
-/// [`Reservoir::run_many`] can run sequences on clones, one per thread.
+/// [`Reservoir::run_many`] can run sequences on clones, one per thread. It runs on one thread
+/// unless given more ([`EchoStateNetwork::with_par`]).
 #[derive(Debug, Clone)]
 pub struct EchoStateNetwork<T: Real = f32> {
     config: ReservoirConfig,
+    /// The threads a run, and `run_many`'s blocks of sequences, may use.
+    par: Par,
     weights: Arc<ReservoirWeights>,
     recurrent: Arc<RecurrentLayout<T>>,
     /// W_in transposed (K × N), so each input channel's weights are contiguous.
@@ -216,8 +220,17 @@ impl<T: Real> EchoStateNetwork<T> {
             pre_activation: vec![T::zero(); n],
             noise: stream_rng(config.seed(), Stream::Noise),
             config: config.clone(),
+            par: Par::Seq,
             weights: Arc::new(weights),
         })
+    }
+
+    /// Lets runs use `par`: a long run splits each step's rows over its threads, `run_many`
+    /// spreads its blocks of sequences over them. The states are the same bits whatever
+    /// `par`.
+    pub fn with_par(mut self, par: Par) -> Self {
+        self.par = par;
+        self
     }
 
     /// The configuration the reservoir was built from.
@@ -256,12 +269,14 @@ impl<T: Real> EchoStateNetwork<T> {
     /// The rows each thread steps when one sequence runs on several: `bounds[i]..bounds[i+1]`
     /// for thread i, each starting at a multiple of the layout's row granule and about even in
     /// work. One thread (`[0, N]`) where the split does not pay: a small W, a short run, one
-    /// core free (`reservoir::run_threads`), or noise (drawn in unit order).
+    /// thread given ([`Reservoir::par`]), or noise (drawn in unit order).
     fn thread_rows(&self, steps: usize) -> Vec<usize> {
         let n = self.size();
         let work = self.recurrent.work();
         let granule = self.recurrent.row_granule();
-        let threads = run_threads()
+        let threads = self
+            .par
+            .threads()
             .min(work / split::WORK_PER_THREAD)
             .min(n / granule)
             .max(1);
@@ -286,6 +301,14 @@ impl<T: Real> Reservoir for EchoStateNetwork<T> {
 
     fn input_size(&self) -> usize {
         self.config.input_size()
+    }
+
+    fn par(&self) -> Par {
+        self.par
+    }
+
+    fn set_par(&mut self, par: Par) {
+        self.par = par;
     }
 
     fn reset(&mut self) -> Result<()> {
@@ -340,8 +363,8 @@ impl<T: Real> Reservoir for EchoStateNetwork<T> {
         Ok(())
     }
 
-    /// Runs the sequences on every core. A sparse W steps them in blocks of
-    /// [`crate::real::LANES`] (see `blocks.rs`: the same states to rounding, the same bits
+    /// Runs the sequences on the reservoir's threads. A sparse W steps them in blocks of 8
+    /// (see `blocks.rs`: the same states to rounding, the same bits
     /// whatever the threads or the order); a dense one runs them on clones sharing the
     /// weights, with the same bits as one after another. With noise the states depend on the
     /// order in which the sequences draw from the one noise stream, so they run one after
@@ -378,16 +401,22 @@ impl<T: Real> Reservoir for EchoStateNetwork<T> {
     }
 }
 
-/// The CPU echo-state reservoir for `weights`, in the precision the config asks for.
+/// The CPU echo-state reservoir for `weights`, in the precision the config asks for, its runs
+/// on the threads of `par` ([`EchoStateNetwork::with_par`]).
 ///
 /// # Errors
 /// Weights whose sizes differ from the config's.
 pub fn cpu_reservoir(
     config: &ReservoirConfig,
     weights: ReservoirWeights,
+    par: Par,
 ) -> Result<Box<dyn Reservoir>> {
     Ok(match config.precision() {
-        Precision::F32 => Box::new(EchoStateNetwork::<f32>::from_weights(config, weights)?),
-        Precision::F64 => Box::new(EchoStateNetwork::<f64>::from_weights(config, weights)?),
+        Precision::F32 => {
+            Box::new(EchoStateNetwork::<f32>::from_weights(config, weights)?.with_par(par))
+        }
+        Precision::F64 => {
+            Box::new(EchoStateNetwork::<f64>::from_weights(config, weights)?.with_par(par))
+        }
     })
 }

@@ -15,8 +15,8 @@ use crate::config::ReservoirConfig;
 use crate::error::{ConfigError, ReservoirError, Result};
 use crate::esn::cpu_reservoir;
 use crate::fit::accumulate_run;
+use crate::par::Par;
 use crate::readout::{RidgeAccumulator, SumScores};
-use crate::reservoir::with_run_threads;
 use crate::weights::WeightDraws;
 
 /// One lane: a base config with its own spectral radius, leak rate and input scaling.
@@ -261,29 +261,22 @@ pub trait LaneRunner {
     }
 }
 
-/// Runs each lane as its own CPU reservoir, up to `threads` lanes at a time (each lane also
-/// streams its states to a second thread that adds them to its sums).
+/// Runs each lane as its own CPU reservoir on one thread, up to [`Par::threads`] lanes at a
+/// time.
 ///
 /// The random weights are drawn once ([`WeightDraws`]) and scaled for each lane, so a lane's
 /// reservoir is bit for bit the one [`cpu_reservoir`] builds for [`Lane::config`]. A lane is
-/// computed the same way whatever `threads` is: the sums are bit-identical to a sequential
+/// computed the same way whatever the threads: the sums are bit-identical to a sequential
 /// run, and in the order of the lanes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CpuLaneRunner {
-    threads: usize,
+    par: Par,
 }
 
 impl CpuLaneRunner {
-    /// A runner of up to `threads` lanes at a time (at least 1).
-    pub fn new(threads: usize) -> Self {
-        Self {
-            threads: threads.max(1),
-        }
-    }
-
-    /// A runner of as many lanes at a time as the machine runs threads.
-    pub fn all_cores() -> Self {
-        Self::new(std::thread::available_parallelism().map_or(1, |n| n.get()))
+    /// A runner of up to `par.threads()` lanes at a time (`Par::all()`: one per core).
+    pub fn new(par: Par) -> Self {
+        Self { par }
     }
 }
 
@@ -299,14 +292,13 @@ impl LaneRunner for CpuLaneRunner {
         data.check(base)?;
         let draws = WeightDraws::draw(base)?;
         let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(self.threads)
+            .num_threads(self.par.threads())
             .build()
             .map_err(|e| ReservoirError::numerical("lane threads", e))?;
         let sums: Vec<Result<LaneSums>> = pool.install(|| {
             lanes
                 .par_iter()
-                // The other threads run the other lanes.
-                .map(|lane| with_run_threads(1, || run_lane(&draws, lane, data)))
+                .map(|lane| run_lane(&draws, lane, data))
                 .collect()
         });
         sums.into_iter().collect()
@@ -317,9 +309,10 @@ impl LaneRunner for CpuLaneRunner {
 fn run_lane(draws: &WeightDraws, lane: &Lane, data: &LaneData<'_>) -> Result<LaneSums> {
     let config = lane.config();
     let weights = draws.scaled(lane.spectral_radius(), lane.input_scaling())?;
-    let mut reservoir = cpu_reservoir(config, weights)?;
+    // On one thread: the other threads run the other lanes.
+    let mut reservoir = cpu_reservoir(config, weights, Par::Seq)?;
     let (split, outputs) = (data.train_rows, data.targets.ncols());
-    let mut train = RidgeAccumulator::new(config.size(), outputs, 1)?;
+    let mut train = RidgeAccumulator::new(config.size(), outputs, Par::Seq)?;
     accumulate_run(
         reservoir.as_mut(),
         data.inputs.slice(s![..split, ..]),
@@ -327,7 +320,7 @@ fn run_lane(draws: &WeightDraws, lane: &Lane, data: &LaneData<'_>) -> Result<Lan
         data.washout,
         &mut train,
     )?;
-    let mut validation = RidgeAccumulator::new(config.size(), outputs, 1)?;
+    let mut validation = RidgeAccumulator::new(config.size(), outputs, Par::Seq)?;
     accumulate_run(
         reservoir.as_mut(),
         data.inputs.slice(s![split.., ..]),

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::{check, check_dimensions, check_scale};
+use crate::config::{check, check_dimensions, check_scale, checked_conversions};
 use crate::error::ConfigError;
 
 /// Largest `count_window_steps`: the window keeps one spike list per step.
@@ -319,18 +319,7 @@ impl Default for LifConfig {
     }
 }
 
-impl TryFrom<LifParams> for LifConfig {
-    type Error = ConfigError;
-    fn try_from(params: LifParams) -> Result<Self, ConfigError> {
-        params.check()
-    }
-}
-
-impl From<LifConfig> for LifParams {
-    fn from(config: LifConfig) -> Self {
-        config.params
-    }
-}
+checked_conversions!(LifConfig, LifParams);
 
 impl LifConfig {
     /// These values as parameters, to change some and check again.

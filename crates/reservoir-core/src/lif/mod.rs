@@ -66,5 +66,5 @@ pub use network::{LifConstants, LifNetwork};
 pub use step::MIN_PART_NEURONS;
 pub use weights::{
     input_fan_in, spectral_products, spectral_scale, synapse_bytes, synapses_per_neuron,
-    LifWeightTimes, LifWeights, SPECTRAL_BUDGET, STREAM_INPUT, STREAM_RECURRENT, STREAM_SPECTRAL,
+    LifWeights, SPECTRAL_BUDGET, STREAM_INPUT, STREAM_RECURRENT, STREAM_SPECTRAL,
 };

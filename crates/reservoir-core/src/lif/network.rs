@@ -10,6 +10,7 @@ use super::step::{Kernel, Part, Split, StepInputs, MIN_PART_NEURONS};
 use super::transpose::transposed;
 use super::weights::LifWeights;
 use crate::error::{ReservoirError, Result};
+use crate::par::Par;
 use crate::real::{fastest_of, Remembered};
 use crate::sparse::CsrMatrix;
 
@@ -63,10 +64,13 @@ impl LifConstants {
 /// [`LifNetwork::run_recording`].
 ///
 /// The weights are shared (`Arc`): a clone copies only the state, so that
-/// [`crate::Reservoir::run_many`] can run sequences on clones, one per thread.
+/// [`crate::Reservoir::run_many`] can run sequences on clones, one per thread of those it was
+/// given ([`LifNetwork::with_par`]).
 #[derive(Debug, Clone)]
 pub struct LifNetwork {
     pub(super) config: LifConfig,
+    /// The threads `run_many` may spread its sequences over.
+    pub(super) par: Par,
     pub(super) weights: Arc<LifWeights>,
     pub(super) constants: LifConstants,
     /// Wᵀ: row j = neuron j's targets and weights.
@@ -85,7 +89,7 @@ pub struct LifNetwork {
     pub(super) active: Vec<(usize, f32)>,
     /// The instruction set of the step (the widest this CPU has).
     pub(super) kernel: Kernel,
-    /// How a step is split over threads (see [`LifNetwork::set_step_threads`]); shared by
+    /// How a step is split over threads (see [`LifNetwork::set_step_par`]); shared by
     /// clones, as the weights are.
     pub(super) split: Arc<Split>,
     /// Scratch: the spikes and synaptic events of the parts after the first of a split step.
@@ -139,11 +143,20 @@ impl LifNetwork {
             synaptic_events: 0,
             constants,
             config: config.clone(),
+            par: Par::Seq,
             weights: Arc::new(weights),
         };
         network.kernel = network.fastest_kernel();
         network.reset_state();
         Ok(network)
+    }
+
+    /// Lets [`crate::Reservoir::run_many`] spread its sequences over the threads of `par`
+    /// (a step's own split is [`LifNetwork::set_step_par`]'s). The spikes are the same
+    /// bits whatever `par`.
+    pub fn with_par(mut self, par: Par) -> Self {
+        self.par = par;
+        self
     }
 
     /// The step kernel timed fastest for networks of this one's kind (orders of magnitude of
@@ -207,23 +220,18 @@ impl LifNetwork {
         Ok(&self.spikes)
     }
 
-    /// Splits each step over up to `threads` threads by neuron range: the calling thread takes
-    /// the first part, rayon's pool the others, and each part decays, receives and updates its
-    /// own neurons, so the bits are those of one thread. Parts have at least
+    /// Splits each step over up to `par.threads()` threads by neuron range: the calling thread
+    /// takes the first part, rayon's pool the others, and each part decays, receives and
+    /// updates its own neurons, so the bits are those of one thread. Parts have at least
     /// [`MIN_PART_NEURONS`] neurons, so a smaller network steps on fewer threads
-    /// ([`LifNetwork::step_threads`] says how many). Default 1. It keeps, for every neuron,
-    /// where each part's targets begin among its synapses: `threads − 1` indices per neuron.
+    /// ([`LifNetwork::step_threads`] says how many). Default [`Par::Seq`]. It keeps, for every
+    /// neuron, where each part's targets begin among its synapses: `threads − 1` indices per
+    /// neuron.
     ///
     /// # Errors
-    /// An invalid-input error when `threads` is 0; out of memory for those indices.
-    pub fn set_step_threads(&mut self, threads: usize) -> Result<()> {
-        if threads == 0 {
-            return Err(ReservoirError::invalid(
-                "LIF step threads",
-                "at least one thread is needed",
-            ));
-        }
-        self.split = Arc::new(Split::new(&self.outgoing, threads, MIN_PART_NEURONS)?);
+    /// Out of memory for those indices.
+    pub fn set_step_par(&mut self, par: Par) -> Result<()> {
+        self.split = Arc::new(Split::new(&self.outgoing, par.threads(), MIN_PART_NEURONS)?);
         Ok(())
     }
 

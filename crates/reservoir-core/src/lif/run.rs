@@ -8,7 +8,8 @@ use super::network::{check_finite_f32, LifConstants, LifNetwork};
 use super::weights::LifWeights;
 use crate::checks::check_run;
 use crate::error::{ReservoirError, Result};
-use crate::reservoir::{run_on_all_cores, Reservoir, SequenceVisitor};
+use crate::par::Par;
+use crate::reservoir::{run_on_threads, Reservoir, SequenceVisitor};
 use crate::spikes::{Spike, SpikePattern};
 
 impl LifNetwork {
@@ -52,7 +53,7 @@ impl LifNetwork {
         &self.counts
     }
 
-    /// Threads a step is split over (see [`LifNetwork::set_step_threads`]).
+    /// Threads a step is split over (see [`LifNetwork::set_step_par`]).
     pub fn step_threads(&self) -> usize {
         self.split.parts()
     }
@@ -140,6 +141,14 @@ impl Reservoir for LifNetwork {
         self.config.input_size()
     }
 
+    fn par(&self) -> Par {
+        self.par
+    }
+
+    fn set_par(&mut self, par: Par) {
+        self.par = par;
+    }
+
     /// Back to rest: v = v_rest (0 by default); I_syn, traces, counts, refractory counters,
     /// undelivered spikes and the throughput counters zero.
     fn reset(&mut self) -> Result<()> {
@@ -180,14 +189,14 @@ impl Reservoir for LifNetwork {
         Ok(())
     }
 
-    /// Runs the sequences on every core, on clones sharing the weights, with the same bits as
-    /// one after another. The network is left reset, so its counters end at zero, as after
+    /// Runs the sequences on the network's threads ([`LifNetwork::with_par`]), on clones
+    /// sharing the weights, with the same bits as one after another. The network is left reset, so its counters end at zero, as after
     /// the provided method.
     fn run_many(
         &mut self,
         sequences: &[ArrayView2<f64>],
         visit: &mut SequenceVisitor<'_>,
     ) -> Result<()> {
-        run_on_all_cores(self, sequences, visit)
+        run_on_threads(self, sequences, visit)
     }
 }

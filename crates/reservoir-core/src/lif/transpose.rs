@@ -16,7 +16,7 @@ const TRANSPOSE_BLOCK: usize = 4096;
 /// (ascending) and weights, the layout of event-driven propagation.
 ///
 /// From [`PARALLEL_TRANSPOSE_SYNAPSES`] on, the entries are counted per column in one part per
-/// thread, and the columns are split into one contiguous range per thread, each filling its own
+/// thread of rayon's pool (as the weights are drawn on it), and the columns are split into one contiguous range per thread, each filling its own
 /// part of the output; the result does not depend on the split.
 /// At 10^8 synapses (N = 10^5) on the development machine: 2.8 s on one thread (`f64`
 /// values; one scatter over all columns, without blocks, took 6.2 s), 2.75 s on two, and
@@ -28,7 +28,7 @@ pub(crate) fn transposed<T: crate::real::Real + Send>(
     let threads = if w.nnz() < PARALLEL_TRANSPOSE_SYNAPSES {
         1
     } else {
-        std::thread::available_parallelism().map_or(1, |t| t.get())
+        rayon::current_num_threads()
     };
     transposed_on(w, convert, threads)
 }

@@ -1,7 +1,7 @@
 //! Seeded weights of the LIF reservoir: a Dale's-law recurrent matrix scaled to a spectral
 //! radius, and the input matrix.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use ndarray::Array2;
 use rand::{Rng, SeedableRng};
@@ -15,7 +15,7 @@ use crate::error::{ReservoirError, Result};
 use crate::memory::{bytes_of, ensure_available, try_with_capacity};
 use crate::random::SortedSampler;
 use crate::sparse::CsrMatrix;
-use crate::spectral::{SpectralEstimate, SpectralOptions, SpectralTimes};
+use crate::spectral::{Phases, SpectralEstimate, SpectralOptions};
 
 /// ChaCha stream of the recurrent structure and magnitudes (crate streams are below 100).
 pub const STREAM_RECURRENT: u64 = 100;
@@ -103,43 +103,10 @@ pub fn spectral_products(synapses: usize) -> usize {
     (cycles * cycle).min(options.max_matvecs)
 }
 
-/// Wall time of each phase of [`LifWeights::generate_with`]: at 10^9 synapses it takes
-/// seconds, and which phase dominates decides what to speed up.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct LifWeightTimes {
-    /// Allocating W and drawing its rows.
-    pub draw: Duration,
-    /// Checking W: its CSR structure after the draw, Dale's law after the scaling.
-    pub checks: Duration,
-    /// The spectral-radius estimate, as the estimate reported its parts.
-    pub spectral: SpectralTimes,
-    /// Scaling W to the spectral radius.
-    pub scale: Duration,
-    /// Drawing W_in.
-    pub input: Duration,
-}
-
-impl LifWeightTimes {
-    /// The phases in the order they run, named for reports: draw, checks, spectral setup
-    /// (e.g. W's upload to a GPU), spectral products, spectral host work (the vector work of
-    /// the Arnoldi process), scale, input.
-    pub fn phases(&self) -> [(&'static str, Duration); 7] {
-        [
-            ("draw", self.draw),
-            ("checks", self.checks),
-            ("spectral setup", self.spectral.setup),
-            ("spectral products", self.spectral.products),
-            ("spectral host", self.spectral.host),
-            ("scale", self.scale),
-            ("input", self.input),
-        ]
-    }
-}
-
 /// Rows of W drawn from one place of stream [`STREAM_RECURRENT`]: block b starts at word
 /// b·2^[`DRAW_BLOCK_WORDS_LOG2`], so blocks are drawn in parallel with the same result on any
 /// number of threads.
-pub const DRAW_BLOCK_ROWS: usize = 4096;
+const DRAW_BLOCK_ROWS: usize = 4096;
 /// log2 of the stream words reserved for a block of rows: 2^40, far above what a block can
 /// draw (at most 2^32 synapses in all, a few words each).
 const DRAW_BLOCK_WORDS_LOG2: u32 = 40;
@@ -158,7 +125,7 @@ impl LifWeights {
     ///   so the order carries no structure and the mask is trivial to port).
     /// * Each neuron receives exactly `round(p·(N−1))` (≥ 1 when N > 1) synapses from distinct
     ///   other neurons, chosen uniformly (stream [`STREAM_RECURRENT`], row by row, each block
-    ///   of [`DRAW_BLOCK_ROWS`] rows from its own place in the stream).
+    ///   of 4096 rows from its own place in the stream).
     /// * Magnitudes are uniform on (0, 1]; inhibitory ones are multiplied by
     ///   g = N_E / N_I, so the expected input to every neuron is zero (balanced network).
     /// * W is then scaled so that ρ(W) = `spectral_radius` (restarted Arnoldi, start vector
@@ -173,22 +140,14 @@ impl LifWeights {
     /// or did not converge within the default 5000 products (small W only: larger ones stop
     /// at their budget by design).
     pub fn generate(config: &LifConfig) -> Result<Self> {
-        Ok(Self::generate_timed(config)?.0)
+        Self::generate_with(config, |w, options, _| w.spectral_radius(options), &mut ())
     }
 
-    /// [`LifWeights::generate`], with the wall time of each phase (benchmarks).
-    ///
-    /// # Errors
-    /// As [`LifWeights::generate`].
-    pub fn generate_timed(config: &LifConfig) -> Result<(Self, LifWeightTimes)> {
-        Self::generate_with(config, |w, options| w.spectral_radius_timed(options))
-    }
-
-    /// [`LifWeights::generate_timed`] with the spectral-radius estimate of W left to
-    /// `estimate`, called with W and the options `generate` uses (e.g. the same algorithm with
-    /// its products on a GPU), which returns the estimate and where its time went. An
-    /// estimate whose products sum every row as [`crate::real`]'s kernels do gives the same
-    /// weights, bit for bit.
+    /// [`LifWeights::generate`] with the spectral-radius estimate of W left to `estimate`,
+    /// called with W, the options `generate` uses and `phases` (e.g. the same algorithm with
+    /// its products on a GPU). An estimate whose products sum every row as
+    /// [`crate::real`]'s kernels do gives the same weights, bit for bit. `phases` is told the
+    /// time of each phase: `draw`, `checks`, the estimate's own, `scale`, `input`.
     ///
     /// # Errors
     /// As [`LifWeights::generate`], and `estimate`'s errors.
@@ -197,16 +156,17 @@ impl LifWeights {
         estimate: impl FnOnce(
             &CsrMatrix<f64>,
             &SpectralOptions,
-        ) -> Result<(SpectralEstimate, SpectralTimes)>,
-    ) -> Result<(Self, LifWeightTimes)> {
-        let mut times = LifWeightTimes::default();
+            &mut dyn Phases,
+        ) -> Result<SpectralEstimate>,
+        phases: &mut dyn Phases,
+    ) -> Result<Self> {
         let n = config.size();
         let n_exc = ((config.excitatory_fraction() * n as f64).round() as usize).min(n);
         let excitatory: Vec<bool> = (0..n).map(|j| j < n_exc).collect();
         let recurrent = if config.spectral_radius() == 0.0 || n == 1 {
             CsrMatrix::from_parts(n, n, vec![0; n + 1], Vec::new(), Vec::new())?
         } else {
-            Self::scaled_recurrent(config, n_exc, estimate, &mut times)?
+            Self::scaled_recurrent(config, n_exc, estimate, phases)?
         };
         let started = Instant::now();
         let mut stream = rng(config.seed(), STREAM_INPUT);
@@ -218,24 +178,25 @@ impl LifWeights {
                 input[(unit, channel)] = config.input_scaling() * stream.random_range(-1.0..1.0);
             }
         }
-        times.input = started.elapsed();
+        phases.spent("input", started.elapsed());
         let started = Instant::now();
         // Dale's law holds by construction: a synapse's sign is drawn from its column's kind,
         // and the scaling is by a positive factor.
         let weights = Self::checked_shapes(recurrent, input, excitatory)?;
-        times.checks += started.elapsed();
-        Ok((weights, times))
+        phases.spent("checks", started.elapsed());
+        Ok(weights)
     }
 
-    /// W drawn, checked and scaled, its phases' times added to `times`.
+    /// W drawn, checked and scaled, `phases` told their times.
     fn scaled_recurrent(
         config: &LifConfig,
         n_exc: usize,
         estimate: impl FnOnce(
             &CsrMatrix<f64>,
             &SpectralOptions,
-        ) -> Result<(SpectralEstimate, SpectralTimes)>,
-        times: &mut LifWeightTimes,
+            &mut dyn Phases,
+        ) -> Result<SpectralEstimate>,
+        phases: &mut dyn Phases,
     ) -> Result<CsrMatrix<f64>> {
         let started = Instant::now();
         let n = config.size();
@@ -316,20 +277,19 @@ impl LifWeights {
             col_idx.set_len(nnz);
             values.set_len(nnz);
         }
-        times.draw = started.elapsed();
+        phases.spent("draw", started.elapsed());
         let started = Instant::now();
         // Every row's columns were checked as they were drawn, and every value is a magnitude
         // in (0, 1] times ±1 or −gain: finite.
         let mut w = CsrMatrix::from_checked_rows(n, n, row_ptr, col_idx, values)?;
-        times.checks = started.elapsed();
+        phases.spent("checks", started.elapsed());
         let options = SpectralOptions {
             seed: rng(config.seed(), STREAM_SPECTRAL).random(),
             max_matvecs: spectral_products(nnz),
             ..SpectralOptions::default()
         };
         let budgeted = options.max_matvecs < SpectralOptions::default().max_matvecs;
-        let (estimate, spectral) = estimate(&w, &options)?;
-        times.spectral = spectral;
+        let estimate = estimate(&w, &options, phases)?;
         if !(estimate.converged || budgeted) || estimate.radius <= f64::EPSILON {
             return Err(ReservoirError::numerical(
                 "LIF spectral radius",
@@ -345,7 +305,7 @@ impl LifWeights {
         }
         let started = Instant::now();
         w.scale(spectral_scale(config, estimate.radius));
-        times.scale = started.elapsed();
+        phases.spent("scale", started.elapsed());
         Ok(w)
     }
 

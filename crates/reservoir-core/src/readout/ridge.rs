@@ -3,13 +3,14 @@
 use faer::linalg::matmul::matmul;
 use faer::linalg::matmul::triangular::{self, BlockStructure};
 use faer::linalg::solvers::Solve;
-use faer::{Accum, Mat, MatRef, Par, Side};
+use faer::{Accum, Mat, MatRef, Side};
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2};
 
 use super::linear::LinearReadout;
 use crate::checks::{check_finite_states, check_targets};
 use crate::error::{ReservoirError, Result};
 use crate::memory::{available, bytes_of, ensure_available, try_vec};
+use crate::par::Par;
 
 /// Running sums XᵀX, XᵀY, ΣX, ΣY, ΣY² and the row count, in `f64`.
 ///
@@ -93,12 +94,12 @@ fn faer_view(a: ArrayView2<'_, f64>) -> Option<MatRef<'_, f64>> {
 }
 
 impl RidgeAccumulator {
-    /// An empty accumulator for `n_features` inputs and `n_outputs` targets. `threads` is the
-    /// parallelism of the XᵀX update (1 = this thread only, 0 = every core).
+    /// An empty accumulator for `n_features` inputs and `n_outputs` targets, its XᵀX update on
+    /// the threads of `par`.
     ///
     /// # Errors
     /// An out-of-memory error when XᵀX (F² values) and the solve's copy of it cannot fit.
-    pub fn new(n_features: usize, n_outputs: usize, threads: usize) -> Result<Self> {
+    pub fn new(n_features: usize, n_outputs: usize, par: Par) -> Result<Self> {
         let (f, m) = (n_features, n_outputs);
         ensure_available(
             &format!("the ridge sums of {f} features and {m} outputs"),
@@ -112,11 +113,7 @@ impl RidgeAccumulator {
             target_sums: try_vec("the ridge sums", m, 0.0)?,
             target_squares: try_vec("the ridge sums", m, 0.0)?,
             rows: 0,
-            par: if threads == 1 {
-                Par::Seq
-            } else {
-                Par::rayon(threads)
-            },
+            par,
         })
     }
 
@@ -174,7 +171,7 @@ impl RidgeAccumulator {
                 "a sum is not finite (a state or target was not finite)",
             ));
         }
-        let mut acc = Self::new(f, m, 1)?;
+        let mut acc = Self::new(f, m, Par::Seq)?;
         copy_lower_triangle(gram, &mut acc.gram);
         acc.cross = Mat::from_fn(f, m, |i, k| cross[(i, k)]);
         acc.feature_sums = feature_sums.to_vec();
@@ -274,7 +271,7 @@ impl RidgeAccumulator {
             x,
             BlockStructure::Rectangular,
             1.0,
-            self.par,
+            self.par.faer(),
         );
         matmul(
             self.cross.as_mut(),
@@ -282,7 +279,7 @@ impl RidgeAccumulator {
             x.transpose(),
             y,
             1.0,
-            self.par,
+            self.par.faer(),
         );
         for row in states.rows() {
             for (s, v) in self.feature_sums.iter_mut().zip(row) {
@@ -440,7 +437,7 @@ impl RidgeAccumulator {
                 w,
                 BlockStructure::Rectangular,
                 1.0,
-                self.par,
+                self.par.faer(),
             );
         }
         let products: Vec<ReadoutProducts> = (0..m)

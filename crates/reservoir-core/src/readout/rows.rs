@@ -11,6 +11,7 @@ use super::linear::LinearReadout;
 use super::ridge::RidgeAccumulator;
 use crate::checks::{check_finite_states, check_targets};
 use crate::error::{ReservoirError, Result};
+use crate::par::Par;
 
 /// The ridge readout of `targets` (n × m) on `features` (n × f) with penalty `ridge` on the
 /// weights and an unpenalised intercept: the same solution as [`RidgeAccumulator::solve`] on
@@ -18,7 +19,8 @@ use crate::error::{ReservoirError, Result};
 ///
 /// With fewer rows than features and `ridge > 0` it solves the dual form: with X and Y centred
 /// on their column means, W = Xᵀ(XXᵀ + λI)⁻¹Y and the intercept ȳ − x̄ᵀW (centring is what
-/// leaves the intercept unpenalised). Otherwise it accumulates the normal equations.
+/// leaves the intercept unpenalised). Otherwise it accumulates the normal equations on the
+/// threads of `par`.
 ///
 /// # Errors
 /// Mismatched row counts, no rows, a non-finite value, a negative or non-finite `ridge`, or
@@ -27,6 +29,7 @@ pub fn ridge_from_rows(
     features: ArrayView2<f64>,
     targets: ArrayView2<f64>,
     ridge: f64,
+    par: Par,
 ) -> Result<LinearReadout> {
     let (n, f) = features.dim();
     let m = targets.ncols();
@@ -38,7 +41,7 @@ pub fn ridge_from_rows(
         ));
     }
     if n >= f || !(ridge > 0.0 && ridge.is_finite()) {
-        let mut acc = RidgeAccumulator::new(f, m, 0)?;
+        let mut acc = RidgeAccumulator::new(f, m, par)?;
         acc.add(features, targets)?;
         return Ok(acc.solve(ridge)?.readout);
     }
@@ -85,7 +88,7 @@ mod tests {
     }
 
     fn primal(x: &Array2<f64>, y: &Array2<f64>, ridge: f64) -> LinearReadout {
-        let mut acc = RidgeAccumulator::new(x.ncols(), y.ncols(), 1).expect("sums");
+        let mut acc = RidgeAccumulator::new(x.ncols(), y.ncols(), Par::Seq).expect("sums");
         acc.add(x.view(), y.view()).expect("add");
         acc.solve(ridge).expect("solve").readout
     }
@@ -95,7 +98,7 @@ mod tests {
         let mut rng = ChaCha8Rng::seed_from_u64(3);
         let (x, y) = (random(40, 150, &mut rng), random(40, 4, &mut rng) + 2.0);
         for ridge in [1e-6, 1e-2, 10.0] {
-            let dual = ridge_from_rows(x.view(), y.view(), ridge).expect("dual");
+            let dual = ridge_from_rows(x.view(), y.view(), ridge, Par::all()).expect("dual");
             let expected = primal(&x, &y, ridge);
             let scale = expected
                 .weights()
@@ -120,7 +123,7 @@ mod tests {
     fn more_rows_than_features_is_the_primal_solve() {
         let mut rng = ChaCha8Rng::seed_from_u64(4);
         let (x, y) = (random(60, 10, &mut rng), random(60, 2, &mut rng));
-        let got = ridge_from_rows(x.view(), y.view(), 1e-3).expect("fit");
+        let got = ridge_from_rows(x.view(), y.view(), 1e-3, Par::all()).expect("fit");
         assert_eq!(got, primal(&x, &y, 1e-3));
     }
 
@@ -129,9 +132,9 @@ mod tests {
         let mut rng = ChaCha8Rng::seed_from_u64(5);
         let mut x = random(5, 20, &mut rng);
         let y = random(5, 2, &mut rng);
-        assert!(ridge_from_rows(x.view(), y.slice(ndarray::s![..4, ..]), 1.0).is_err());
+        assert!(ridge_from_rows(x.view(), y.slice(ndarray::s![..4, ..]), 1.0, Par::Seq).is_err());
         x[(2, 3)] = f64::NAN;
-        assert!(ridge_from_rows(x.view(), y.view(), 1.0).is_err());
-        assert!(ridge_from_rows(x.view(), y.view(), -1.0).is_err());
+        assert!(ridge_from_rows(x.view(), y.view(), 1.0, Par::Seq).is_err());
+        assert!(ridge_from_rows(x.view(), y.view(), -1.0, Par::Seq).is_err());
     }
 }

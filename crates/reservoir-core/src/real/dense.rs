@@ -11,11 +11,11 @@ use super::Real;
 
 /// Rows whose chains a kernel keeps in registers at once: four 512-bit vectors of `f32`
 /// (eight of 256 bits), independent chains enough to cover a fused multiply-add's latency.
-pub const DENSE_TILE: usize = 64;
+pub(crate) const DENSE_TILE: usize = 64;
 
 /// A dense matrix by columns, borrowed: column j is `values[j·rows..(j + 1)·rows]`.
 #[derive(Clone, Copy)]
-pub struct DenseRef<'a, T> {
+pub(crate) struct DenseRef<'a, T> {
     pub(crate) rows: usize,
     pub(crate) values: &'a [T],
 }

@@ -7,13 +7,13 @@ mod spmv;
 mod tanh;
 
 pub(crate) use calibration::{fastest_kernel, fastest_of, Remembered, TimedProduct};
-pub(crate) use dense::mul_dense;
-pub use dense::{DenseRef, DENSE_TILE};
+pub(crate) use dense::{mul_dense, DenseRef, DENSE_TILE};
 pub(crate) use spmm::{mul_block, LANES};
 #[cfg(test)]
 pub(crate) use spmv::mul_blocked_portable;
+pub use spmv::ProductKernel;
 pub(crate) use spmv::{has_avx2_fma, mul_csr};
-pub use spmv::{BlockedRef, CsrRef, ProductKernel, SlicedRef, BLOCK_COLS, GROUP_ROWS, SLICE};
+pub(crate) use spmv::{BlockedRef, CsrRef, SlicedRef, BLOCK_COLS, GROUP_ROWS, SLICE};
 
 use std::fmt::{Debug, Display};
 

@@ -18,13 +18,13 @@
 use super::Real;
 
 /// Rows of the sliced layout side by side: eight lanes of one 256-bit vector of `f32`.
-pub const SLICE: usize = 8;
+pub(crate) const SLICE: usize = 8;
 
 /// A CSR matrix's arrays, borrowed. Invariants (checked by `CsrMatrix::from_parts`):
 /// `row_ptr` is non-decreasing and ends within `col_idx`/`values` (equal lengths), and every
 /// column index is less than `x.len()` of any product it is used in.
 #[derive(Clone, Copy)]
-pub struct CsrRef<'a, T> {
+pub(crate) struct CsrRef<'a, T> {
     pub(crate) row_ptr: &'a [u32],
     pub(crate) col_idx: &'a [u32],
     pub(crate) values: &'a [T],
@@ -64,10 +64,10 @@ impl<T> SlicedRef<'_, T> {
 
 /// Rows of a group of the blocked layout: four vectors of sixteen `f32` lanes, four
 /// independent chains (a fused multiply-add's latency is four times its issue interval).
-pub const GROUP_ROWS: usize = 64;
+pub(crate) const GROUP_ROWS: usize = 64;
 /// Columns of a block of the blocked layout: x's values for them sit in two 512-bit
 /// registers, and a two-register permute fetches sixteen of them at once.
-pub const BLOCK_COLS: usize = 32;
+pub(crate) const BLOCK_COLS: usize = 32;
 
 /// A blocked matrix's arrays, borrowed: group g (rows `g·GROUP_ROWS ..`) has the
 /// non-empty column blocks `groups[g].0..groups[g + 1].0` of `blocks` and the vectors

@@ -3,21 +3,20 @@
 //! Every method that touches a backend's memory can fail (a GPU's memset or copy can), so the
 //! interface is fallible throughout. What a backend does better than the generic code it says
 //! by overriding a provided method: [`Reservoir::run_many`] (the GPU steps many sequences at
-//! once, the CPU reservoirs run them on every core) and [`Reservoir::accumulate_ridge`] (the
+//! once, the CPU reservoirs on the threads of their [`Par`]) and [`Reservoir::accumulate_ridge`] (the
 //! GPU adds XᵀX where the states are).
 
 mod parallel;
 mod stream;
-mod threads;
 
-pub(crate) use parallel::run_on_all_cores;
-pub(crate) use threads::{run_threads, with_run_threads};
+pub(crate) use parallel::run_on_threads;
 
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2, ArrayViewMut2};
 
 use crate::checks::{check_inputs, check_pattern};
 use crate::error::Result;
 use crate::features::SequenceFeatures;
+use crate::par::Par;
 use crate::readout::RidgeAccumulator;
 use crate::spikes::SpikePattern;
 
@@ -82,6 +81,16 @@ pub trait Reservoir: Send {
     /// Number of input channels K (columns of the inputs).
     fn input_size(&self) -> usize;
 
+    /// The threads a run may use on the CPU: [`Par::Seq`] unless the reservoir was given more
+    /// (e.g. `EchoStateNetwork::with_par`). The provided methods read it to keep beside a run
+    /// only the threads it leaves free.
+    fn par(&self) -> Par {
+        Par::Seq
+    }
+
+    /// Lets runs use `par`; ignored by a reservoir that runs on one thread (or on a GPU).
+    fn set_par(&mut self, _par: Par) {}
+
     /// Sets the state to zero (and the start of any per-run bookkeeping).
     ///
     /// # Errors
@@ -135,7 +144,7 @@ pub trait Reservoir: Send {
     ///
     /// The provided method runs them one after another; a backend that steps many sequences
     /// at once overrides it with the same results to its arithmetic's rounding. The CPU
-    /// reservoirs run them on every core: a sparse echo-state reservoir in blocks of sequences
+    /// reservoirs run them on their threads ([`Reservoir::par`]): a sparse echo-state reservoir in blocks of sequences
     /// stepped together (the same states to rounding, the same bits whatever the thread count
     /// or the order of the sequences), the others with the same results bit for bit.
     ///

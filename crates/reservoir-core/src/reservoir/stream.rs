@@ -4,7 +4,6 @@ use std::sync::mpsc;
 
 use ndarray::{s, Array2, ArrayView2};
 
-use super::threads::{run_threads, with_run_threads};
 use super::Reservoir;
 use crate::error::{ReservoirError, Result};
 use crate::readout::RidgeAccumulator;
@@ -18,9 +17,9 @@ pub(crate) const STREAM_CHUNK_ROWS: usize = 512;
 /// States are produced in chunks of [`STREAM_CHUNK_ROWS`], so memory stays O(chunk · N)
 /// whatever T is. A second thread adds chunk i to the accumulator while this one computes
 /// chunk i + 1, so the cost is close to the larger of the run and the XᵀX update; the run
-/// gets the cores but the one the accumulating thread keeps busy. Where a run may use one
-/// thread only (one core, or a lane among others on the pool's threads), the chunks are run
-/// and added in turn on this thread: no other core is free for the sums.
+/// gets the reservoir's threads ([`Reservoir::par`]) but the one the accumulating thread
+/// keeps busy. Where a run may use one thread only (one core, or a lane among others), the
+/// chunks are run and added in turn on this thread: no other core is free for the sums.
 pub(super) fn accumulate_on_cpu<R: Reservoir + ?Sized>(
     reservoir: &mut R,
     inputs: ArrayView2<f64>,
@@ -38,8 +37,8 @@ pub(super) fn accumulate_on_cpu<R: Reservoir + ?Sized>(
             targets.slice(s![start + skip..end, ..]),
         )
     };
-    let threads = run_threads();
-    if threads == 1 {
+    let par = reservoir.par();
+    if par.threads() == 1 {
         for start in (0..total).step_by(STREAM_CHUNK_ROWS) {
             let end = (start + STREAM_CHUNK_ROWS).min(total);
             let states = reservoir.run(inputs.slice(s![start..end, ..]))?;
@@ -48,8 +47,9 @@ pub(super) fn accumulate_on_cpu<R: Reservoir + ?Sized>(
         }
         return Ok(());
     }
+    reservoir.set_par(par.less_one());
     let (sender, receiver) = mpsc::sync_channel::<(usize, Array2<f64>)>(1);
-    std::thread::scope(|scope| {
+    let summed = std::thread::scope(|scope| {
         let consumer = scope.spawn(move || -> Result<()> {
             for (start, states) in receiver {
                 add(acc, start, states)?;
@@ -59,9 +59,7 @@ pub(super) fn accumulate_on_cpu<R: Reservoir + ?Sized>(
         let mut produced = Ok(());
         for start in (0..total).step_by(STREAM_CHUNK_ROWS) {
             let end = (start + STREAM_CHUNK_ROWS).min(total);
-            match with_run_threads(threads - 1, || {
-                reservoir.run(inputs.slice(s![start..end, ..]))
-            }) {
+            match reservoir.run(inputs.slice(s![start..end, ..])) {
                 Ok(states) => {
                     progress(end, total);
                     if sender.send((start, states)).is_err() {
@@ -82,5 +80,7 @@ pub(super) fn accumulate_on_cpu<R: Reservoir + ?Sized>(
             ))
         });
         produced.and(consumed)
-    })
+    });
+    reservoir.set_par(par);
+    summed
 }

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{ReservoirError, Result};
 use crate::real::{CsrRef, Real};
 use crate::spectral::{
-    spectral_radius_timed, LinearOperator, SpectralEstimate, SpectralOptions, SpectralTimes,
+    spectral_radius_with, LinearOperator, Phases, SpectralEstimate, SpectralOptions,
 };
 
 mod product;
@@ -286,16 +286,17 @@ impl CsrMatrix<f64> {
 impl CsrMatrix<f64> {
     /// Spectral radius of a square matrix by power iteration (see [`crate::spectral`]).
     pub fn spectral_radius(&self, options: &SpectralOptions) -> Result<SpectralEstimate> {
-        Ok(self.spectral_radius_timed(options)?.0)
+        self.spectral_radius_with(options, &mut ())
     }
 
-    /// [`CsrMatrix::spectral_radius`], with where its time went: `setup` is the product's
-    /// layout (and the timing of its kernels, once per process), then
-    /// [`crate::spectral::spectral_radius_timed`]'s products and host work.
-    pub fn spectral_radius_timed(
+    /// [`CsrMatrix::spectral_radius`], telling `phases` where its time went: `spectral setup`,
+    /// the product's layout (and the timing of its kernels, once per process), then
+    /// [`crate::spectral::spectral_radius_with`]'s phases.
+    pub fn spectral_radius_with(
         &self,
         options: &SpectralOptions,
-    ) -> Result<(SpectralEstimate, SpectralTimes)> {
+        phases: &mut dyn Phases,
+    ) -> Result<SpectralEstimate> {
         if self.nrows != self.ncols {
             return Err(ReservoirError::shape(
                 "spectral radius",
@@ -305,9 +306,8 @@ impl CsrMatrix<f64> {
         }
         let started = std::time::Instant::now();
         let product = SquareProduct(SparseProduct::new(self)?);
-        let setup = started.elapsed();
-        let (estimate, times) = spectral_radius_timed(&product, options)?;
-        Ok((estimate, SpectralTimes { setup, ..times }))
+        phases.spent("spectral setup", started.elapsed());
+        spectral_radius_with(&product, options, phases)
     }
 }
 

@@ -123,21 +123,23 @@ impl Default for SpectralOptions {
     }
 }
 
-/// Where the wall time of an estimate went ([`spectral_radius_timed`]): with vectors of
-/// 10^6 entries the host's vector work is seconds next to a GPU's products, so benchmarks
-/// report the parts apart.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct SpectralTimes {
-    /// Preparing the operator before its first product: the product layout on the CPU
-    /// ([`crate::CsrMatrix::spectral_radius_timed`]), the matrix's upload to a GPU; zero where
-    /// the operator came prepared.
-    pub setup: Duration,
-    /// The operator's products, [`LinearOperator::apply`] (on a GPU with its copies of x and
-    /// y).
-    pub products: Duration,
-    /// The rest: the start vector, the vector work of the power steps and of the Arnoldi
-    /// process (orthogonalisation, norms, restarts) and the small eigenproblems.
-    pub host: Duration,
+/// Told where a long computation's wall time goes, phase by phase as each ends (the weights'
+/// draw, the spectral estimate's products, ...): benchmarks implement it to see which phase to
+/// speed up; `()` ignores it. A phase may end more than once; its times then add up.
+pub trait Phases {
+    /// `phase` took `spent`.
+    fn spent(&mut self, phase: &'static str, spent: Duration);
+}
+
+impl Phases for () {
+    fn spent(&mut self, _: &'static str, _: Duration) {}
+}
+
+/// Every phase in the order they ended.
+impl Phases for Vec<(&'static str, Duration)> {
+    fn spent(&mut self, phase: &'static str, spent: Duration) {
+        self.push((phase, spent));
+    }
 }
 
 /// Result of [`spectral_radius`].
@@ -269,16 +271,17 @@ pub fn spectral_radius(
     finished(estimate.max(growth.unwrap_or(0.0)), mv, false)
 }
 
-/// [`spectral_radius`], with where its time went: the products are timed one by one, the
-/// host's work is the rest (`setup` is zero). The clock is only read, so the estimate's bits
-/// are [`spectral_radius`]'s.
+/// [`spectral_radius`], telling `phases` where its time went: `spectral products` (timed one
+/// by one) and `spectral host`, the rest. The clock is only read, so the estimate's bits are
+/// [`spectral_radius`]'s.
 ///
 /// # Errors
 /// As [`spectral_radius`].
-pub fn spectral_radius_timed(
+pub fn spectral_radius_with(
     op: &impl LinearOperator,
     options: &SpectralOptions,
-) -> Result<(SpectralEstimate, SpectralTimes)> {
+    phases: &mut dyn Phases,
+) -> Result<SpectralEstimate> {
     let started = Instant::now();
     let timed = TimedProducts {
         op,
@@ -286,12 +289,9 @@ pub fn spectral_radius_timed(
     };
     let estimate = spectral_radius(&timed, options)?;
     let products = timed.spent.get();
-    let times = SpectralTimes {
-        setup: Duration::ZERO,
-        products,
-        host: started.elapsed().saturating_sub(products),
-    };
-    Ok((estimate, times))
+    phases.spent("spectral products", products);
+    phases.spent("spectral host", started.elapsed().saturating_sub(products));
+    Ok(estimate)
 }
 
 /// An operator whose products add up their wall time.
@@ -430,9 +430,11 @@ mod tests {
         let one = on(1);
         assert!(one.iterations > 24, "{one:?}: more than two cycles");
         assert_eq!(on(3).radius.to_bits(), one.radius.to_bits());
-        let (timed, times) = spectral_radius_timed(&op, &options).expect("estimate");
+        let mut phases = Vec::new();
+        let timed = spectral_radius_with(&op, &options, &mut phases).expect("estimate");
         assert_eq!(timed, one);
-        assert_eq!(times.setup, Duration::ZERO);
-        assert!(times.products > Duration::ZERO);
+        let names: Vec<&str> = phases.iter().map(|&(name, _)| name).collect();
+        assert_eq!(names, ["spectral products", "spectral host"]);
+        assert!(phases[0].1 > Duration::ZERO);
     }
 }

@@ -3,7 +3,7 @@
 //! file says) and [`ExperimentConfig`] (what `check()` made of it). One file serves `reservoir
 //! run`, `fit` and `sweep`, so a task's reservoir can be refitted on exported data unchanged.
 
-use reservoir_core::detection::DetectorOptions;
+use reservoir_core::detection::{DetectorOptions, DetectorParams};
 use reservoir_core::features::{FeatureParams, SequenceFeatures};
 use reservoir_core::lif::{LifConfig, LifParams};
 use reservoir_core::{ConfigError, ReadoutConfig, ReadoutParams, ReservoirConfig, ReservoirParams};
@@ -58,7 +58,7 @@ pub struct ExperimentParams {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lif: Option<LifParams>,
     /// The `[detector]` table: the template detector of the spike task.
-    pub detector: DetectorOptions,
+    pub detector: DetectorParams,
     /// The `[sweep]` table: the hyper-parameter grid of `reservoir sweep`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sweep: Option<SweepParams>,
@@ -93,7 +93,7 @@ impl From<ExperimentConfig> for ExperimentParams {
             readout: config.readout.into(),
             features: config.features.into(),
             lif: config.lif.map(Into::into),
-            detector: config.detector,
+            detector: config.detector.into(),
             sweep: config.sweep.map(Into::into),
         }
     }
@@ -316,9 +316,7 @@ impl ExperimentParams {
             .lif
             .map(|lif| lif.check().map_err(|e| e.prefixed("lif")))
             .transpose()?;
-        self.detector
-            .validate()
-            .map_err(|e| e.prefixed("detector"))?;
+        let detector = self.detector.check().map_err(|e| e.prefixed("detector"))?;
         let sweep = self
             .sweep
             .map(|sweep| {
@@ -346,7 +344,7 @@ impl ExperimentParams {
             readout,
             features,
             lif,
-            detector: self.detector,
+            detector,
             sweep,
         })
     }

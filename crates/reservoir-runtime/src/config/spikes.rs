@@ -99,11 +99,9 @@ impl SpikeClassificationOptions {
             .saturating_add(bytes_of(self.bins(), self.channels).saturating_mul(8))
     }
 
-    /// Checks every field; errors name the field (as `task.<field>`).
+    /// Checks every field (the encoder was checked as it was read); errors name the field (as
+    /// `task.<field>`).
     pub fn validate(&self) -> Result<(), ConfigError> {
-        if let Some(encoder) = &self.encoder {
-            encoder.validate().map_err(|e| e.prefixed("task.encoder"))?;
-        }
         let positive = |field: &str, ok: bool, value: String| {
             if ok {
                 Ok(())

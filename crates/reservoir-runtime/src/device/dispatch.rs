@@ -7,7 +7,7 @@ use gpu_reservoir::{
 };
 use reservoir_core::lanes::{CpuLaneRunner, LaneRunner};
 use reservoir_core::lif::{LifConfig, LifNetwork, LifWeights};
-use reservoir_core::{cpu_reservoir, Reservoir, ReservoirConfig, ReservoirWeights};
+use reservoir_core::{cpu_reservoir, Par, Reservoir, ReservoirConfig, ReservoirWeights};
 
 use super::cost::{Shape, Workload};
 use super::launch::Launch;
@@ -121,7 +121,7 @@ impl Dispatch {
         let shape = Shape::of_weights(weights.recurrent(), weights.input());
         let Some(device) = self.gpu_for("esn", gpu_precision(config.precision()), shape, work)?
         else {
-            return cpu_reservoir(config, weights).map_err(Into::into);
+            return cpu_reservoir(config, weights, Par::all()).map_err(Into::into);
         };
         // Under a launch a reservoir worth splitting is split over the ranks, one shard per
         // process; a smaller one runs whole on every rank.
@@ -166,7 +166,7 @@ impl Dispatch {
         let shape = Shape::of_weights(weights.recurrent(), weights.input());
         let Some(device) = self.gpu_for("esn", gpu_precision(config.precision()), shape, work)?
         else {
-            return Ok(Built::One(cpu_reservoir(config, weights)?));
+            return Ok(Built::One(cpu_reservoir(config, weights, Par::all())?));
         };
         let collective = if self.topology.launch.is_some() {
             self.join_launch(&device)?
@@ -223,7 +223,7 @@ impl Dispatch {
         let shape = Shape::of_weights(weights.recurrent(), weights.input());
         Ok(match self.gpu_for("lif", Ok(()), shape, work)? {
             Some(device) => Box::new(GpuLifNetwork::from_weights(config, &weights, &device)?),
-            None => Box::new(LifNetwork::from_weights(config, weights)?),
+            None => Box::new(LifNetwork::from_weights(config, weights)?.with_par(Par::all())),
         })
     }
 
@@ -237,7 +237,7 @@ impl Dispatch {
         Ok(
             match self.gpu_for("lif", Ok(()), Shape::of_lif(config), work)? {
                 Some(device) => Box::new(GpuLifNetwork::new_shared(config, &device)?),
-                None => Box::new(LifNetwork::new(config)?),
+                None => Box::new(LifNetwork::new(config)?.with_par(Par::all())),
             },
         )
     }
@@ -262,7 +262,8 @@ impl Dispatch {
                 }
                 None => {
                     let weights = LifWeights::generate(config)?;
-                    let network = LifNetwork::from_weights(config, weights.clone())?;
+                    let network =
+                        LifNetwork::from_weights(config, weights.clone())?.with_par(Par::all());
                     (Box::new(network), weights)
                 }
             },
@@ -291,7 +292,7 @@ impl Dispatch {
         };
         let gpu = self.gpu_for("sweep", gpu_precision(base.precision()), shape, work)?;
         let Some(device) = gpu else {
-            return Ok(Box::new(CpuLaneRunner::all_cores()));
+            return Ok(Box::new(CpuLaneRunner::new(Par::all())));
         };
         if self.topology.launch.is_some() {
             let collective = self.join_launch(&device)?;

@@ -2,7 +2,7 @@
 //! model expects to finish the job first, decided before any GPU is opened.
 
 use gpu_reservoir::{DeviceInfo, GpuDevice, Startup};
-use reservoir_core::Precision;
+use reservoir_core::{Par, Precision};
 
 use super::cost::{cpu_seconds, gpu_seconds, Shape, Workload};
 use super::name::Device;
@@ -105,7 +105,7 @@ impl Chooser {
                 on_gpu(self.open(ordinal).map_err(unusable)?, None)
             }
             Device::Auto => {
-                let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+                let cores = Par::all().threads();
                 let cpu = cpu_seconds(shape, work, cores);
                 let gpu = gpu_seconds(shape, work, matches!(self.gpu, Some(Ok(_))));
                 let estimate = format!(

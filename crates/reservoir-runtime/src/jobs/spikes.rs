@@ -75,7 +75,12 @@ pub fn classify_with_progress(
     };
     let train_x = features(reservoir, &data.train)?;
     // segments × N features, usually more than the training samples: the dual form is cheap.
-    let readout = ridge_from_rows(train_x.view(), one_hot(&data.train).view(), ridge)?;
+    let readout = ridge_from_rows(
+        train_x.view(),
+        one_hot(&data.train).view(),
+        ridge,
+        reservoir_core::Par::all(),
+    )?;
     let test_x = features(reservoir, &data.test)?;
     let mut confusion = vec![vec![0; options.classes]; options.classes];
     let test_predictions = predict_classes(&readout, test_x.view())?;

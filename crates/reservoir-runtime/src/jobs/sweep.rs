@@ -350,7 +350,10 @@ mod tests {
         _: usize,
         _: Workload,
     ) -> Result<(Box<dyn LaneRunner>, String)> {
-        Ok((Box::new(CpuLaneRunner::new(2)), "cpu".into()))
+        Ok((
+            Box::new(CpuLaneRunner::new(reservoir_core::Par::rayon(2))),
+            "cpu".into(),
+        ))
     }
 
     #[test]
@@ -380,7 +383,8 @@ mod tests {
             lanes: &[Lane],
             data: &LaneData<'_>,
         ) -> reservoir_core::Result<Vec<LaneSums>> {
-            let mut sums = CpuLaneRunner::new(1).run_lanes(base, lanes, data)?;
+            let mut sums =
+                CpuLaneRunner::new(reservoir_core::Par::Seq).run_lanes(base, lanes, data)?;
             sums.pop();
             Ok(sums)
         }

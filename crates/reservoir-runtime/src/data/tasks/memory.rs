@@ -114,7 +114,11 @@ pub fn memory_capacity(
     let train_end = options.washout + options.train_len;
     let (inputs, delayed) = (&data.inputs, &data.targets);
     reservoir.reset()?;
-    let mut train = RidgeAccumulator::new(reservoir.size(), options.max_delay, 1)?;
+    let mut train = RidgeAccumulator::new(
+        reservoir.size(),
+        options.max_delay,
+        reservoir_core::Par::Seq,
+    )?;
     accumulate_run(
         reservoir,
         inputs.slice(s![..train_end, ..]),
@@ -123,7 +127,11 @@ pub fn memory_capacity(
         &mut train,
     )?;
     let fit = train.solve(options.ridge)?;
-    let mut test = RidgeAccumulator::new(reservoir.size(), options.max_delay, 1)?;
+    let mut test = RidgeAccumulator::new(
+        reservoir.size(),
+        options.max_delay,
+        reservoir_core::Par::Seq,
+    )?;
     accumulate_run(
         reservoir,
         inputs.slice(s![train_end.., ..]),

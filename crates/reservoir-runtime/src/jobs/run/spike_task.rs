@@ -134,7 +134,7 @@ fn detection_summary(
     metrics: &mut Vec<Figure>,
     hooks: &mut RunHooks<'_>,
 ) -> Result<()> {
-    let detector = PatternDetector::new(data.templates.clone(), detector_options.clone())?;
+    let detector = PatternDetector::new(data.templates.clone(), *detector_options)?;
     let expected_end = options.onset_ms + options.pattern_ms;
     let (mut found, mut right, mut total) = (0usize, 0usize, 0usize);
     for (i, sample) in data.test.iter().enumerate() {

@@ -88,7 +88,7 @@ pub fn fit_class_readout(
     let one_hot = Array2::from_shape_fn((labels.len(), classes), |(i, c)| {
         f64::from(u8::from(labels[i] == c))
     });
-    ridge_from_rows(features, one_hot.view(), ridge)
+    ridge_from_rows(features, one_hot.view(), ridge, reservoir_core::Par::all())
 }
 
 #[cfg(test)]

@@ -282,12 +282,12 @@ pub fn fit_series(
     let work = workload(&[train.inputs, test.map_or(&[], |t| t.inputs)]);
     let mut reservoir = dispatch.echo_state(&reservoir_config, weights.clone(), work)?;
     // One series streams its sums beside its run (`add_series`), on a thread of their own.
-    let sum_threads = if train.inputs.len() == 1 {
-        1
+    let sum_par = if train.inputs.len() == 1 {
+        reservoir_core::Par::Seq
     } else {
-        rayon::current_num_threads()
+        reservoir_core::Par::all()
     };
-    let mut sums = [RidgeAccumulator::new(n, m, sum_threads)?];
+    let mut sums = [RidgeAccumulator::new(n, m, sum_par)?];
     add_series(
         reservoir.as_mut(),
         train.inputs,

@@ -143,11 +143,12 @@ mod tests {
             .check()
             .expect("config");
         let (weights, _) = ReservoirWeights::generate(&config).expect("weights");
-        let mut reservoir = cpu_reservoir(&config, weights).expect("reservoir");
+        let mut reservoir =
+            cpu_reservoir(&config, weights, reservoir_core::Par::all()).expect("reservoir");
         let a = Array2::from_shape_fn((6, 1), |(t, _)| (t as f64).sin());
         let b = Array2::from_shape_fn((4, 1), |(t, _)| (t as f64).cos());
         let (ya, yb) = (a.mapv(|v| 2.0 * v), b.mapv(|v| -v));
-        let mut sums = vec![RidgeAccumulator::new(10, 1, 1).expect("sums")];
+        let mut sums = vec![RidgeAccumulator::new(10, 1, reservoir_core::Par::Seq).expect("sums")];
         add_series(
             reservoir.as_mut(),
             &[a.view(), b.view()],
@@ -159,7 +160,7 @@ mod tests {
         )
         .expect("sums");
         // The same rows by hand: each series from the zero state, rows 2.. of each.
-        let mut expected = RidgeAccumulator::new(10, 1, 1).expect("sums");
+        let mut expected = RidgeAccumulator::new(10, 1, reservoir_core::Par::Seq).expect("sums");
         for (u, y) in [(&a, &ya), (&b, &yb)] {
             reservoir.reset().expect("reset");
             let states = reservoir.run(u.view()).expect("run");

@@ -343,7 +343,7 @@ pub fn sweep_series(
     };
     search.run(dispatch, |index, reservoir| {
         let mut sums: Vec<RidgeAccumulator> = (0..grid.validation.groups())
-            .map(|_| RidgeAccumulator::new(n, m, 1))
+            .map(|_| RidgeAccumulator::new(n, m, reservoir_core::Par::Seq))
             .collect::<Result<_, _>>()?;
         add_series(
             reservoir,
@@ -359,7 +359,7 @@ pub fn sweep_series(
             .par_iter()
             .map(|&ridge| {
                 mean_over_folds(grid.validation, |g| {
-                    let mut others = RidgeAccumulator::new(n, m, 1)?;
+                    let mut others = RidgeAccumulator::new(n, m, reservoir_core::Par::Seq)?;
                     for (h, part) in sums.iter().enumerate() {
                         if h != g {
                             others.merge(part)?;
