@@ -384,14 +384,17 @@ fn collect_file(
         path: file.to_path_buf(),
         source,
     })?;
-    collect_items(&parsed.items, file, path, &dir, out)
+    collect_items(&parsed.items, file, path, &dir, false, out)
 }
 
+/// Reads the module `path` made of `items` (a file's, or an inline module's when `inline`),
+/// whose child modules' files are in `dir`.
 fn collect_items(
     items: &[syn::Item],
     file: &Path,
     path: ModulePath,
     dir: &Path,
+    inline: bool,
     out: &mut Vec<ModuleSource>,
 ) -> Result<(), CheckError> {
     let mut source = ModuleSource {
@@ -429,17 +432,24 @@ fn collect_items(
         }
     }
     out.push(source);
+    // A `#[path]` is relative to the file's folder, or inside an inline module to the folder
+    // its module path names.
+    let path_base = if inline {
+        dir.to_path_buf()
+    } else {
+        file.parent().map(Path::to_path_buf).unwrap_or_default()
+    };
     for (module, child_path) in children {
         let name = module.ident.to_string();
         if let Some((_, content)) = &module.content {
             let child_dir = match path_attr(&module.attrs) {
-                Some(p) => dir.join(p),
+                Some(p) => path_base.join(p),
                 None => dir.join(&name),
             };
-            collect_items(content, file, child_path, &child_dir, out)?;
+            collect_items(content, file, child_path, &child_dir, true, out)?;
         } else {
             let child_file = match path_attr(&module.attrs) {
-                Some(p) => dir.join(p),
+                Some(p) => path_base.join(p),
                 None => {
                     let flat = dir.join(format!("{name}.rs"));
                     if flat.exists() {
@@ -868,6 +878,20 @@ mod tests {
             cycles[0].to_string().starts_with("a -> b -> a"),
             "{}",
             cycles[0]
+        );
+    }
+
+    #[test]
+    fn a_path_attribute_is_relative_to_its_files_folder() {
+        let g = graph(&[
+            ("lib.rs", "mod a;\n"),
+            ("a.rs", "#[path = \"shared/helpers.rs\"]\nmod helpers;\n"),
+            ("shared/helpers.rs", "pub fn h() {}\n"),
+        ]);
+        assert!(
+            g.modules().any(|m| m == &["a", "helpers"]),
+            "{:?}",
+            g.modules().collect::<Vec<_>>()
         );
     }
 
