@@ -42,33 +42,35 @@ trap 'rm -rf "$cache"' EXIT
 : > "$out.log"
 failed=()
 
-# Runs one program, its output appended to the log and its JSON lines to OUT.
+# `bench NAME COMMAND...` runs COMMAND, its output appended to the log and its JSON lines to
+# OUT, and prints its exit status and seconds.
 bench() {
-  local started=$SECONDS
-  echo "== $*" | tee -a "$out.log"
+  local name=$1 started=$SECONDS
+  shift
+  echo "== $name: $*" | tee -a "$out.log"
   "$@" 2>&1 | tee -a "$out.log" | grep '^{' >> "$out"
   local status=${PIPESTATUS[0]}
-  echo "== $1: exit $status after $((SECONDS - started)) s" | tee -a "$out.log"
-  [ "$status" = 0 ] || failed+=("$1")
+  echo "== $name: exit $status after $((SECONDS - started)) s" | tee -a "$out.log"
+  [ "$status" = 0 ] || failed+=("$name")
 }
 
-bench "$bin/gpu_bench"
-bench "$bin/gpu_lif_bench"
-bench "$bin/gpu_sweep_bench"
-RESERVOIR_KERNEL_CACHE=$cache bench "$bin/gpu_startup_bench"
-RESERVOIR_KERNEL_CACHE=$cache bench "$bin/gpu_startup_bench"
-bench bash benches/fit_1m.sh "$bin"
+bench gpu_bench "$bin/gpu_bench"
+bench gpu_lif_bench "$bin/gpu_lif_bench"
+bench gpu_sweep_bench "$bin/gpu_sweep_bench"
+RESERVOIR_KERNEL_CACHE=$cache bench "gpu_startup_bench (empty kernel cache)" "$bin/gpu_startup_bench"
+RESERVOIR_KERNEL_CACHE=$cache bench "gpu_startup_bench (warm kernel cache)" "$bin/gpu_startup_bench"
+bench fit_1m bash benches/fit_1m.sh "$bin"
 if python3 -c 'import sys, torch; sys.exit(not torch.cuda.is_available())' 2>/dev/null; then
-  bench python3 benches/pytorch_esn.py
+  bench pytorch_esn python3 benches/pytorch_esn.py
 else
-  echo "== pytorch_esn.py skipped: no PyTorch with CUDA here" | tee -a "$out.log"
+  echo "== pytorch_esn: skipped, no PyTorch with CUDA here" | tee -a "$out.log"
 fi
-[ "$spread" = 1 ] && bench "$bin/gpu_spread_bench" all --repeats 3
+[ "$spread" = 1 ] && bench gpu_spread_bench "$bin/gpu_spread_bench" all --repeats 3
 
 figures=$(wc -l < "$out")
 echo "$figures figures in $out; the whole output in $out.log"
 if [ "${#failed[@]}" -gt 0 ]; then
-  echo "run-gpu: failed: ${failed[*]}" >&2
+  printf 'run-gpu: failed: %s\n' "${failed[@]}" >&2
   exit 1
 fi
 [ "$figures" -gt 0 ] || { echo "run-gpu: no figure came out (is there a GPU?)" >&2; exit 1; }
