@@ -420,9 +420,10 @@ def render(store):
     present = [b for b in BENCHES if any(r["bench"] == b for r in store)]
     for bench in present:
         lines.append(f"- [{BENCHES[bench][0]}](#{bench}) (`{bench}`)")
+    lines.append("")
     for bench in present:
         title, what, command = BENCHES[bench]
-        lines += ["", f"## {bench}", "", f"**{title}.** {what}", "", f"Run: {command}.", ""]
+        lines += [f"## {bench}", "", f"**{title}.** {what}", "", f"Run: {command}.", ""]
         mine = [r for r in store if r["bench"] == bench]
         devices = sorted(
             {(r["gpu"], r["cpu"]) for r in mine},

@@ -327,7 +327,7 @@ def record(recorder, result, tool, seconds, process_seconds=None):
     """Prints a tool's results: a line, and the JSON lines of its figures."""
     print(f"{tool} on {result['dataset']} ({result['n_train']} + {result['n_test']} sequences, "
           f"{result['units']} units): fit + predict {seconds:.3f} s, test accuracy "
-          f"{result['test_accuracy']}, training accuracy {result['train_accuracy']}", flush=True)
+          f"{result['test_accuracy']:.4f}, training accuracy {result['train_accuracy']:.4f}", flush=True)
     case = {"dataset": result["dataset"], "units": result["units"], "tool": tool}
     recorder.figure(case, "fit + predict", seconds, "s")
     recorder.figure(case, "process wall", process_seconds, "s")
