@@ -305,18 +305,16 @@ def merge(store, records):
 
 
 def number(value):
-    """A figure as the page shows it: whole numbers with thousands separators, others in the
-    shortest form that reads back the same."""
+    """A figure as the page shows it: below 10⁷ whole numbers with thousands separators and
+    others in the shortest form that reads back the same; very large and very small ones as
+    `1.13e8`."""
     value = canonical(value)
-    if isinstance(value, int):
-        return f"{value:,}"
-    if abs(value) >= 1e-3:
-        return repr(value)
-    text = f"{value:.3g}"
-    if "e" not in text:
-        return text
-    mantissa, exponent = text.split("e")
-    return f"{mantissa}e{int(exponent)}"
+    if 1e-3 <= abs(value) < 1e7:
+        return f"{value:,}" if isinstance(value, int) else repr(value)
+    if value == 0:
+        return "0"
+    mantissa, exponent = f"{value:.3e}".split("e")
+    return f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)}"
 
 
 def cell(value):
