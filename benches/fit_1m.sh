@@ -36,7 +36,9 @@ for backend in "${backends[@]}"; do
   python3 -c "print($end - $start)" > "$work/$backend.wall"
 done
 
-python3 - "$here/python" "bash benches/fit_1m.sh $*" "$work" "${backends[@]}" <<'PY'
+# The command recorded with the figures: BIN_DIR as `cargo build --release` leaves it.
+command="bash benches/fit_1m.sh"; [ "$skip_cpu" = 1 ] && command+=" --skip-cpu"
+python3 - "$here/python" "$command" "$work" "${backends[@]}" <<'PY'
 import json, sys
 sys.path.insert(0, sys.argv[1])
 from records import Recorder, gpu_model

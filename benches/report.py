@@ -10,8 +10,8 @@ for every figure it measures:
      "cpu": "Intel(R) Xeon(R) Processor, 16 cores", "command": "target/release/gpu_bench"}
 
 - `bench`: the program's name; `case`: the parameters of what was measured (numbers or text);
-  `metric`, `value` (a number, rounded to 4 significant digits) and `unit` (empty for a
-  count or a ratio).
+  `metric`, `value` (a number; the programs round it to 4 significant digits) and `unit`
+  (empty for a count or a ratio).
 - `gpu`: the model name of the GPU the program ran on, as the driver reports it, or null when
   it used none; `cpu`: the host's CPU model from /proc/cpuinfo's "model name" and its number
   of logical CPUs, or null where a figure's record did not name it.
