@@ -39,13 +39,13 @@ def gpu_model(index=0):
     return name if out.returncode == 0 and name else None
 
 
-def command_line(interpreter="python3"):
-    """The command that repeats this run from the repository root: `interpreter`, the script
+def command_line():
+    """The command that repeats this run from the repository root: python3, the script
     relative to the root, and this process's arguments."""
     script = Path(sys.argv[0]).resolve()
     if script.is_relative_to(REPO):
         script = script.relative_to(REPO)
-    return shlex.join([interpreter, str(script), *sys.argv[1:]])
+    return shlex.join(["python3", str(script), *sys.argv[1:]])
 
 
 class Recorder:
