@@ -13,7 +13,8 @@ Run from the repository root (any python with `pip install reservoirpy==0.4.2`):
     cargo build --release -p reservoir-cli
     python3 benches/compare_reservoirpy.py [--repeats 5] [--units 1000] [--steps 10000]
 
-Our run speed alone (steps/s) is measured by criterion:
+It prints a table and the JSON lines of its figures (benches/python/records.py). Our run speed
+alone (steps/s) is measured by `cpu_bench` and by criterion:
     cargo bench -p reservoir-benches --bench esn -- run/F32
 """
 import argparse
@@ -35,6 +36,8 @@ except ImportError:
              "`pip install reservoirpy==0.4.2` (e.g. /tmp/rpyenv/bin/python)")
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "benches" / "python"))
+from records import Recorder  # noqa: E402 (found through the path above)
 
 
 def die(msg):
@@ -163,12 +166,7 @@ def main():
     print(f"ours fit_seconds:  {' '.join(f'{x:.3f}' for x in of)}")
     print(f"ours process wall: {' '.join(f'{x:.3f}' for x in ow)}")
 
-    cpu = platform.processor() or ""
-    try:
-        cpu = next(l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo")
-                   if l.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
+    recorder = Recorder("compare_reservoirpy")
     ours_ver = subprocess.run([str(a.binary), "--version"], capture_output=True,
                               text=True).stdout.strip()
     (rfm, rfn), (rrm, rrn), (ofm, ofn), (owm, own) = map(stats, (rf, rr, of, ow))
@@ -188,11 +186,21 @@ def main():
     print(f"{'':36} {'median':>16}  {'min':>16}")
     for name, med, mn in rows:
         print(f"{name:36} {med:>16}  {mn:>16}")
-    print(f"machine: {cpu}, {os.cpu_count()} cores ({platform.machine()}, {platform.system()})")
+    print(f"machine: {recorder.cpu} ({platform.machine()}, {platform.system()})")
     print(f"versions: reservoirpy {reservoirpy.__version__}, numpy {np.__version__}, "
           f"python {platform.python_version()}, ours: {ours_ver}")
     print(f"BLAS: {blas_info()}")
     print("our run speed alone: cargo bench -p reservoir-benches --bench esn -- run/F32")
+    ours_tool = "reservoir fit" + (f", {a.precision}" if a.precision else "")
+    for tool, fit, nrmses in ((f"ReservoirPy {reservoirpy.__version__}", rfm, rn),
+                              (ours_tool, ofm, on)):
+        case = {"N": a.units, "connection": 0.1, "steps": a.steps, "tool": tool}
+        recorder.figure(case, "fit, weights to readout", fit, "s")
+        recorder.figure(case, "train NRMSE", statistics.median(nrmses), "")
+        if tool == ours_tool:
+            recorder.figure(case, "process wall, start + CSV + fit", owm, "s")
+        else:
+            recorder.figure(case, "Reservoir.run alone", a.steps / rrm, "steps/s")
 
 
 if __name__ == "__main__":

@@ -1,14 +1,14 @@
-//! The CPU engine's speeds in one run, as JSON lines: the product of every kernel this CPU has
-//! (at 10 % for N = 100, 1000 and 4000, and from 25 % to full for N = 100 and 1000, with the
-//! kernel the timed choice takes), `Reservoir::run` steps per second for every kernel on one
-//! thread and all of them, and the end-to-end fit of the ReservoirPy comparison (N = 1000,
-//! 10 %, T = 10,000). Each line names the CPU.
+//! The CPU engine's speeds in one run: the product of every kernel this CPU has (at 10 % for
+//! N = 100, 1000 and 4000, and from 25 % to full for N = 100 and 1000, with the kernel the
+//! timed choice takes), `Reservoir::run` steps per second for every kernel on one thread and
+//! all of them, and the end-to-end fit of the ReservoirPy comparison (N = 1000, 10 %,
+//! T = 10,000). Each figure is a line of text and a JSON line (`Recorder`).
 //!
 //! `cargo run --release -p reservoir-benches --bin cpu_bench [-- --repeat 5]`
 
 use std::time::Instant;
 
-use reservoir_benches::{cpu_model, sine_input};
+use reservoir_benches::{sine_input, Param, Recorder};
 use reservoir_core::fit::fit_ridge;
 use reservoir_core::real::ProductKernel;
 use reservoir_core::sparse::SparseProduct;
@@ -23,7 +23,7 @@ fn main() {
         .nth(1)
         .and_then(|v| v.parse().ok())
         .unwrap_or(5usize);
-    let cpu = cpu_model();
+    let rec = Recorder::new("cpu_bench", None);
     let cores = Par::all().threads();
     for (size, steps) in [(100, 20_000), (1000, 10_000), (4000, 2_000)] {
         let config = ReservoirParams::new()
@@ -37,7 +37,7 @@ fn main() {
             EchoStateNetwork::<f32>::from_weights(&config, weights).expect("reservoir");
         let chosen = reservoir.product_kernel().name();
         let inputs = sine_input(steps);
-        products_at_density(size, 0.1, repeat, &cpu);
+        products_at_density(&rec, size, 0.1, repeat);
         for kernel in ProductKernel::available::<f32>() {
             reservoir.set_product_kernel(kernel).expect("kernel");
             for threads in [1, cores] {
@@ -51,19 +51,25 @@ fn main() {
                     })
                     .collect();
                 times.sort_by(f64::total_cmp);
+                let median = steps as f64 / times[times.len() / 2];
                 println!(
-                    "{{\"measure\":\"run\",\"size\":{size},\"density\":0.1,\"precision\":\"f32\",\
-                     \"kernel\":\"{kernel}\",\"chosen\":\"{chosen}\",\"threads\":{threads},\
-                     \"median_steps_per_s\":{:.0},\"best_steps_per_s\":{:.0},\"cpu\":\"{cpu}\"}}",
-                    steps as f64 / times[times.len() / 2],
+                    "run N={size} 10 % f32, {kernel} (timed choice {chosen}), {threads} threads: \
+                     {median:.0} steps/s (best {:.0})",
                     steps as f64 / times[0]
                 );
+                let case = [
+                    ("N", Param::from(size)),
+                    ("density", 0.1.into()),
+                    ("kernel", kernel.name().into()),
+                    ("threads", threads.into()),
+                ];
+                rec.figure(&case, "Reservoir::run, f32", median, "steps/s");
             }
         }
     }
     for size in [100, 1000] {
         for density in [0.25, 0.5, 0.7, 1.0] {
-            products_at_density(size, density, repeat, &cpu);
+            products_at_density(&rec, size, density, repeat);
         }
     }
     let inputs = sine_input(10_000);
@@ -90,17 +96,23 @@ fn main() {
         })
         .collect();
     times.sort_by(f64::total_cmp);
+    let median = times[times.len() / 2];
     println!(
-        "{{\"measure\":\"fit\",\"size\":1000,\"steps\":10000,\"median_s\":{:.4},\"min_s\":{:.4},\
-         \"threads\":{cores},\"cpu\":\"{cpu}\"}}",
-        times[times.len() / 2],
+        "fit N=1000 10 %, 10,000 steps, weights to readout, {cores} threads: {median:.4} s (best {:.4})",
         times[0]
     );
+    let case = [
+        ("N", Param::from(1000)),
+        ("density", 0.1.into()),
+        ("steps", 10_000.into()),
+        ("threads", cores.into()),
+    ];
+    rec.figure(&case, "fit, weights to readout", median, "s");
 }
 
 /// The product of every kernel on a random W of `size` units and `density` (f32), and the
 /// kernel the timed choice takes for it.
-fn products_at_density(size: usize, density: f64, repeat: usize, cpu: &str) {
+fn products_at_density(rec: &Recorder, size: usize, density: f64, repeat: usize) {
     let config = ReservoirParams::new()
         .size(size)
         .connection_prob(density)
@@ -125,10 +137,15 @@ fn products_at_density(size: usize, density: f64, repeat: usize, cpu: &str) {
             })
             .collect();
         times.sort_by(f64::total_cmp);
+        let micros = times[times.len() / 2] * 1e6;
         println!(
-            "{{\"measure\":\"product\",\"size\":{size},\"density\":{density},\"precision\":\"f32\",\
-             \"kernel\":\"{kernel}\",\"chosen\":\"{chosen}\",\"median_us\":{:.2},\"cpu\":\"{cpu}\"}}",
-            times[times.len() / 2] * 1e6
+            "product N={size} density {density} f32, {kernel} (timed choice {chosen}): {micros:.2} µs"
         );
+        let case = [
+            ("N", Param::from(size)),
+            ("density", density.into()),
+            ("kernel", kernel.name().into()),
+        ];
+        rec.figure(&case, "product, f32", micros, "µs");
     }
 }

@@ -6,9 +6,8 @@
 //! continuing the trajectory from rest (`lif_setup::time_cpu`: median wall-clock µs per step
 //! over the runs), on one thread and then, with `--threads 1,2`, split over two by neuron range
 //! (`LifNetwork::set_step_par`; a network too small to split is measured once). It prints
-//! one JSON line per measurement: `tool`, `n`, `synapses`, `threads`, `steps`, `runs`,
-//! `us_per_step`, `rate_hz` (spikes of the last run / N / its model time),
-//! `synaptic_events_per_s`, `spikes`, `cpu` (model name from `/proc/cpuinfo`).
+//! a line of text and JSON lines (`Recorder`) per measurement: µs per step, the firing rate
+//! (spikes of the last run / N / its model time) and synaptic events per second.
 //!
 //! With `--export DIR` it first writes the network, with its synapses, for
 //! `benches/python/lif_vs_brian2.py` (the files: `lif_export.rs`).
@@ -27,7 +26,7 @@ use std::path::PathBuf;
 
 use lif_export::{export_network, export_synapses, HOLD_STEPS};
 use lif_setup::{held_input, lif_config, time_cpu};
-use reservoir_benches::{cpu_model, lif_weights_phased, phase_line};
+use reservoir_benches::{lif_weights_phased, phase_line, Param, Recorder};
 use reservoir_core::lif::{LifNetwork, MIN_PART_NEURONS};
 use reservoir_core::{Reservoir, ReservoirError, Result};
 
@@ -100,7 +99,7 @@ fn options() -> Result<Options> {
 
 fn main() -> Result<()> {
     let options = options()?;
-    let cpu = cpu_model();
+    let rec = Recorder::new("cpu_lif_bench", None);
     for &n in &options.sizes {
         let steps = options
             .steps
@@ -145,18 +144,24 @@ fn main() -> Result<()> {
             let timing = time_cpu(&mut network, &inputs, options.runs)?;
             let seconds = timing.micros_per_step * 1e-6 * steps as f64;
             let model_s = steps as f64 * config.dt_ms() * 1e-3;
+            let rate = timing.spikes as f64 / n as f64 / model_s;
+            let events = timing.synaptic_events as f64 / seconds;
+            let threads = network.step_threads();
             println!(
-                "{{\"tool\": \"reservoir-core LifNetwork::step\", \"n\": {n}, \"synapses\": \
-                 {synapses}, \"threads\": {}, \"steps\": {steps}, \"runs\": {}, \
-                 \"us_per_step\": {:.3}, \"rate_hz\": {:.3}, \"synaptic_events_per_s\": {:.4e}, \
-                 \"spikes\": {}, \"cpu\": \"{cpu}\"}}",
-                network.step_threads(),
-                options.runs,
-                timing.micros_per_step,
-                timing.spikes as f64 / n as f64 / model_s,
-                timing.synaptic_events as f64 / seconds,
-                timing.spikes,
+                "N = {n} ({synapses} synapses), {threads} threads, {steps} steps × {} runs: \
+                 {:.3} µs/step, {rate:.3} Hz, {events:.4e} synaptic events/s",
+                options.runs, timing.micros_per_step,
             );
+            let case = [
+                ("N", Param::from(n)),
+                ("connection", 0.01.into()),
+                ("steps", steps.into()),
+                ("runs", options.runs.into()),
+                ("threads", threads.into()),
+            ];
+            rec.figure(&case, "step", timing.micros_per_step, "µs/step");
+            rec.figure(&case, "firing rate", rate, "Hz");
+            rec.figure(&case, "synaptic events", events, "per s");
         }
     }
     Ok(())

@@ -7,6 +7,7 @@
 #
 # BIN_DIR holds the `reservoir` binary (default target/release). Needs python3.
 # Run from the repository root. The CPU run takes minutes on a 2-core machine; --skip-cpu omits it.
+# Prints a table and the JSON lines of its figures (benches/python/records.py).
 set -euo pipefail
 bin=${1:-target/release}
 [ "${bin#--}" = "$bin" ] || bin=target/release
@@ -35,9 +36,13 @@ for backend in "${backends[@]}"; do
   python3 -c "print($end - $start)" > "$work/$backend.wall"
 done
 
-python3 - "$work" "${backends[@]}" <<'PY'
+# The command recorded with the figures: BIN_DIR as `cargo build --release` leaves it.
+command="bash benches/fit_1m.sh"; [ "$skip_cpu" = 1 ] && command+=" --skip-cpu"
+python3 - "$here/python" "$command" "$work" "${backends[@]}" <<'PY'
 import json, sys
-work, backends = sys.argv[1], sys.argv[2:]
+sys.path.insert(0, sys.argv[1])
+from records import Recorder, gpu_model
+command, work, backends = sys.argv[2], sys.argv[3], sys.argv[4:]
 rows = []
 for b in backends:
     report = json.load(open(f"{work}/{b}.json"))
@@ -51,6 +56,12 @@ print("|---|---|---|---|---|---|")
 for b, wall, r in rows:
     print(f"| {b} | {wall:.2f} | {r['fit_seconds']:.2f} | {r['n_train'] / r['fit_seconds']:,.0f} "
           f"| {r['train_nrmse']:.4f} | {r['test_nrmse']:.4f} |")
+recorder = Recorder("fit_1m", gpu=gpu_model(), command=command)
+for b, wall, r in rows:
+    case = {"N": 1000, "connection": 0.1, "rows": r["n_train"], "device": b}
+    recorder.figure(case, "process wall", wall, "s")
+    recorder.figure(case, "fit, weights to readout", r["fit_seconds"], "s")
+    recorder.figure(case, "test NRMSE", r["test_nrmse"], "")
 if len(rows) == 2:
     (_, gw, g), (_, cw, c) = rows
     print(f"\ncuda vs cpu: process {cw / gw:.1f}x, fit {c['fit_seconds'] / g['fit_seconds']:.1f}x; "

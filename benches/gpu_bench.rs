@@ -2,7 +2,8 @@
 //! baselines measured in the same process (one fused launch per step; cuBLAS SGEMV plus an
 //! elementwise kernel, two launches per step), µs/step from CUDA events after a warm-up
 //! (median of repeats), achieved GB/s of W read per step and the floor from the measured copy
-//! bandwidth. Start-up (context, NVRTC, cuBLAS handle) is reported separately.
+//! bandwidth. Start-up (context, NVRTC, cuBLAS handle) is reported separately. Every figure
+//! is also printed as a JSON line (`Recorder`).
 //!
 //! Build with `cargo build --release -p reservoir-benches --bins` and run on a machine with a
 //! GPU: `target/release/gpu_bench` (`--batched-only`: the batched table only;
@@ -19,7 +20,7 @@ use gpu_reservoir::{
     PersistentWeights, Result,
 };
 use ndarray::{Array2, ArrayView2};
-use reservoir_benches::{copy_bandwidth, median_micros_per_step};
+use reservoir_benches::{copy_bandwidth, median_micros_per_step, Param, Recorder};
 use reservoir_core::{
     EchoStateNetwork, HalfFormat, Reservoir, ReservoirConfig, ReservoirError, ReservoirParams,
     ReservoirWeights,
@@ -54,11 +55,29 @@ fn bench_config(size: usize, density: f64, seed: u64) -> Result<ReservoirConfig>
         .map_err(ReservoirError::from)?)
 }
 
+/// A single-sequence timing: its case (N, density, W's format) and path.
 struct Row {
-    case: String,
+    n: usize,
+    density: f64,
+    w_format: &'static str,
     path: &'static str,
     timing: StepTiming,
     w_bytes: f64,
+}
+
+impl Row {
+    /// The case as the table names it: `N=1000 dense`, `N=1000 10% CSR`, `N=4096 dense, bf16 W`.
+    fn case(&self) -> String {
+        let layout = if self.density >= 1.0 {
+            "dense".to_string()
+        } else {
+            format!("{:.0}% CSR", self.density * 100.0)
+        };
+        match self.w_format {
+            "f32" => format!("N={} {layout}", self.n),
+            half => format!("N={} {layout}, {half} W", self.n),
+        }
+    }
 }
 
 fn main() -> Result<()> {
@@ -73,8 +92,9 @@ fn main() -> Result<()> {
     let t = Instant::now();
     device.blas()?;
     let blas_s = t.elapsed().as_secs_f64();
+    let rec = Recorder::new("gpu_bench", Some(device.info().name.clone()));
     if std::env::args().any(|a| a == "--many-only") {
-        print_many(&many_sequences(&device)?);
+        print_many(&rec, &many_sequences(&device)?);
         return Ok(());
     }
     if std::env::args().any(|a| a == "--tensor-core-only") {
@@ -85,10 +105,17 @@ fn main() -> Result<()> {
             let mut run = TensorCoreSteps::new(&device, &weights, batch, 200)?;
             let micros = median_micros_per_step(&device, run.steps(), 5, || run.enqueue())?;
             println!("tensor-core run, N=1000, B={batch}: {micros:.2} µs/step");
+            record_batched(&rec, 1000, batch, GemmMath::F16, TENSOR_CORE_RUN, micros);
         }
         return Ok(());
     }
     let copy = copy_bandwidth(&device, 1 << 30)?;
+    rec.figure(
+        &[("buffer", "1 GiB".into())],
+        "copy bandwidth, read + write",
+        copy,
+        "GB/s",
+    );
     println!(
         "device: {} ({} SMs); copy bandwidth {:.0} GB/s (read + write, 1 GiB)",
         device.info().name,
@@ -122,65 +149,50 @@ fn main() -> Result<()> {
         let config = bench_config(n, density, 3)?;
         let (weights, _) = ReservoirWeights::generate(&config)?;
         let nnz = weights.recurrent().nnz() as f64;
-        let case = format!(
-            "N={n} {}",
-            if dense {
-                "dense".to_string()
-            } else {
-                format!("{:.0}% CSR", density * 100.0)
-            }
-        );
+        let row = |w_format, path, timing, w_bytes| Row {
+            n,
+            density,
+            w_format,
+            path,
+            timing,
+            w_bytes,
+        };
         let t = Instant::now();
         let mut buffers = SingleSequenceSteps::new(&device, &weights, steps, dense)?;
         nvrtc_s.get_or_insert(t.elapsed().as_secs_f64());
         if let Some(shape) = buffers.cluster_shape() {
-            cluster_shapes.push((case.clone(), shape?));
-            rows.push(Row {
-                case: case.clone(),
-                path: "cluster, W in registers + smem",
-                timing: time(&device, &mut buffers, 5, |b| b.enqueue_cluster())?,
-                w_bytes: nnz * 4.0,
-            });
+            cluster_shapes.push((n, density, shape?));
+            let timing = time(&device, &mut buffers, 5, |b| b.enqueue_cluster())?;
+            rows.push(row("f32", CLUSTER, timing, nnz * 4.0));
         }
         if let Some(where_w) = buffers.persistent_weights() {
             let timing = time(&device, &mut buffers, 5, |b| b.enqueue_persistent())?;
-            rows.push(persistent_row(case.clone(), timing, where_w, nnz));
+            let (path, w_bytes) = persistent_path(where_w, nnz);
+            rows.push(row("f32", path, timing, w_bytes));
         }
         // A large dense W rounded to 16 bits streams at half the bytes (same results as
         // the CPU on the rounded weights).
         if dense && n >= 4096 {
-            for format in [HalfFormat::Bf16, HalfFormat::F16] {
+            for (format, w_format) in [(HalfFormat::Bf16, "bf16"), (HalfFormat::F16, "f16")] {
                 let rounded = weights.with_recurrent_rounded(format)?;
                 let mut half = SingleSequenceSteps::new(&device, &rounded, steps, false)?;
                 if let Some(where_w) = half.persistent_weights() {
                     let timing = time(&device, &mut half, 5, |b| b.enqueue_persistent())?;
-                    rows.push(persistent_row(
-                        format!("{case}, {format:?} W"),
-                        timing,
-                        where_w,
-                        nnz,
-                    ));
+                    let (path, w_bytes) = persistent_path(where_w, nnz);
+                    rows.push(row(w_format, path, timing, w_bytes));
                 }
             }
         }
         if dense {
-            rows.push(Row {
-                case: case.clone(),
-                path: "baseline cuBLAS SGEMV + elementwise",
-                timing: time(&device, &mut buffers, 3, |b| b.enqueue_cublas_gemv())?,
-                w_bytes: nnz * 4.0,
-            });
+            let timing = time(&device, &mut buffers, 3, |b| b.enqueue_cublas_gemv())?;
+            rows.push(row("f32", CUBLAS_BASELINE, timing, nnz * 4.0));
         }
-        rows.push(Row {
-            case,
-            path: "baseline fused kernel, 1 launch/step",
-            timing: time(&device, &mut buffers, 3, |b| b.enqueue_fused())?,
-            w_bytes: nnz * 8.0,
-        });
+        let timing = time(&device, &mut buffers, 3, |b| b.enqueue_fused())?;
+        rows.push(row("f32", FUSED_BASELINE, timing, nnz * 8.0));
     }
 
     if only_case.is_some() {
-        print_rows(&rows, copy);
+        print_rows(&rec, &rows, copy);
         return Ok(());
     }
 
@@ -238,7 +250,7 @@ fn main() -> Result<()> {
             for &math in maths {
                 let mut steps = BatchedSteps::new(&device, &config, &weights, batch, math)?;
                 let plain = median_micros_per_step(&device, 200, 5, || steps.enqueue(200))?;
-                batched_rows.push((n, batch, math, false, plain));
+                batched_rows.push((n, batch, math, GEMM_LAUNCHES, plain));
                 let graph = capture(&device, || steps.enqueue(200))?;
                 let replayed = median_micros_per_step(&device, 200, 5, || {
                     graph
@@ -248,7 +260,7 @@ fn main() -> Result<()> {
                             source,
                         })
                 })?;
-                batched_rows.push((n, batch, math, true, replayed));
+                batched_rows.push((n, batch, math, GEMM_GRAPH, replayed));
                 if math == GemmMath::F16 {
                     graph_f16 = Some(replayed);
                 }
@@ -271,36 +283,67 @@ fn main() -> Result<()> {
     // host), one after another and batched.
     let many = many_sequences(&device)?;
 
-    println!("\nstart-up (excluded above): context {:.3} s, cuBLAS handle {:.3} s, first NVRTC compile + plans + uploads {:.3} s", context_s, blas_s, nvrtc_s.unwrap_or(0.0));
+    let nvrtc_s = nvrtc_s.unwrap_or(0.0);
+    println!("\nstart-up (excluded above): context {context_s:.3} s, cuBLAS handle {blas_s:.3} s, first NVRTC compile + plans + uploads {nvrtc_s:.3} s");
+    for (phase, seconds) in [
+        ("context", context_s),
+        ("cuBLAS handle", blas_s),
+        ("first NVRTC compile + plans + uploads", nvrtc_s),
+    ] {
+        rec.figure(&[("phase", phase.into())], "start-up", seconds, "s");
+    }
     println!("GpuReservoirComputer::run ({:?} path), N=1000 dense, 100,000 steps incl. drive, transfers and copy-back: {:.3} s ({:.2} µs/step); relative error vs CPU over the first 1000 steps {:.1e}", gpu.step_path(), run_s, run_s * 1e6 / 1e5, diff);
+    let headline_case = |path: &str| {
+        [
+            ("N", Param::from(1000)),
+            ("density", 1.0.into()),
+            ("steps", 100_000.into()),
+            ("path", path.into()),
+        ]
+    };
+    let public_run = headline_case("GpuReservoirComputer::run, drive, transfers and copy-back");
+    rec.figure(&public_run, "wall time", run_s, "s");
+    rec.figure(
+        &public_run,
+        "error vs CPU, first 1000 steps",
+        diff,
+        "relative",
+    );
     if let Some((timing, shape)) = headline {
         println!(
             "cluster kernel alone, N=1000 dense, one launch of 100,000 steps: {:.3} µs/step ({} blocks)",
             timing.micros_per_step, shape.blocks
         );
+        let case = headline_case("cluster kernel alone, one launch");
+        rec.figure(&case, "step", timing.micros_per_step, "µs/step");
     }
-    for (case, shape) in cluster_shapes {
+    for (n, density, shape) in cluster_shapes {
         println!(
-            "cluster plan {case}: {} blocks, {} registers/thread, {} bytes spilled/thread",
+            "cluster plan N={n}, density {density}: {} blocks, {} registers/thread, {} bytes spilled/thread",
             shape.blocks, shape.registers, shape.spilled_bytes
         );
+        let case = [("N", Param::from(n)), ("density", density.into())];
+        rec.figure(&case, "cluster", shape.blocks as f64, "blocks");
+        rec.figure(&case, "registers", shape.registers as f64, "per thread");
+        rec.figure(
+            &case,
+            "spilled",
+            shape.spilled_bytes as f64,
+            "bytes per thread",
+        );
     }
-    print_rows(&rows, copy);
-    print_many(&many);
+    print_rows(&rec, &rows, copy);
+    print_many(&rec, &many);
     println!(
-        "\n| batched: N, B | GEMM | launches | µs/step (all B sequences) | µs per sequence-step |"
+        "\n| batched: N, B | arithmetic | kernel | µs/step (all B sequences) | µs per sequence-step |"
     );
     println!("|---|---|---|---|---|");
-    for (n, batch, math, graph, micros) in batched_rows {
-        let launches = if graph {
-            "CUDA graph of 200 steps"
-        } else {
-            "2 per step"
-        };
+    for (n, batch, math, kernel, micros) in batched_rows {
         println!(
-            "| N={n}, B={batch} | {math:?} | {launches} | {micros:.2} | {:.4} |",
+            "| N={n}, B={batch} | {math} | {kernel} | {micros:.2} | {:.4} |",
             micros / batch as f64
         );
+        record_batched(&rec, n, batch, math, kernel, micros);
     }
     println!("\n| tensor-core run: N, B | µs/step (all B sequences) | f16 GEMM graph µs/step | GEMM graph / tensor cores |");
     println!("|---|---|---|---|");
@@ -309,8 +352,37 @@ fn main() -> Result<()> {
             "| N={n}, B={batch} | {micros:.2} | {graph:.2} | {:.2}× |",
             graph / micros
         );
+        record_batched(&rec, n, batch, GemmMath::F16, TENSOR_CORE_RUN, micros);
     }
     Ok(())
+}
+
+/// The single-sequence paths' labels.
+const CLUSTER: &str = "cluster, W in registers + smem";
+const CUBLAS_BASELINE: &str = "baseline cuBLAS SGEMV + elementwise";
+const FUSED_BASELINE: &str = "baseline fused kernel, 1 launch/step";
+
+/// The batched kernels' labels.
+const GEMM_LAUNCHES: &str = "GEMM, 2 launches a step";
+const GEMM_GRAPH: &str = "GEMM, CUDA graph of 200 steps";
+const TENSOR_CORE_RUN: &str = "tensor-core run";
+
+/// The record of a batched step: µs per step of all `batch` sequences.
+fn record_batched(
+    rec: &Recorder,
+    n: usize,
+    batch: usize,
+    math: GemmMath,
+    kernel: &str,
+    micros: f64,
+) {
+    let case = [
+        ("N", Param::from(n)),
+        ("B", batch.into()),
+        ("arithmetic", math.to_string().into()),
+        ("kernel", kernel.into()),
+    ];
+    rec.figure(&case, "step, all B sequences", micros, "µs/step");
 }
 
 /// One row of the many-sequence table: N, sequences, steps each, and the median seconds of
@@ -399,19 +471,41 @@ fn many_sequences(device: &GpuDevice) -> Result<Vec<ManyRow>> {
     Ok(rows)
 }
 
+/// The labels of [`MANY_MODES`] in the table and the records.
+const MANY_LABELS: [&str; 5] = [
+    "one after another",
+    "batched, f32 GEMM",
+    "batched, tf32 GEMM",
+    "batched, f16 GEMM",
+    "batched, f16 tensor cores",
+];
+
 /// The many-sequence table.
-fn print_many(rows: &[ManyRow]) {
-    println!("\n| run_many: N (10 %), sequences × steps | one after another (s) | batched, F32 GEMM (s) | batched, TF32 GEMM (s) | batched, F16 GEMM (s) | batched, F16 tensor cores (s) |");
+fn print_many(rec: &Recorder, rows: &[ManyRow]) {
+    println!(
+        "\n| run_many: N (10 %), sequences × steps | {} |",
+        MANY_LABELS.map(|label| format!("{label} (s)")).join(" | ")
+    );
     println!("|---|---|---|---|---|---|");
     for (n, count, steps, seconds) in rows {
         let cells: Vec<String> = seconds.iter().map(|s| format!("{s:.4}")).collect();
         println!("| N={n}, {count} × {steps} | {} |", cells.join(" | "));
+        for (mode, &s) in MANY_LABELS.iter().zip(seconds) {
+            let case = [
+                ("N", Param::from(*n)),
+                ("connection", 0.1.into()),
+                ("sequences", (*count).into()),
+                ("steps", (*steps).into()),
+                ("mode", (*mode).into()),
+            ];
+            rec.figure(&case, "run_many", s, "s");
+        }
     }
 }
 
-/// The row of a persistent-kernel timing: its path and the bytes of W it reads per step.
-fn persistent_row(case: String, timing: StepTiming, where_w: PersistentWeights, nnz: f64) -> Row {
-    let (path, w_bytes) = match where_w {
+/// The path of a persistent-kernel timing and the bytes of W it reads per step.
+fn persistent_path(where_w: PersistentWeights, nnz: f64) -> (&'static str, f64) {
+    match where_w {
         PersistentWeights::CsrOnChip => ("persistent, CSR W in smem", nnz * 8.0),
         PersistentWeights::DenseStreamed => {
             ("persistent, dense W streamed (16-byte loads)", nnz * 4.0)
@@ -421,28 +515,30 @@ fn persistent_row(case: String, timing: StepTiming, where_w: PersistentWeights, 
             nnz * 2.0,
         ),
         PersistentWeights::CsrStreamed => ("persistent, CSR W from L2/HBM", nnz * 8.0),
-    };
-    Row {
-        case,
-        path,
-        timing,
-        w_bytes,
     }
 }
 
 /// The single-sequence table: µs/step, GB/s of W and the bandwidth floor per path.
-fn print_rows(rows: &[Row], copy: f64) {
+fn print_rows(rec: &Recorder, rows: &[Row], copy: f64) {
     println!("\n| case | path | µs/step | GB/s of W | floor µs (W bytes / copy BW) |");
     println!("|---|---|---|---|---|");
     for r in rows {
         let gbs = r.w_bytes / (r.timing.micros_per_step * 1e-6) / 1e9;
+        let floor = r.w_bytes / (copy * 1e9) * 1e6;
         println!(
-            "| {} | {} | {:.2} | {:.0} | {:.2} |",
-            r.case,
+            "| {} | {} | {:.2} | {gbs:.0} | {floor:.2} |",
+            r.case(),
             r.path,
             r.timing.micros_per_step,
-            gbs,
-            r.w_bytes / (copy * 1e9) * 1e6
         );
+        let case = [
+            ("N", Param::from(r.n)),
+            ("density", r.density.into()),
+            ("W", r.w_format.into()),
+            ("path", r.path.into()),
+        ];
+        rec.figure(&case, "step", r.timing.micros_per_step, "µs/step");
+        rec.figure(&case, "W read", gbs, "GB/s");
+        rec.figure(&case, "floor, W bytes / copy bandwidth", floor, "µs/step");
     }
 }

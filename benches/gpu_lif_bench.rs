@@ -30,9 +30,7 @@
 //! before them on the GPU: default 1; a large network's first steps from rest are silent),
 //! `--gpu-only` (no CPU rows and no path-rule table) and `--export DIR` (the network for
 //! `benches/python/lif_vs_gpu_simulators.py`, with its synapses up to [`EXPORT_MAX_SYNAPSES`];
-//! files: `lif_export.rs`). Each GPU row is also printed as a JSON line (`tool`, `path`, `n`,
-//! `synapses`, `steps`, `warmup_runs`, `runs`, `us_per_step`, `rate_hz`,
-//! `synaptic_events_per_s`, `spikes`, start-up seconds, `gpu`).
+//! files: `lif_export.rs`). Every figure is also printed as a JSON line (`Recorder`).
 
 mod lif_export;
 mod lif_setup;
@@ -45,7 +43,7 @@ use gpu_reservoir::{probe, GpuDevice, GpuError, GpuLifNetwork, LifStepPath, Resu
 use lif_export::{export_network, export_synapses, HOLD_STEPS};
 use lif_setup::{held_input, lif_config, time_cpu, LifStepTiming};
 use ndarray::{Array2, ArrayView2};
-use reservoir_benches::{lif_weights_phased, median_micros_per_step, phase_line};
+use reservoir_benches::{lif_weights_phased, median_micros_per_step, phase_line, Param, Recorder};
 use reservoir_core::lif::{spectral_products, LifConfig, LifNetwork};
 use reservoir_core::{Reservoir, ReservoirError};
 
@@ -177,6 +175,25 @@ struct Row {
     timing: LifStepTiming,
 }
 
+/// The case of a timed run: the network, the runs and the path.
+fn step_case(
+    n: usize,
+    connection_prob: f64,
+    timing: &LifStepTiming,
+    warmup_runs: usize,
+    runs: usize,
+    path: &str,
+) -> [(&'static str, Param); 6] {
+    [
+        ("N", n.into()),
+        ("connection", connection_prob.into()),
+        ("steps", timing.steps.into()),
+        ("runs", runs.into()),
+        ("warm-up runs", warmup_runs.into()),
+        ("path", path.into()),
+    ]
+}
+
 /// Times `runs` runs of `inputs` on the GPU network from its evolving state (features and
 /// flags left on the device) after `warmup_runs` (at least one) untimed runs: CUDA events,
 /// median.
@@ -237,6 +254,15 @@ fn gpu_device() -> Result<Option<(GpuDevice, f64, f64)>> {
     Ok(Some((device, context_s, nvrtc_s)))
 }
 
+/// A GPU path as the tables and records name it.
+fn path_label(path: LifStepPath) -> &'static str {
+    match path {
+        LifStepPath::EventDriven => "GPU event-driven",
+        LifStepPath::Gather => "GPU gather",
+        LifStepPath::EventCluster => "GPU event-driven, one cluster launch",
+    }
+}
+
 /// An error unless every (spikes, synaptic events) pair is the same.
 fn check_same(what: String, counts: &[(u64, u64)]) -> Result<()> {
     if counts.windows(2).any(|w| w[0] != w[1]) {
@@ -249,9 +275,12 @@ fn check_same(what: String, counts: &[(u64, u64)]) -> Result<()> {
 fn main() -> Result<()> {
     let options = options()?;
     let gpu_device = gpu_device()?;
-    let gpu_name = gpu_device
-        .as_ref()
-        .map_or_else(String::new, |(device, _, _)| device.info().name.clone());
+    let rec = Recorder::new(
+        "gpu_lif_bench",
+        gpu_device
+            .as_ref()
+            .map(|(device, _, _)| device.info().name.clone()),
+    );
     let runs = options.runs;
     let mut rows = Vec::new();
     let mut silent_rows = Vec::new();
@@ -337,22 +366,17 @@ fn main() -> Result<()> {
                 .map(|p| format!("{} {:.3} s", p.name, p.seconds))
                 .collect();
             println!("  device start-up so far: {}", phases.join(", "));
-            let mut paths = vec![
-                (LifStepPath::EventDriven, "GPU event-driven"),
-                (LifStepPath::Gather, "GPU gather"),
-            ];
+            let mut paths = vec![LifStepPath::EventDriven, LifStepPath::Gather];
             let cluster = gpu.cluster_run_available()?;
             if cluster {
-                paths.push((
-                    LifStepPath::EventCluster,
-                    "GPU event-driven, one cluster launch",
-                ));
+                paths.push(LifStepPath::EventCluster);
             }
-            for (path, label) in paths {
+            for path in paths {
                 gpu = gpu.with_step_path(path);
                 gpu.reset()?;
                 let warmup = options.warmup_runs;
-                timings.push((label, time_gpu(&mut gpu, inputs.view(), warmup, runs)?));
+                let timing = time_gpu(&mut gpu, inputs.view(), warmup, runs)?;
+                timings.push((path_label(path), timing));
             }
             if cluster {
                 // The run's fixed cost: the same steps with no input, so no spike and nothing
@@ -362,6 +386,10 @@ fn main() -> Result<()> {
                 let silent = Array2::zeros(inputs.dim());
                 let timing = time_gpu(&mut gpu, silent.view(), options.warmup_runs, runs)?;
                 if timing.spikes == 0 {
+                    let path = "GPU event-driven, one cluster launch, no input";
+                    let case =
+                        step_case(n, connection_prob, &timing, options.warmup_runs, runs, path);
+                    rec.figure(&case, "step", timing.micros_per_step, "µs/step");
                     silent_rows.push((n, timing));
                 }
             }
@@ -382,25 +410,30 @@ fn main() -> Result<()> {
             .collect();
         check_same(format!("N = {n}"), &counts)?;
         let model_s = steps as f64 * config.dt_ms() * 1e-3;
-        for (path, timing) in timings.iter().filter(|(path, _)| path.starts_with("GPU")) {
+        for (path, timing) in &timings {
+            let case = step_case(n, connection_prob, timing, options.warmup_runs, runs, path);
             let seconds = timing.micros_per_step * 1e-6 * steps as f64;
-            let (network_s, device_bytes) = gpu_startup.unwrap_or((0.0, 0));
-            let gpu_generate_s = gpu_generate_s.unwrap_or(generate_s);
-            println!(
-                "{{\"tool\": \"reservoir gpu_lif_bench\", \"path\": \"{path}\", \"n\": {n}, \
-                 \"connection_prob\": {connection_prob}, \"synapses\": {synapses}, \"steps\": \
-                 {steps}, \"warmup_runs\": {}, \"runs\": {runs}, \"us_per_step\": {:.3}, \
-                 \"rate_hz\": {:.3}, \
-                 \"synaptic_events_per_s\": {:.4e}, \"spikes\": {}, \"generate_s\": \
-                 {generate_s:.3}, \"gpu_generate_s\": {gpu_generate_s:.3}, \"network_s\": \
-                 {network_s:.3}, \"device_bytes\": {device_bytes}, \
-                 \"gpu\": \"{gpu_name}\"}}",
-                options.warmup_runs,
-                timing.micros_per_step,
-                timing.spikes as f64 / n as f64 / model_s,
-                timing.synaptic_events as f64 / seconds,
-                timing.spikes,
-            );
+            let rate = timing.spikes as f64 / n as f64 / model_s;
+            rec.figure(&case, "step", timing.micros_per_step, "µs/step");
+            let events = timing.synaptic_events as f64 / seconds;
+            rec.figure(&case, "synaptic events", events, "per s");
+            rec.figure(&case, "firing rate", rate, "Hz");
+        }
+        let case = [
+            ("N", Param::from(n)),
+            ("connection", connection_prob.into()),
+        ];
+        rec.figure(&case, "synapses", synapses as f64, "");
+        rec.figure(&case, "weights, CPU estimate", generate_s, "s");
+        if let Some(seconds) = gpu_generate_s {
+            rec.figure(&case, "weights, GPU estimate", seconds, "s");
+        }
+        if let Some(seconds) = cpu_build_s {
+            rec.figure(&case, "CPU network (Wᵀ)", seconds, "s");
+        }
+        if let Some((seconds, bytes)) = gpu_startup {
+            rec.figure(&case, "GPU network (W, Wᵀ)", seconds, "s");
+            rec.figure(&case, "device memory", bytes as f64 / 1e9, "GB");
         }
         rows.extend(timings.iter().map(|&(path, timing)| Row {
             n,
@@ -448,6 +481,11 @@ fn main() -> Result<()> {
             .min_by(|&a, &b| micros[a].total_cmp(&micros[b]))
             .map_or(LifStepPath::Gather, |at| paths[at]);
         let rate = counts[0].0 as f64 / n as f64 / (2000.0 * LifConfig::default().dt_ms() * 1e-3);
+        for (&path, timing) in paths.iter().zip(&timings) {
+            let case = step_case(n, p, timing, 1, 5, path_label(path));
+            rec.figure(&case, "step", timing.micros_per_step, "µs/step");
+            rec.figure(&case, "firing rate", rate, "Hz");
+        }
         rule_rows.push((n, p, gpu.synapses(), micros, rate, auto, fastest));
     }
 
@@ -456,6 +494,12 @@ fn main() -> Result<()> {
             "\nGPU start-up (excluded below): context {context_s:.3} s, first NVRTC compile \
              of lif.cu {nvrtc_s:.3} s"
         );
+        for (phase, seconds) in [
+            ("context", *context_s),
+            ("first NVRTC compile of lif.cu", *nvrtc_s),
+        ] {
+            rec.figure(&[("phase", phase.into())], "start-up", seconds, "s");
+        }
     }
     println!(
         "\nCPU: {} threads available, the CPU network steps on one",

@@ -24,6 +24,8 @@
 //!   those runs: the same three, each run one chunk of steps with the features left on the
 //!   GPUs (what `run` copies back and widens per chunk dominates the first table at 10⁶).
 //!
+//! Every figure is also printed as a JSON line (`Recorder`).
+//!
 //! Build with `cargo build --release -p reservoir-benches --bins`; run
 //! `target/release/gpu_spread_bench [fit|sharded|lif|all] [--sequences S] [--repeats R] [--sizes N,N] [--density D] [--lif-sizes N:P,N:P]`.
 //! Exits 0 with a message when there is no GPU.
@@ -39,6 +41,7 @@ use ndarray::{Array1, Array2, ArrayView2};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
+use reservoir_benches::{Param, Recorder};
 use reservoir_core::sparse::CsrMatrix;
 use reservoir_core::{Reservoir, ReservoirConfig, ReservoirWeights};
 use reservoir_runtime::config::ExperimentConfig;
@@ -170,7 +173,7 @@ fn fit_phases(
     Ok(())
 }
 
-fn bench_fit(count: usize, repeats: usize) -> Result<(), Failure> {
+fn bench_fit(rec: &Recorder, count: usize, repeats: usize) -> Result<(), Failure> {
     let config = ExperimentConfig::from_toml(
         "device = \"cuda\"\n[reservoir]\nsize = 500\nconnection_prob = 0.1\nleak_rate = 0.5\nseed = 7\n\
          [readout]\nridge = 1e-4\n[features]\nsummaries = [\"last\"]\n",
@@ -226,6 +229,15 @@ fn bench_fit(count: usize, repeats: usize) -> Result<(), Failure> {
         "fit median of {repeats}: one GPU {one:.3} s, all GPUs {all:.3} s, speed-up {:.2}x",
         one / all
     );
+    for (gpus, seconds) in [(1, one), (gpus.len(), all)] {
+        let case = [
+            ("N", Param::from(500)),
+            ("sequences", count.into()),
+            ("steps", 100.into()),
+            ("GPUs", gpus.into()),
+        ];
+        rec.figure(&case, "fit_classifier", seconds, "s");
+    }
     Ok(())
 }
 
@@ -286,7 +298,7 @@ fn timed_run(
     ))
 }
 
-fn bench_sharded(sizes: &[usize], density: f64) -> Result<(), Failure> {
+fn bench_sharded(rec: &Recorder, sizes: &[usize], density: f64) -> Result<(), Failure> {
     let gpus: Vec<usize> = probe().devices.iter().map(|d| d.ordinal).collect();
     const STEPS: usize = 200;
     let mut rng = ChaCha8Rng::seed_from_u64(3);
@@ -312,6 +324,17 @@ fn bench_sharded(sizes: &[usize], density: f64) -> Result<(), Failure> {
         let (micros, expected) = timed_run(&mut one, &inputs)?;
         drop(one);
         println!("| {n} | GpuReservoirComputer | 1 | {setup:.2} | {micros:.1} | 0 | |");
+        let case = |reservoir: &str, gpus: usize| {
+            [
+                ("N", Param::from(n)),
+                ("density", density.into()),
+                ("reservoir", reservoir.into()),
+                ("GPUs", gpus.into()),
+            ]
+        };
+        let one_gpu = case("GpuReservoirComputer", 1);
+        rec.figure(&one_gpu, "set-up", setup, "s");
+        rec.figure(&one_gpu, "step, states copied back", micros, "µs/step");
         for ordinals in [&gpus[..1], &gpus[..]] {
             let started = Instant::now();
             let collective = Collective::local(ordinals)?;
@@ -326,6 +349,12 @@ fn bench_sharded(sizes: &[usize], density: f64) -> Result<(), Failure> {
                 "| {n} | ShardedReservoir | {} | {setup:.2} | {micros:.1} | {difference:.1e} | {gather:.1} |",
                 ordinals.len()
             );
+            let sharded = case("ShardedReservoir", ordinals.len());
+            rec.figure(&sharded, "set-up", setup, "s");
+            rec.figure(&sharded, "step, states copied back", micros, "µs/step");
+            let against = "largest state difference from GpuReservoirComputer";
+            rec.figure(&sharded, against, difference, "");
+            rec.figure(&sharded, "all-gather of the state", gather, "µs");
         }
     }
     Ok(())
@@ -395,7 +424,7 @@ fn micros_per_step(
     Ok(samples[samples.len() / 2])
 }
 
-fn bench_lif(sizes: &[(usize, f64)]) -> Result<(), Failure> {
+fn bench_lif(rec: &Recorder, sizes: &[(usize, f64)]) -> Result<(), Failure> {
     use gpu_reservoir::internals::{lif_chunk_steps, LifSteps, ShardedLifSteps};
     use gpu_reservoir::{GpuDevice, GpuLifNetwork, LifStepPath, ShardedLifNetwork};
     let gpus: Vec<usize> = probe().devices.iter().map(|d| d.ordinal).collect();
@@ -457,6 +486,30 @@ fn bench_lif(sizes: &[(usize, f64)]) -> Result<(), Failure> {
                 || Ok(split_steps.run()?),
             )?);
         }
+        let networks = [
+            ("GpuLifNetwork", 1),
+            ("ShardedLifNetwork", 1),
+            ("ShardedLifNetwork", gpus.len()),
+        ];
+        for (((network, count), whole), (set_up, micros)) in networks
+            .into_iter()
+            .zip([one_s].iter().chain(&split_s))
+            .zip(built.iter().zip(&alone))
+        {
+            let case = [
+                ("N", Param::from(n)),
+                ("connection", p.into()),
+                ("network", network.into()),
+                ("GPUs", count.into()),
+            ];
+            rec.figure(&case, "set-up", *set_up, "s");
+            let run = whole * 1e6 / steps as f64;
+            rec.figure(&case, "run, features copied back", run, "µs/step");
+            rec.figure(&case, "steps alone", *micros, "µs/step");
+        }
+        let case = [("N", Param::from(n)), ("connection", p.into())];
+        rec.figure(&case, "weights drawn", drawn, "s");
+        rec.figure(&case, "spikes per step", spikes, "");
         steps_alone.push((n, alone_steps, alone));
         eprintln!(
             "N = {n}: built in {:.2} s on one GPU, {:.2} s split on GPU 0, {:.2} s split on all \
@@ -523,6 +576,10 @@ fn main() -> Result<(), Failure> {
         .split(',')
         .map(str::parse)
         .collect::<Result<_, _>>()?;
+    let rec = Recorder::new(
+        "gpu_spread_bench",
+        support.devices.first().map(|d| d.name.clone()),
+    );
     println!(
         "{} GPU(s): {}",
         support.devices.len(),
@@ -534,11 +591,15 @@ fn main() -> Result<(), Failure> {
             .join(", ")
     );
     if what == "fit" || what == "all" {
-        bench_fit(count, value("--repeats").map_or(Ok(5), |s| s.parse())?)?;
+        bench_fit(
+            &rec,
+            count,
+            value("--repeats").map_or(Ok(5), |s| s.parse())?,
+        )?;
     }
     let density = value("--density").map_or(Ok(1.0), |s| s.parse())?;
     if what == "sharded" || what == "all" {
-        bench_sharded(&sizes, density)?;
+        bench_sharded(&rec, &sizes, density)?;
     }
     if what == "lif" || what == "all" {
         let lif_sizes: Vec<(usize, f64)> = value("--lif-sizes")
@@ -549,7 +610,7 @@ fn main() -> Result<(), Failure> {
                 Ok((n.parse()?, p.parse()?))
             })
             .collect::<Result<_, _>>()?;
-        bench_lif(&lif_sizes)?;
+        bench_lif(&rec, &lif_sizes)?;
     }
     Ok(())
 }

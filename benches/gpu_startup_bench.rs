@@ -14,15 +14,16 @@
 //!   states left on the device, CUDA events) plus the states' bytes over the measured
 //!   device-to-host bandwidth of page-locked memory.
 //!
-//! Build with `cargo build --release -p reservoir-benches --bins`; run
-//! `target/release/gpu_startup_bench`. Without a GPU it says so and exits 0.
+//! Every figure is also printed as a JSON line (`Recorder`). Build with `cargo build --release
+//! -p reservoir-benches --bins`; run `target/release/gpu_startup_bench`. Without a GPU it says
+//! so and exits 0.
 
 use std::time::Instant;
 
 use gpu_reservoir::internals::SingleSequenceSteps;
 use gpu_reservoir::{GpuDevice, GpuError, GpuReservoirComputer, Result, StepPath};
 use ndarray::Array2;
-use reservoir_benches::{median_micros_per_step, sine_input};
+use reservoir_benches::{median_micros_per_step, sine_input, Param, Recorder};
 use reservoir_core::spikes::{Spike, SpikePattern};
 use reservoir_core::{
     EchoStateNetwork, Reservoir, ReservoirConfig, ReservoirParams, ReservoirWeights,
@@ -61,6 +62,7 @@ fn measure(started: Instant) -> Result<()> {
     let mut first = GpuReservoirComputer::from_weights(&config, weights, &device)?;
     first.run(sine_input(1).view())?;
     let to_first_kernel = started.elapsed().as_secs_f64();
+    let rec = Recorder::new("gpu_startup_bench", Some(device.info().name.clone()));
     println!("## start-up on {}", device.info().name);
     println!("process start to the first kernel's states: {to_first_kernel:.4} s");
     println!(
@@ -74,8 +76,36 @@ fn measure(started: Instant) -> Result<()> {
     for note in &startup.notes {
         println!("  note: {note}");
     }
-    process_gpu_latency(&device)?;
-    states_back(&device)
+    // A phase named `kernels … (compiled)` means the disk cache held none of them.
+    let compiled = " (compiled)";
+    let cache = if startup.phases.iter().any(|p| p.name.ends_with(compiled)) {
+        "empty"
+    } else {
+        "warm"
+    };
+    let phases = [
+        (
+            "process start to the first kernel's states",
+            to_first_kernel,
+        ),
+        ("weights on the CPU (N = 1000, 10 %)", weights_seconds),
+    ];
+    let device_phases = startup.phases.iter().map(|p| {
+        let name = p
+            .name
+            .trim_end_matches(compiled)
+            .trim_end_matches(" (cached)");
+        (name, p.seconds)
+    });
+    for (phase, seconds) in phases.into_iter().chain(device_phases) {
+        let case = [
+            ("kernel cache", Param::from(cache)),
+            ("phase", phase.into()),
+        ];
+        rec.figure(&case, "start-up", seconds, "s");
+    }
+    process_gpu_latency(&rec, &device)?;
+    states_back(&rec, &device)
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -98,7 +128,7 @@ fn latency(mut call: impl FnMut() -> Result<()>) -> Result<(f64, f64)> {
     Ok((percentile(&micros, 0.5), percentile(&micros, 0.99)))
 }
 
-fn process_gpu_latency(device: &GpuDevice) -> Result<()> {
+fn process_gpu_latency(rec: &Recorder, device: &GpuDevice) -> Result<()> {
     let (channels, bins) = (40, 100);
     let config = config(1000, 0.1, channels)?;
     let spikes = (0..bins)
@@ -136,14 +166,31 @@ fn process_gpu_latency(device: &GpuDevice) -> Result<()> {
         "## process_gpu, {bins}-bin pattern, {channels} channels, N = 1000 (10 %), 1,000 calls"
     );
     println!("| path | p50 µs | p99 µs |\n|---|---|---|");
-    println!("| GPU reset + process_gpu | {gpu_p50:.1} | {gpu_p99:.1} |");
-    println!("| GPU reset alone | {reset_p50:.1} | {reset_p99:.1} |");
-    println!("| GPU run_into_f32 of the binned pattern, no reset | {f32_p50:.1} | {f32_p99:.1} |");
-    println!("| CPU reset + run_pattern (one core) | {cpu_p50:.1} | {cpu_p99:.1} |");
+    for (path, p50, p99) in [
+        ("GPU reset + process_gpu", gpu_p50, gpu_p99),
+        ("GPU reset alone", reset_p50, reset_p99),
+        (
+            "GPU run_into_f32 of the binned pattern, no reset",
+            f32_p50,
+            f32_p99,
+        ),
+        ("CPU reset + run_pattern (one core)", cpu_p50, cpu_p99),
+    ] {
+        println!("| {path} | {p50:.1} | {p99:.1} |");
+        let case = [
+            ("N", Param::from(1000)),
+            ("connection", 0.1.into()),
+            ("bins", bins.into()),
+            ("channels", channels.into()),
+            ("path", path.into()),
+        ];
+        rec.figure(&case, "p50", p50, "µs");
+        rec.figure(&case, "p99", p99, "µs");
+    }
     Ok(())
 }
 
-fn states_back(device: &GpuDevice) -> Result<()> {
+fn states_back(rec: &Recorder, device: &GpuDevice) -> Result<()> {
     let (n, steps) = (1000, 100_000);
     let config = config(n, 1.0, 1)?;
     let inputs = sine_input(steps);
@@ -202,6 +249,27 @@ fn states_back(device: &GpuDevice) -> Result<()> {
         f32_run / floor
     );
     println!("| CPU run, f32, one core (10,000 steps) | {cpu_run:.3} | |");
+    rec.figure(
+        &[("copy", "device to page-locked host".into())],
+        "bandwidth",
+        bandwidth,
+        "GB/s",
+    );
+    for (path, micros) in [
+        ("kernel alone, states left on the device", kernel),
+        ("floor: kernel + states' bytes / copy bandwidth", floor),
+        ("GPU run (f64 states)", f64_run),
+        ("GPU run_into_f32", f32_run),
+        ("CPU run, f32, one core (10,000 steps)", cpu_run),
+    ] {
+        let case = [
+            ("N", Param::from(n)),
+            ("density", 1.0.into()),
+            ("steps", steps.into()),
+            ("path", path.into()),
+        ];
+        rec.figure(&case, "step", micros, "µs/step");
+    }
     Ok(())
 }
 

@@ -22,6 +22,8 @@
 //! (`MultiGpuLaneRunner`), with the lanes alone and the first runs apart, and checks that both
 //! give the same bits (`--multi-only`: that comparison alone).
 //!
+//! Every figure is also printed as a JSON line (`Recorder`).
+//!
 //! Build with `cargo build --release -p reservoir-benches --bins` and run on a machine with a
 //! GPU: `target/release/gpu_sweep_bench`. Exits 0 with a message when there is no GPU.
 
@@ -33,7 +35,7 @@ use gpu_reservoir::{
     probe, BatchKernel, DeviceRidgeSums, GemmMath, GpuDevice, GpuError, GpuLaneRunner,
     MultiGpuLaneRunner, Result, LANE_GROUP,
 };
-use reservoir_benches::median_micros_per_step;
+use reservoir_benches::{median_micros_per_step, Param, Recorder};
 use reservoir_core::lanes::{CpuLaneRunner, Lane, LaneData, LaneOutcomes, LaneRunner, LaneSums};
 use reservoir_core::{ReservoirConfig, ReservoirParams};
 use reservoir_runtime::data::tasks::narma::narma10;
@@ -85,6 +87,32 @@ struct LaneTiming {
     /// Steps per chunk (the timed runs have at most this many).
     chunk_steps: usize,
 }
+
+/// The case of `width` lanes of N units stepped with `math` on `kernel`.
+fn lanes_case(n: usize, width: usize, math: GemmMath, kernel: &str) -> [(&'static str, Param); 4] {
+    [
+        ("N", n.into()),
+        ("B", width.into()),
+        ("arithmetic", math.to_string().into()),
+        ("kernel", kernel.into()),
+    ]
+}
+
+impl LaneTiming {
+    /// Records the timings of `case`.
+    fn record(&self, rec: &Recorder, case: &[(&str, Param)]) {
+        let recurrence = "recurrence, as run_lanes runs it";
+        rec.figure(case, recurrence, self.micros_per_step, "µs/step");
+        let plain = "recurrence, plain launches";
+        rec.figure(case, plain, self.launch_micros_per_step, "µs/step");
+        rec.figure(case, "sums", self.sums_micros_per_step, "µs/step");
+        let copy_back = "copy-back of one set of sums";
+        rec.figure(case, copy_back, self.download_seconds, "s");
+    }
+}
+
+/// The metric of a whole `run_lanes` over the series.
+const RUN_LANES: &str = "run_lanes, 10,000 steps";
 
 /// Times `lanes` around `base` over `steps` steps (at most one chunk), median of `repeats`.
 fn time_lanes(
@@ -173,6 +201,14 @@ fn main() -> Result<()> {
     let mut runner = GpuLaneRunner::new(&device)?;
     DeviceRidgeSums::new(&device, 1, 1, 1)?;
     let nvrtc_s = t.elapsed().as_secs_f64();
+    let rec = Recorder::new("gpu_sweep_bench", Some(device.info().name.clone()));
+    for (phase, seconds) in [
+        ("context", context_s),
+        ("cuBLAS handle", blas_s),
+        ("NVRTC lanes.cu + ridge.cu", nvrtc_s),
+    ] {
+        rec.figure(&[("phase", phase.into())], "start-up", seconds, "s");
+    }
     println!(
         "device: {} ({} SMs); start-up (excluded below): context {context_s:.3} s, cuBLAS handle {blas_s:.3} s, NVRTC lanes.cu + ridge.cu {nvrtc_s:.3} s",
         device.info().name,
@@ -187,10 +223,10 @@ fn main() -> Result<()> {
         train_rows: 8000,
     };
     if std::env::args().any(|a| a == "--multi-only") {
-        return several_gpus(&mut runner, &data);
+        return several_gpus(&rec, &mut runner, &data);
     }
     if std::env::args().any(|a| a == "--math-only") {
-        return arithmetic(&device, &data);
+        return arithmetic(&rec, &device, &data);
     }
     let mut rows = Vec::new();
     let mut worst_check: f64 = 0.0;
@@ -249,6 +285,11 @@ fn main() -> Result<()> {
             r.cpu_lane_steps,
             end_to_end / r.cpu_lane_steps
         );
+        let case = lanes_case(r.n, r.lanes, GemmMath::F32, "GEMM");
+        t.record(&rec, &case);
+        rec.figure(&case, RUN_LANES, r.run_s, "s");
+        let cpu = format!("CPU lanes, {CPU_LANES} on one thread");
+        rec.figure(&case, &cpu, r.cpu_lane_steps, "lane-steps/s");
     }
     println!(
         "\ncheck: validation NRMSE (ridge 1e-6) of {CPU_LANES} GPU lanes vs the CPU lanes, worst relative difference {worst_check:.2e} (bound 1e-3)"
@@ -257,14 +298,14 @@ fn main() -> Result<()> {
         println!("FAILED: the GPU lanes do not match the CPU lanes");
         std::process::exit(1);
     }
-    arithmetic(&device, &data)?;
-    several_gpus(&mut runner, &data)
+    arithmetic(&rec, &device, &data)?;
+    several_gpus(&rec, &mut runner, &data)
 }
 
 /// The recurrence at N = 1000 with each GEMM arithmetic, and a whole `run_lanes` of 256 lanes
 /// with each; exits 1 when a tensor-core arithmetic's validation NRMSE (ridge 1e-6, the first
 /// lanes) is more than 2e-2 from the CPU lanes'.
-fn arithmetic(device: &GpuDevice, data: &LaneData<'_>) -> Result<()> {
+fn arithmetic(rec: &Recorder, device: &GpuDevice, data: &LaneData<'_>) -> Result<()> {
     let base = base(1000)?;
     let few = lanes(&base, CPU_LANES)?;
     let cpu =
@@ -289,10 +330,15 @@ fn arithmetic(device: &GpuDevice, data: &LaneData<'_>) -> Result<()> {
         let mut runner = GpuLaneRunner::new(device)?
             .with_math(math)
             .with_kernel(kernel);
+        let ran = match runner.kernel(base.size(), LANE_GROUP)? {
+            BatchKernel::TensorCore => "tensor-core run",
+            BatchKernel::Gemm | BatchKernel::Auto => "GEMM",
+        };
         let mut cells = Vec::new();
         for width in widths {
             let timing = time_lanes(&mut runner, &base, &all[..width], 1000)?;
             cells.push(format!("{:.2}", timing.micros_per_step));
+            timing.record(rec, &lanes_case(base.size(), width, math, ran));
         }
         let run_s = median_seconds(3, || {
             runner.run_lanes(&base, &all, data)?;
@@ -305,10 +351,10 @@ fn arithmetic(device: &GpuDevice, data: &LaneData<'_>) -> Result<()> {
             .map(|(g, c)| (g - c).abs() / c)
             .fold(0.0f64, f64::max);
         worst_check = worst_check.max(worst);
-        let ran = match runner.kernel(base.size(), LANE_GROUP)? {
-            BatchKernel::TensorCore => "tensor-core run",
-            BatchKernel::Gemm | BatchKernel::Auto => "GEMM",
-        };
+        let case = lanes_case(base.size(), all.len(), math, ran);
+        rec.figure(&case, RUN_LANES, run_s, "s");
+        let check = format!("validation NRMSE vs CPU lanes, worst of {CPU_LANES}");
+        rec.figure(&case, &check, worst, "relative");
         println!(
             "| {math}, {ran} | {} | {run_s:.3} | {worst:.2e} |",
             cells.join(" | ")
@@ -327,7 +373,7 @@ fn arithmetic(device: &GpuDevice, data: &LaneData<'_>) -> Result<()> {
 /// each (the first run of the spread runner opens the other GPUs), with the lanes alone
 /// (no ridge value: the recurrence and the sums) timed the same way. Checks that both give the
 /// same bits, or exits 1.
-fn several_gpus(one: &mut GpuLaneRunner, data: &LaneData<'_>) -> Result<()> {
+fn several_gpus(rec: &Recorder, one: &mut GpuLaneRunner, data: &LaneData<'_>) -> Result<()> {
     let count = probe().devices.len();
     if count < 2 {
         println!("\nseveral GPUs: only {count} GPU here; not measured");
@@ -408,6 +454,19 @@ fn several_gpus(one: &mut GpuLaneRunner, data: &LaneData<'_>) -> Result<()> {
         ("first run (s)", first_one, first_multi),
     ] {
         println!("| {what} | {a:.3} | {b:.3} | {:.2}× |", a / b);
+    }
+    for (gpus, scored, lanes, first) in [
+        (1, scored_one, lanes_one, first_one),
+        (count, scored_multi, lanes_multi, first_multi),
+    ] {
+        let case = [
+            ("N", Param::from(1000)),
+            ("B", 256.into()),
+            ("GPUs", gpus.into()),
+        ];
+        rec.figure(&case, "lanes into scores, 2 ridge values", scored, "s");
+        rec.figure(&case, "lanes alone, no readout", lanes, "s");
+        rec.figure(&case, "first run", first, "s");
     }
     println!("the same bits: {same}");
     if !same {

@@ -1,5 +1,7 @@
-//! What the benchmarks share: their inputs, and timing on the GPU with CUDA events (medians
-//! after a warm-up, start-up excluded).
+//! What the benchmarks share: the JSON lines of their figures, their inputs, and timing on
+//! the GPU with CUDA events (medians after a warm-up, start-up excluded).
+
+use std::path::Path;
 
 use cudarc::driver::sys::CUevent_flags;
 use gpu_reservoir::{GpuDevice, GpuError, Result};
@@ -9,16 +11,167 @@ use reservoir_core::spectral::{Phases, SpectralOptions};
 use reservoir_core::CsrMatrix;
 use std::time::Duration;
 
-/// The CPU's model name as the kernel reports it (`/proc/cpuinfo`), or "unknown CPU".
-pub fn cpu_model() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|info| {
-            info.lines()
-                .find_map(|l| l.strip_prefix("model name"))
-                .map(|v| v.trim_start_matches([' ', '\t', ':']).trim().to_string())
+/// A parameter of a measured case: a count, a real number or a label.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Param {
+    /// A whole number (N, B, steps, threads, …).
+    Count(u64),
+    /// A real number (a density, a connection probability).
+    Real(f64),
+    /// A word or phrase (a path, a kernel, an arithmetic).
+    Label(String),
+}
+
+impl From<usize> for Param {
+    fn from(count: usize) -> Self {
+        Param::Count(count as u64)
+    }
+}
+
+impl From<f64> for Param {
+    fn from(real: f64) -> Self {
+        Param::Real(real)
+    }
+}
+
+impl From<&str> for Param {
+    fn from(label: &str) -> Self {
+        Param::Label(label.to_string())
+    }
+}
+
+impl From<String> for Param {
+    fn from(label: String) -> Self {
+        Param::Label(label)
+    }
+}
+
+impl Param {
+    fn json(&self) -> String {
+        match self {
+            Param::Count(count) => count.to_string(),
+            Param::Real(real) if real.is_finite() => real.to_string(),
+            Param::Real(real) => quoted(&real.to_string()),
+            Param::Label(label) => quoted(label),
+        }
+    }
+}
+
+/// Prints a benchmark program's figures as JSON lines, one per figure, beside its tables.
+/// The format, and how the lines become `docs/benchmarks.md`, is documented in
+/// `benches/report.py`.
+pub struct Recorder {
+    bench: &'static str,
+    gpu: Option<String>,
+    cpu: String,
+    command: String,
+}
+
+impl Recorder {
+    /// The recorder of the program `bench` running on `gpu` (the model name the driver reports;
+    /// `None` when the program uses no GPU). The CPU and the command line are this process's.
+    pub fn new(bench: &'static str, gpu: Option<String>) -> Self {
+        Recorder {
+            bench,
+            gpu,
+            cpu: host_cpu(),
+            command: command_line(bench),
+        }
+    }
+
+    /// Prints `value` (rounded to 4 significant digits) of `metric` in `unit` for `case`. A value
+    /// that is not finite (a mode the device does not have) is left out.
+    pub fn figure(&self, case: &[(&str, Param)], metric: &str, value: f64, unit: &str) {
+        if !value.is_finite() {
+            return;
+        }
+        let case: Vec<String> = case
+            .iter()
+            .map(|(key, param)| format!("{}: {}", quoted(key), param.json()))
+            .collect();
+        let gpu = self
+            .gpu
+            .as_deref()
+            .map_or_else(|| "null".to_string(), quoted);
+        println!(
+            "{{\"bench\": {}, \"case\": {{{}}}, \"metric\": {}, \"value\": {}, \"unit\": {}, \
+             \"gpu\": {gpu}, \"cpu\": {}, \"command\": {}}}",
+            quoted(self.bench),
+            case.join(", "),
+            quoted(metric),
+            significant(value),
+            quoted(unit),
+            quoted(&self.cpu),
+            quoted(&self.command),
+        );
+    }
+}
+
+/// `value` rounded to 4 significant digits: what a figure in a table needs, and no noise.
+fn significant(value: f64) -> f64 {
+    format!("{value:.3e}").parse().unwrap_or(value)
+}
+
+/// `text` as a JSON string.
+fn quoted(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if u32::from(c) < 0x20 => out.push_str(&format!("\\u{:04x}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// The CPU as the kernel reports it (`/proc/cpuinfo`): its model name and how many logical
+/// CPUs it has, e.g. `Intel(R) Xeon(R) Processor @ 2.50GHz, 2 cores`.
+fn host_cpu() -> String {
+    let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let model = info
+        .lines()
+        .find_map(|l| l.strip_prefix("model name"))
+        .map_or("unknown CPU", |v| {
+            v.trim_start_matches([' ', '\t', ':']).trim()
+        });
+    let listed = info.lines().filter(|l| l.starts_with("processor")).count();
+    let cores = if listed > 0 {
+        listed
+    } else {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    };
+    format!("{model}, {cores} cores")
+}
+
+/// The command that repeats this run: the program as `cargo build --release` leaves it, and
+/// this process's arguments, quoted for a POSIX shell where they need it.
+fn command_line(bench: &str) -> String {
+    let mut args = std::env::args();
+    let program = args
+        .next()
+        .and_then(|path| {
+            Path::new(&path)
+                .file_name()
+                .map(|name| name.to_string_lossy().into_owned())
         })
-        .unwrap_or_else(|| "unknown CPU".to_string())
+        .unwrap_or_else(|| bench.to_string());
+    let mut words = vec![format!("target/release/{program}")];
+    words.extend(args.map(|arg| shell_word(&arg)));
+    words.join(" ")
+}
+
+/// `word` as one word of a POSIX shell command.
+fn shell_word(word: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_-./:=,+@%".contains(c);
+    if !word.is_empty() && word.chars().all(plain) {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
 }
 
 /// `LifWeights::generate` (the spectral estimate on the CPU), with each phase's time.

@@ -8,10 +8,16 @@ of 5.
 
 Run on the GPU machine in the same command as `gpu_bench` (same GPU):
     python3 benches/pytorch_esn.py
+It prints a table and the JSON lines of its figures (benches/python/records.py).
 """
 import statistics
+import sys
+from pathlib import Path
 
 import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "python"))
+from records import Recorder  # noqa: E402 (found through the path above)
 
 
 def timed(fn, steps, repeats=5):
@@ -83,6 +89,7 @@ def case(n, batch, steps, dtype=torch.float32, leak=0.3):
 
 
 def main():
+    recorder = Recorder("pytorch_esn", gpu=torch.cuda.get_device_name(0))
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name(0)}")
     print("| case | PyTorch eager µs/step | PyTorch CUDA graph µs/step | W·x alone (torch.mm, CUDA graph) µs/step |")
     print("|---|---|---|---|")
@@ -94,6 +101,11 @@ def main():
         label = f"N={n} dense" + ("" if batch is None else f", B={batch}")
         label += ", f16 (W, states, drive)" if dtype == torch.float16 else ""
         print(f"| {label} | {eager:.2f} | {graph:.2f} | {product:.2f} |")
+        precision = "f16" if dtype == torch.float16 else "f32"
+        case = {"N": n, "B": batch or 1, "precision": precision}
+        recorder.figure(case, "eager loop", eager, "µs/step")
+        recorder.figure(case, "CUDA graph of 100 steps", graph, "µs/step")
+        recorder.figure(case, "W·x alone, torch.mm in a CUDA graph", product, "µs/step")
 
 
 if __name__ == "__main__":

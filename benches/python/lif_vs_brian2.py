@@ -63,8 +63,9 @@ ndarray lost the `ptp` method that Brian2 2.9.0 wraps):
     /tmp/brianenv/bin/python benches/python/lif_vs_brian2.py [--sizes 10000,100000]
 
 It builds `cpu_lif_bench` with cargo (skip with `--no-build`), exports the networks to a
-temporary folder (1.6 GB at N = 10^5), and prints one JSON line per measurement and then a
-table. `--threads 1,2` adds our step split over two threads.
+temporary folder (1.6 GB at N = 10^5), prints a line per measurement, then a table of the
+medians and their JSON lines (`records.py`). `--threads 1,2` adds our step split over two
+threads.
 """
 
 from __future__ import annotations
@@ -80,6 +81,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+from records import Recorder, by_case, read_records
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -98,13 +100,8 @@ def cpu_info(*keys: str) -> str:
     return ", ".join(parts)
 
 
-def cpu_model() -> str:
-    """The CPU's model name as the kernel reports it."""
-    return cpu_info("model name") or platform.processor() or "unknown CPU"
-
-
 def run_ours(binary: Path, n: int, args: argparse.Namespace, export: Path | None) -> list[dict]:
-    """Runs `cpu_lif_bench` for size n and returns its JSON lines."""
+    """Runs `cpu_lif_bench` for size n and returns a row per thread count."""
     command = [str(binary), "--sizes", str(n), "--runs", str(args.runs)]
     command += ["--threads", args.threads]
     if args.steps:
@@ -112,7 +109,17 @@ def run_ours(binary: Path, n: int, args: argparse.Namespace, export: Path | None
     if export is not None:
         command += ["--export", str(export)]
     out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
-    return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    return [
+        {
+            "n": case["N"],
+            "connection": case["connection"],
+            "threads": case["threads"],
+            "steps": case["steps"],
+            "us_per_step": figures["step"],
+            "rate_hz": figures["firing rate"],
+        }
+        for case, figures in by_case(read_records(out))
+    ]
 
 
 class BrianNetwork:
@@ -259,7 +266,6 @@ class BrianNetwork:
             "rate_hz": spikes / meta["n"] / model_s,
             "synaptic_events_per_s": spikes * meta["synapses"] / meta["n"] / seconds,
             "spikes": spikes,
-            "cpu": cpu_model(),
         }
 
 
@@ -307,7 +313,7 @@ def main() -> int:
 
     def show(rows: list[dict], into: list[dict]) -> None:
         for row in rows:
-            print(json.dumps(row), flush=True)
+            print(", ".join(f"{key} {value}" for key, value in row.items()), flush=True)
         into.extend(rows)
 
     # One size at a time (Brian2's standalone device holds one project), alternating ours and
@@ -338,6 +344,7 @@ def main() -> int:
     print(f"\nCPU: {described}; medians (range) over {args.rounds} round(s)\n")
     print("| N | simulator | threads | µs/step | rate (Hz) | runs | Brian2's µs/step ÷ this |")
     print("|---|---|---|---|---|---|---|")
+    recorder = Recorder("lif_vs_brian2")
     for n in sizes:
         label = f"Brian2 {brian2.__version__} cpp_standalone ({args.brian_model}, "
         label += "float32)" if args.float32 else "float64)"
@@ -353,6 +360,18 @@ def main() -> int:
                 f"| {n} | {name} | {threads} | {median:.2f} ({low:.2f}–{high:.2f}) | "
                 f"{rate:.2f} | {len(rows)} | {brian_median / median:.2f} |"
             )
+        connection = groups[-1][1][0]["connection"]
+        for name, rows in groups:
+            median, _, _, rate = summary(rows)
+            case = {
+                "N": n,
+                "connection": connection,
+                "steps": rows[0]["steps"],
+                "simulator": name,
+                "threads": rows[0]["threads"],
+            }
+            recorder.figure(case, "step", median, "µs/step")
+            recorder.figure(case, "firing rate", rate, "Hz")
     return 0
 
 

@@ -53,12 +53,14 @@ Set-up on the GPU machine (Python 3.12, CUDA 13, numpy, pybind11, psutil there):
     python3 benches/python/lif_vs_gpu_simulators.py --bin target/release/gpu_lif_bench \\
         --sizes 10000:0.01,100000:0.01,1000000:0.001 --warmup-runs 20 --work /tmp/lifsim
 
-It prints one JSON line per measurement and a table.
+It prints a line per measurement, then a table of the medians and their JSON lines
+(`records.py`).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import json
 import statistics
 import subprocess
@@ -71,10 +73,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from lif_vs_brian2 import BrianNetwork
+from records import Recorder, by_case, gpu_model, read_records
 
 
 def run_ours(args: argparse.Namespace, export: Path) -> list[dict]:
-    """Runs `gpu_lif_bench` on every size and returns its JSON lines."""
+    """Runs `gpu_lif_bench` on every size and returns a row per size and path."""
     command = [args.bin, "--gpu-only", "--sizes", args.sizes, "--runs", str(args.runs)]
     command += ["--warmup-runs", str(args.warmup_runs)]
     command += ["--export", str(export)]
@@ -84,7 +87,27 @@ def run_ours(args: argparse.Namespace, export: Path) -> list[dict]:
     for line in out.splitlines():
         if not line.startswith("{"):
             print(f"  ours: {line}")
-    return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    cases = by_case(read_records(out))
+    startup = {(c["N"], c["connection"]): f for c, f in cases if "N" in c and "path" not in c}
+    rows = []
+    for case, figures in cases:
+        if "path" not in case:
+            continue
+        network = startup[(case["N"], case["connection"])]
+        rows.append(
+            {
+                "tool": "ours",
+                "path": case["path"],
+                "n": case["N"],
+                "synapses": int(network["synapses"]),
+                "us_per_step": figures["step"],
+                "rate_hz": figures["firing rate"],
+                "synaptic_events_per_s": figures["synaptic events"],
+                "gpu_generate_s": network["weights, GPU estimate"],
+                "network_s": network["GPU network (W, Wᵀ)"],
+            }
+        )
+    return rows
 
 
 def step_constants(meta: dict) -> dict:
@@ -286,10 +309,25 @@ class GennNetwork:
 
 
 def row_label(row: dict) -> str:
-    """The simulator and its variant: our path, or GeNN's synapses and block size."""
+    """The simulator and its variant: our path, GeNN's synapses and block size, or
+    Brian2CUDA's version."""
     if row["tool"] == "GeNN":
         return f"GeNN {row['version']} ({row['synapses_from']}, blocks of {row['block_size']})"
-    return f"{row['tool']} {row.get('path', row.get('version', ''))}".strip()
+    if row["tool"] == "ours":
+        return f"ours, {row['path']}"
+    return f"Brian2CUDA {importlib.metadata.version('brian2cuda')} (Brian2 {row['version']})"
+
+
+def startup_figures(row: dict) -> list[tuple[str, float]]:
+    """The start-up figures of a simulator's first row: (metric, seconds)."""
+    if "gpu_generate_s" in row:
+        return [
+            ("weights, GPU estimate", row["gpu_generate_s"]),
+            ("GPU network (W, Wᵀ)", row["network_s"]),
+        ]
+    if "load_s" in row:
+        return [("build", row["build_s"]), ("load", row["load_s"])]
+    return [("build", row["build_s"])]
 
 
 def main() -> int:
@@ -332,7 +370,7 @@ def main() -> int:
 
     rows = run_ours(args, export)
     for row in rows:
-        print(json.dumps(row), flush=True)
+        print(row, flush=True)
     for n in [int(item.split(":")[0]) for item in args.sizes.split(",")]:
         meta = json.loads((export / f"n{n}.json").read_text())
         steps, warmup_runs, runs = meta["steps"], meta["warmup_runs"], meta["runs"]
@@ -346,14 +384,11 @@ def main() -> int:
             try:
                 genn = GennNetwork(export, n, work / "genn", draw, block_size)
                 for row in genn.measure(steps, warmup_runs, runs):
-                    print(json.dumps(row), flush=True)
+                    print(row, flush=True)
                     rows.append(row)
                 del genn
             except Exception as error:  # noqa: BLE001 (a failed simulator is reported; the rest run)
-                print(
-                    json.dumps({"tool": "GeNN", "n": n, "error": repr(error)}),
-                    flush=True,
-                )
+                print(f"GeNN at N = {n} failed: {error!r}", file=sys.stderr, flush=True)
         if "brian2cuda" in simulators and meta["synapses_written"]:
             try:
                 brian_args = argparse.Namespace(float32=True, brian_model="matched")
@@ -367,21 +402,20 @@ def main() -> int:
                     row["build_s"] = build_s
                     if repeat == 0:
                         row["check"] = brian.check()
-                    print(json.dumps(row), flush=True)
+                    print(row, flush=True)
                     rows.append(row)
                 del brian
             except Exception as error:  # noqa: BLE001
-                print(
-                    json.dumps({"tool": "Brian2CUDA", "n": n, "error": repr(error)}),
-                    flush=True,
-                )
+                print(f"Brian2CUDA at N = {n} failed: {error!r}", file=sys.stderr, flush=True)
 
     print(f"\nGPU: {gpu}; medians over the timed runs\n")
     print(
         "| N | synapses | simulator | µs/step | synaptic events/s | rate (Hz) | start-up |"
     )
     print("|---|---|---|---|---|---|---|")
+    recorder = Recorder("lif_vs_gpu_simulators", gpu=gpu_model())
     for n in sorted({r["n"] for r in rows}):
+        meta = json.loads((export / f"n{n}.json").read_text())
         for label in dict.fromkeys(row_label(r) for r in rows if r["n"] == n):
             group = [r for r in rows if r["n"] == n and row_label(r) == label]
             first = group[0]
@@ -403,6 +437,19 @@ def main() -> int:
                 f"| {n} | {first['synapses']} | {label} | {micros:.2f} | {events:.3e} | "
                 f"{rate:.2f} | {startup} |"
             )
+            case = {
+                "N": n,
+                "connection": meta["connection_prob"],
+                "steps": meta["steps"],
+                "runs": meta["runs"],
+                "warm-up runs": meta["warmup_runs"],
+                "simulator": label,
+            }
+            recorder.figure(case, "step", micros, "µs/step")
+            recorder.figure(case, "synaptic events", events, "per s")
+            recorder.figure(case, "firing rate", rate, "Hz")
+            for metric, seconds in startup_figures(first):
+                recorder.figure(case, metric, seconds, "s")
     return 0
 
 

@@ -14,20 +14,21 @@ from building the reservoir to the last test prediction (not generating the data
   K channels, C classes). ReservoirPy in its per-sequence loop (`reset()`, `run`, last row),
   then `Ridge.fit` on one-hot labels; ours `reservoir.ESNClassifier(...).fit`, `predict`.
 
-Prints one JSON line per task and tool (the median seconds of --repeat runs, the scores of
-the first). Example, from the repository root (with the package installed, see python/):
+Prints a line per task and tool (the median seconds of --repeat runs, the scores of the
+first) and the JSON lines of its figures (`records.py`). Example, from the repository root
+(with the package installed, see python/):
 
     python3 benches/python/package_vs_reservoirpy.py --repeat 3
 """
 
 import argparse
-import json
 import statistics
 import time
 
 import numpy as np
 import reservoir
-from sequences_vs_reservoirpy import machine_info, make_synthetic_arrays
+from records import Recorder
+from sequences_vs_reservoirpy import make_synthetic_arrays
 
 WARMUP = 100
 
@@ -109,30 +110,31 @@ def main():
     ap.add_argument("--device", default="cpu", help="our device: auto, cpu, cuda, cuda:N")
     ap.add_argument("--repeat", type=int, default=3)
     a = ap.parse_args()
-    machine = machine_info()
     import reservoirpy
 
-    versions = {"reservoirpy": reservoirpy.__version__, "numpy": np.__version__}
+    recorder = Recorder("package_vs_reservoirpy")
+    tools = (f"ReservoirPy {reservoirpy.__version__}", f"reservoir (Python package), {a.device}")
     tasks = a.tasks.split(",")
     if "series" in tasks:
         u_all, y_all = reservoir.tasks.narma10(a.train_steps + 2000, seed=a.seed)
         data = (u_all[: a.train_steps], y_all[: a.train_steps],
                 u_all[a.train_steps:], y_all[a.train_steps:])
-        for tool, body in (("reservoirpy", series_reservoirpy), ("ours", series_ours)):
+        for tool, body in zip(tools, (series_reservoirpy, series_ours)):
             seconds, score = timed(a.repeat, lambda body=body: body(a, *data))
-            print(json.dumps({"task": "series", "tool": tool, "units": a.units,
-                              "train_steps": a.train_steps, "seconds": round(seconds, 4),
-                              "test_nrmse": round(score, 5), **machine, **versions}), flush=True)
+            print(f"series, {tool}: {seconds:.4f} s, test NRMSE {score:.5f}", flush=True)
+            case = {"task": "series", "units": a.units, "train steps": a.train_steps, "tool": tool}
+            recorder.figure(case, "fit + predict", seconds, "s")
+            recorder.figure(case, "test NRMSE", score, "")
     if "sequences" in tasks:
         b, steps, k, c = (int(v) for v in a.sequences.split(","))
         x_train, y_train, x_test, y_test = make_synthetic_arrays(b, steps, k, c, a.seed)
         data = (list(x_train), y_train, list(x_test), y_test, c)
-        for tool, body in (("reservoirpy", sequences_reservoirpy), ("ours", sequences_ours)):
+        for tool, body in zip(tools, (sequences_reservoirpy, sequences_ours)):
             seconds, score = timed(a.repeat, lambda body=body: body(a, *data))
-            print(json.dumps({"task": "sequences", "tool": tool, "units": a.units,
-                              "sequences": a.sequences, "seconds": round(seconds, 4),
-                              "test_accuracy": round(score, 4), **machine, **versions}),
-                  flush=True)
+            print(f"sequences, {tool}: {seconds:.4f} s, test accuracy {score:.4f}", flush=True)
+            case = {"task": "sequences", "units": a.units, "sequences": a.sequences, "tool": tool}
+            recorder.figure(case, "fit + predict", seconds, "s")
+            recorder.figure(case, "test accuracy", score, "")
 
 
 if __name__ == "__main__":

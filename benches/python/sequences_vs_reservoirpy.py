@@ -13,7 +13,8 @@ and B//4 test sequences of T steps, K channels, C classes, each class its own ra
 sinusoids plus noise), which is also written as train.npz / test.npz (`x`: n × T × K float64,
 `labels`: n int64) so that another program can read exactly the same data.
 
-Prints one JSON line per tool. Examples, from the repository root:
+Prints a line per tool and the JSON lines of its figures (`records.py`). Examples, from the
+repository root:
 
     python3 benches/python/sequences_vs_reservoirpy.py \\
         --train examples/data/japanese_vowels/train.csv --test examples/data/japanese_vowels/test.csv
@@ -23,7 +24,6 @@ Prints one JSON line per tool. Examples, from the repository root:
 import argparse
 import csv
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from records import Recorder
 
 
 @dataclass
@@ -192,8 +193,8 @@ def reservoirpy_once(ds, a):
     return seconds, float(np.mean(train_pred == ds.y_train)), float(np.mean(test_pred == ds.y_test))
 
 
-def run_reservoirpy(ds, a, machine):
-    """ReservoirPy's JSON record: accuracies of the first run, median seconds of --repeat runs."""
+def run_reservoirpy(ds, a):
+    """ReservoirPy's results: accuracies of the first run, median seconds of --repeat runs."""
     try:
         import reservoirpy
     except ImportError as e:
@@ -211,12 +212,11 @@ def run_reservoirpy(ds, a, machine):
         "fit_predict_seconds": statistics.median(r[0] for r in runs),
         "runs_seconds": [r[0] for r in runs],
         "numpy": np.__version__,
-        **machine,
     }
 
 
-def run_ours(ds, a, machine):
-    """Our CLI's JSON record (median of --repeat runs), or None after a message if it failed."""
+def run_ours(ds, a):
+    """Our CLI's results (median of --repeat runs), or None after a message if it failed."""
     cmd = [str(a.reservoir_bin), "fit", "--config", str(a.config), *ds.cli_args, "--json",
            "--device", a.device]
     reports, walls = [], []
@@ -255,20 +255,8 @@ def run_ours(ds, a, machine):
         "process_seconds": statistics.median(walls),
         "runs_fit_seconds": [r["fit_seconds"] for r in reports],
         "device": a.device,
-        **machine,
         "report": first,
     }
-
-
-def machine_info():
-    """CPU model (from /proc/cpuinfo) and os.cpu_count()."""
-    cpu = "unknown"
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            cpu = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    return {"cpu": cpu, "threads": os.cpu_count()}
 
 
 def parse_args():
@@ -324,13 +312,27 @@ def main():
         ds = make_synthetic(a.synthetic, a.data_seed, out_dir)
     else:
         ds = load_csv_dataset(a)
-    machine = machine_info()
-    print(json.dumps(run_reservoirpy(ds, a, machine)), flush=True)
+    recorder = Recorder("sequences_vs_reservoirpy")
+    theirs = run_reservoirpy(ds, a)
+    record(recorder, theirs, f"ReservoirPy {theirs['version']}", theirs["fit_predict_seconds"])
     if a.reservoir_bin is not None:
-        ours = run_ours(ds, a, machine)
+        ours = run_ours(ds, a)
         if ours is None:
             sys.exit(1)
-        print(json.dumps(ours), flush=True)
+        seconds = ours["fit_seconds"]
+        record(recorder, ours, f"reservoir fit, {a.device}", seconds, ours["process_seconds"])
+
+
+def record(recorder, result, tool, seconds, process_seconds=None):
+    """Prints a tool's results: a line, and the JSON lines of its figures."""
+    print(f"{tool} on {result['dataset']} ({result['n_train']} + {result['n_test']} sequences, "
+          f"{result['units']} units): fit + predict {seconds:.3f} s, test accuracy "
+          f"{result['test_accuracy']:.4f}, training accuracy {result['train_accuracy']:.4f}", flush=True)
+    case = {"dataset": result["dataset"], "units": result["units"], "tool": tool}
+    recorder.figure(case, "fit + predict", seconds, "s")
+    recorder.figure(case, "process wall", process_seconds, "s")
+    recorder.figure(case, "test accuracy", result["test_accuracy"], "")
+    recorder.figure(case, "training accuracy", result["train_accuracy"], "")
 
 
 if __name__ == "__main__":
