@@ -18,7 +18,7 @@ use ndarray::{s, Array1, Array2, Axis};
 use reservoir_core::readout::RidgeAccumulator;
 use reservoir_core::spikes::SpikePattern;
 use reservoir_core::{EchoStateNetwork, Reservoir, ReservoirConfig, ReservoirParams};
-use reservoir_runtime::config::SpikeClassificationOptions;
+use reservoir_runtime::config::SpikeClassificationParams;
 use reservoir_runtime::data::tasks::spikes::{generate, LabelledPattern};
 use reservoir_runtime::model::predict_classes;
 
@@ -83,13 +83,14 @@ impl Engine {
 
 fn main() -> Result<(), Box<dyn Error>> {
     // Four classes of 50 ms templates (one spike per channel) in 5 Hz background, ±1 ms jitter.
-    let task = SpikeClassificationOptions {
+    let task = SpikeClassificationParams {
         classes: 4,
         channels: 20,
         train_per_class: 10,
         test_per_class: 10,
         ..Default::default()
-    };
+    }
+    .check()?;
     let data = generate(&task)?;
     let config = ReservoirParams::new()
         .size(300)

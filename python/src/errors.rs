@@ -27,15 +27,21 @@ pub fn to_py(error: impl Into<RuntimeError>) -> PyErr {
     match &error {
         RuntimeError::Gpu(_) | RuntimeError::Device { .. } => GpuError::new_err(message),
         RuntimeError::Core(core) => core_to_py(core, message),
-        RuntimeError::Io { source, .. } | RuntimeError::Data(DataError::Read { source, .. }) => {
-            match source.kind() {
-                ErrorKind::NotFound => PyFileNotFoundError::new_err(message),
-                ErrorKind::PermissionDenied => PyPermissionError::new_err(message),
-                _ => PyOSError::new_err(message),
-            }
-        }
-        RuntimeError::Data(DataError::DataTooLarge { .. }) => PyMemoryError::new_err(message),
+        RuntimeError::Io { source, .. } => io_to_py(source, message),
+        RuntimeError::Data(data) => match data.as_ref() {
+            DataError::Read { source, .. } => io_to_py(source, message),
+            DataError::DataTooLarge { .. } => PyMemoryError::new_err(message),
+            _ => PyValueError::new_err(message),
+        },
         _ => PyValueError::new_err(message),
+    }
+}
+
+fn io_to_py(error: &std::io::Error, message: String) -> PyErr {
+    match error.kind() {
+        ErrorKind::NotFound => PyFileNotFoundError::new_err(message),
+        ErrorKind::PermissionDenied => PyPermissionError::new_err(message),
+        _ => PyOSError::new_err(message),
     }
 }
 

@@ -82,7 +82,7 @@ impl FromStr for GemmMath {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum BatchKernel {
     /// [`BatchKernel::TensorCore`] for a batch it runs in one launch (where it was measured
-    /// faster than the GEMM path, `docs/performance.md`), else [`BatchKernel::Gemm`]. The
+    /// faster than the GEMM path, docs/decisions.md, "Other thresholds"), else [`BatchKernel::Gemm`]. The
     /// default.
     #[default]
     Auto,

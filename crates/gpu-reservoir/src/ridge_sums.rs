@@ -29,7 +29,7 @@ use crate::ops::ridge::{widen, RidgeKernels};
 ///
 /// One DGEMM for all blocks rather than a DSYRK per block: with hundreds of blocks the DSYRK
 /// launches cost more than the lanes' recurrence, while the batched DGEMM does twice the
-/// arithmetic in one launch on the tensor cores (docs/performance.md).
+/// arithmetic in one launch on the tensor cores (docs/decisions.md, "Measured and not kept").
 #[derive(Debug)]
 pub struct DeviceRidgeSums {
     device: GpuDevice,

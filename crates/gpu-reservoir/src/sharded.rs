@@ -22,12 +22,12 @@ use crate::ops::persistent::ShardStep;
 const CHUNK_BYTES: usize = 64 << 20;
 
 /// Fewest units for which [`shards_pay`] splits a reservoir: a dense W of 8192 units ran 1.1×
-/// faster split over two H100s (0.97× over two H200s), of 16,384 1.3–1.5× (docs/performance.md).
+/// faster split over two H100s (0.97× over two H200s), of 16,384 1.3–1.5× (docs/decisions.md, "Other thresholds").
 pub const SHARD_MIN_SIZE: usize = 16_384;
 
 /// Lowest connection probability for which [`shards_pay`] splits a reservoir. Every shard is
 /// dense, while one GPU reads a sparse W in CSR: at 16,384 units on two H100s a W 50 %
-/// connected ran 1.35× faster split, one 25 % connected 0.94× (docs/performance.md).
+/// connected ran 1.35× faster split, one 25 % connected 0.94× (docs/decisions.md, "Other thresholds").
 pub(crate) const SHARD_MIN_DENSITY: f64 = 0.5;
 
 /// Whether `config` runs faster split over `gpus` GPUs than on one: at least two GPUs, a

@@ -119,7 +119,7 @@ impl CliError {
 
 impl From<DataError> for CliError {
     fn from(error: DataError) -> Self {
-        CliError::CoreNamed(RuntimeError::Data(error))
+        CliError::CoreNamed(error.into())
     }
 }
 

@@ -1,6 +1,5 @@
 //! Accuracy at parity with ReservoirPy on the standard protocols (NARMA-10, Mackey–Glass, memory
-//! capacity; fixed seeds; the protocols are in docs/config.md and the ReservoirPy figures in
-//! docs/performance.md).
+//! capacity; fixed seeds; the protocols are in docs/config.md).
 
 use crate::common;
 

@@ -5,8 +5,9 @@
 use proptest::prelude::*;
 use reservoir_core::features::{FeatureParams, Summary};
 use reservoir_core::{Activation, Precision, ReadoutParams, ReservoirParams, WeightDistribution};
-use reservoir_runtime::config::SpikeClassificationOptions;
-use reservoir_runtime::config::{ExperimentConfig, ExperimentParams, SweepParams, TaskConfig};
+use reservoir_runtime::config::{
+    ExperimentConfig, ExperimentParams, SpikeClassificationParams, SweepParams, TaskParams,
+};
 use reservoir_runtime::{Device, GemmMath};
 
 /// Seeds a TOML file can hold (its integers are 64-bit signed).
@@ -100,22 +101,22 @@ fn features() -> impl Strategy<Value = FeatureParams> {
 }
 
 /// A series task with `train` above `washout`.
-fn task(washout: usize) -> impl Strategy<Value = Option<TaskConfig>> {
+fn task(washout: usize) -> impl Strategy<Value = Option<TaskParams>> {
     let train = (washout + 1)..(washout + 5000);
     prop_oneof![
         Just(None),
         (train.clone(), 2usize..5000, seed())
-            .prop_map(|(train, test, seed)| Some(TaskConfig::Narma10 { train, test, seed })),
+            .prop_map(|(train, test, seed)| Some(TaskParams::Narma10 { train, test, seed })),
         // The forecast is scored on the test rows, so it is no longer than them.
         (train.clone(), 2usize..5000)
             .prop_flat_map(|(train, test)| (Just(train), Just(test), 0..=test))
-            .prop_map(|(train, test, forecast)| Some(TaskConfig::MackeyGlass {
+            .prop_map(|(train, test, forecast)| Some(TaskParams::MackeyGlass {
                 train,
                 test,
                 forecast
             })),
         (1usize..200, train, 2usize..5000).prop_map(|(max_delay, train, test)| Some(
-            TaskConfig::MemoryCapacity {
+            TaskParams::MemoryCapacity {
                 max_delay,
                 train,
                 test
@@ -207,10 +208,10 @@ proptest! {
         pattern_ms in finite(),
         spike in any::<bool>(),
     ) {
-        let task = spike.then(|| TaskConfig::SpikeClassification(SpikeClassificationOptions {
+        let task = spike.then(|| TaskParams::SpikeClassification(SpikeClassificationParams {
             seed: spike_seed,
             pattern_ms,
-            ..SpikeClassificationOptions::default()
+            ..SpikeClassificationParams::default()
         }));
         let params = ExperimentParams {
             device,

@@ -13,7 +13,7 @@ use reservoir_core::{
     cpu_reservoir, Activation, Precision, ReadoutParams, Reservoir, ReservoirConfig,
     ReservoirParams, ReservoirWeights,
 };
-use reservoir_runtime::config::SpikeClassificationOptions;
+use reservoir_runtime::config::SpikeClassificationParams;
 use reservoir_runtime::jobs::sequences::fit_class_readout;
 use reservoir_runtime::model::Classes;
 use reservoir_runtime::model::{Model, SequenceClassifier, SpikeModel};
@@ -187,13 +187,15 @@ proptest! {
     ) {
         let Some((config, weights)) = built(params) else { return Ok(()) };
         let n = config.size();
-        let task = SpikeClassificationOptions {
+        let task = SpikeClassificationParams {
             classes,
             channels: config.input_size(),
             segments,
             seed,
-            ..SpikeClassificationOptions::default()
-        };
+            ..SpikeClassificationParams::default()
+        }
+        .check()
+        .expect("options");
         let readout = LinearReadout::new(
             Array2::from_shape_fn((segments * n, classes), |(i, c)| scale * ((i * 7 + c) as f64).cos()),
             Array1::from_elem(classes, scale / 3.0),

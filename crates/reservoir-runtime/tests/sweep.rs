@@ -12,7 +12,7 @@ use reservoir_core::{
     Result, WeightDistribution,
 };
 use reservoir_runtime::config::SweepParams;
-use reservoir_runtime::config::{ExperimentConfig, TaskConfig};
+use reservoir_runtime::config::{ExperimentConfig, TaskParams};
 use reservoir_runtime::data::tasks::narma::narma10;
 use reservoir_runtime::jobs::run::{self, ExperimentReport};
 use reservoir_runtime::jobs::sweep::{run_sweep, SweepScore};
@@ -153,7 +153,7 @@ fn every_lane_and_ridge_is_ranked_best_first() {
 #[test]
 fn memory_capacity_ranks_the_largest_capacity_first() {
     let mut params = shipped("memory_capacity.toml").to_params();
-    params.task = Some(TaskConfig::MemoryCapacity {
+    params.task = Some(TaskParams::MemoryCapacity {
         max_delay: 30,
         train: 1000,
         test: 500,

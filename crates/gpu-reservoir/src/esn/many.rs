@@ -52,7 +52,7 @@ impl GpuReservoirComputer {
 
     /// The arithmetic of the batches [`ManySequences::Auto`] makes (default [`GemmMath::F32`]):
     /// where it batches, TF32 or f16 operands step them on the tensor cores, at their drift
-    /// from f32 (`docs/performance.md`).
+    /// from f32 (docs/decisions.md, "Other thresholds").
     ///
     /// # Errors
     /// As [`GpuReservoirComputer::with_many_sequences`] for `ManySequences::Batched(math)`.

@@ -2,7 +2,7 @@
 
 /// Synapse count from which [`LifStepPath::auto`] picks the event-driven path: the smallest
 /// network `gpu_lif_bench` measures, where the event-driven step was already the faster one
-/// (docs/performance.md); below it nothing was measured, so the gather (one launch) stays.
+/// (docs/decisions.md, "Other thresholds"); below it nothing was measured, so the gather (one launch) stays.
 pub const LIF_EVENT_MIN_SYNAPSES: usize = 100_000;
 
 /// How a [`GpuLifNetwork`](super::GpuLifNetwork) steps.
@@ -26,7 +26,7 @@ impl LifStepPath {
     /// The path for a W with `synapses` non-zeros: the cluster run where the device and N
     /// allow it (`cluster_run`), which `gpu_lif_bench` measured faster than both launched
     /// paths at every size it takes; otherwise event-driven from 100,000 synapses on,
-    /// gather below (docs/performance.md).
+    /// gather below (docs/benchmarks.md, `gpu_lif_bench`).
     pub fn auto(synapses: usize, cluster_run: bool) -> Self {
         if cluster_run {
             Self::EventCluster

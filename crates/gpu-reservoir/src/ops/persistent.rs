@@ -115,7 +115,7 @@ impl PersistentPlan {
     /// A plan for W, or `None` when the device cannot launch cooperatively or x alone does not
     /// fit in a block's shared memory. W's slices are cached on chip when they fit; otherwise
     /// a dense W streams from HBM (in 16 bits when its values are all exact there) and a
-    /// sparse one is read through L2. Each beats one launch per step (docs/performance.md).
+    /// sparse one is read through L2. Each beats one launch per step (docs/benchmarks.md, `gpu_bench`).
     pub(crate) fn for_matrix(device: &GpuDevice, w: &CsrMatrix<f64>) -> Result<Option<Self>> {
         let n = w.nrows();
         let row_ptr = w.row_ptr();

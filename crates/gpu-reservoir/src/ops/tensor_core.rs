@@ -103,7 +103,7 @@ fn launches(batch: usize, row_blocks: usize, sms: usize) -> Option<Vec<Launch>> 
 }
 
 /// Whether the tensor-core run takes `batch` sequences of `n` units in one launch on `sms` SMs.
-/// Beyond one launch it was measured slower than the GEMM path (`docs/performance.md`).
+/// Beyond one launch it was measured slower than the GEMM path (docs/decisions.md, "Other thresholds").
 pub(crate) fn one_launch(n: usize, batch: usize, sms: usize) -> bool {
     padded(n)
         .and_then(|p| launches(batch, p / ROWS, sms))

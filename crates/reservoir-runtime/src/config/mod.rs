@@ -21,10 +21,10 @@ mod sweep;
 mod task;
 
 pub use folds::Validation;
-pub use spikes::SpikeClassificationOptions;
+pub use spikes::{SpikeClassificationOptions, SpikeClassificationParams};
 use sweep::check_gpu_matmul;
 pub use sweep::{SweepConfig, SweepParams, DEFAULT_FOLDS};
-pub use task::TaskConfig;
+pub use task::{Task, TaskConfig, TaskParams};
 
 /// A config file as written. Every table is optional and defaults as documented on its type.
 ///
@@ -47,7 +47,7 @@ pub struct ExperimentParams {
     pub gpu_matmul: Option<GemmMath>,
     /// The `[task]` table (what `reservoir run` and `reservoir sweep` do).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub task: Option<TaskConfig>,
+    pub task: Option<TaskParams>,
     /// The `[reservoir]` table.
     pub reservoir: ReservoirParams,
     /// The `[readout]` table.
@@ -88,7 +88,7 @@ impl From<ExperimentConfig> for ExperimentParams {
             device: Some(config.device),
             devices: config.devices,
             gpu_matmul: (config.gpu_matmul != GemmMath::F32).then_some(config.gpu_matmul),
-            task: config.task,
+            task: config.task.map(Into::into),
             reservoir: config.reservoir.into(),
             readout: config.readout.into(),
             features: config.features.into(),
@@ -128,7 +128,7 @@ fn located_error(
 /// The task kinds, as `kind` names them.
 const TASK_KINDS: &str = "`narma10`, `mackey_glass`, `spike_classification` or `memory_capacity`";
 
-/// The `[task]` table as read on its own ([`take_task`]): the variants of [`TaskConfig`], tagged
+/// The `[task]` table as read on its own ([`take_task`]): the variants of [`TaskParams`], tagged
 /// by a key instead of by the `kind` field, so that serde reads the table's values in place and
 /// an error keeps the line and column of the value at fault (an internally tagged enum is
 /// buffered first, and its errors point at the table's first line).
@@ -145,7 +145,7 @@ enum TaskTable {
         test: usize,
         forecast: usize,
     },
-    SpikeClassification(SpikeClassificationOptions),
+    SpikeClassification(SpikeClassificationParams),
     MemoryCapacity {
         max_delay: usize,
         train: usize,
@@ -153,25 +153,25 @@ enum TaskTable {
     },
 }
 
-impl From<TaskTable> for TaskConfig {
+impl From<TaskTable> for TaskParams {
     fn from(table: TaskTable) -> Self {
         match table {
-            TaskTable::Narma10 { train, test, seed } => TaskConfig::Narma10 { train, test, seed },
+            TaskTable::Narma10 { train, test, seed } => Task::Narma10 { train, test, seed },
             TaskTable::MackeyGlass {
                 train,
                 test,
                 forecast,
-            } => TaskConfig::MackeyGlass {
+            } => Task::MackeyGlass {
                 train,
                 test,
                 forecast,
             },
-            TaskTable::SpikeClassification(options) => TaskConfig::SpikeClassification(options),
+            TaskTable::SpikeClassification(params) => Task::SpikeClassification(params),
             TaskTable::MemoryCapacity {
                 max_delay,
                 train,
                 test,
-            } => TaskConfig::MemoryCapacity {
+            } => Task::MemoryCapacity {
                 max_delay,
                 train,
                 test,
@@ -183,7 +183,7 @@ impl From<TaskTable> for TaskConfig {
 /// Takes the `[task]` table out of `root` and reads it on its own ([`TaskTable`]), so every
 /// error in it names the line and column of the key or value at fault and the field with its
 /// table (`task.seed`). `None` when there is no `[task]` table.
-fn take_task(root: &mut DeTable<'_>, text: &str, origin: &str) -> Result<Option<TaskConfig>> {
+fn take_task(root: &mut DeTable<'_>, text: &str, origin: &str) -> Result<Option<TaskParams>> {
     match root.get("task") {
         None => return Ok(None),
         Some(task) if !matches!(task.get_ref(), DeValue::Table(_)) => {
@@ -325,9 +325,10 @@ impl ExperimentParams {
                     .map_err(|e| e.prefixed("sweep"))
             })
             .transpose()?;
-        if let Some(task) = &self.task {
-            task.check(&readout, lif.as_ref())?;
-        }
+        let task = self
+            .task
+            .map(|task| task.check(&readout, lif.as_ref()))
+            .transpose()?;
         if let Some(devices @ Devices::List(list)) = &self.devices {
             devices
                 .ordinals(0)
@@ -339,7 +340,7 @@ impl ExperimentParams {
             device: self.device.unwrap_or_default(),
             devices: self.devices,
             gpu_matmul,
-            task: self.task,
+            task,
             reservoir,
             readout,
             features,

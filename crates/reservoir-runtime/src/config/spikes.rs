@@ -1,6 +1,8 @@
 //! The spike task's `[task]` table (`kind = "spike_classification"`): how the samples are
 //! drawn and binned, and how the readout sees them.
 
+use std::ops::Deref;
+
 use reservoir_core::encoding::Encoder;
 use reservoir_core::error::ConfigError;
 use reservoir_core::lif::LifConfig;
@@ -9,10 +11,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::device::Workload;
 
-/// The task's parameters (serde: the `[task]` table of `configs/spike_classification.toml`).
+/// The task's parameters as written (serde: the `[task]` table of
+/// `configs/spike_classification.toml`), unchecked; [`SpikeClassificationParams::check`]
+/// makes the [`SpikeClassificationOptions`] the task runs with.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct SpikeClassificationOptions {
+pub struct SpikeClassificationParams {
     /// Number of classes K. Default 10.
     pub classes: usize,
     /// Input channels. Default 40.
@@ -44,7 +48,7 @@ pub struct SpikeClassificationOptions {
     pub encoder: Option<Encoder>,
 }
 
-impl Default for SpikeClassificationOptions {
+impl Default for SpikeClassificationParams {
     fn default() -> Self {
         Self {
             classes: 10,
@@ -64,44 +68,10 @@ impl Default for SpikeClassificationOptions {
     }
 }
 
-impl SpikeClassificationOptions {
-    /// What the task asks of each reservoir: every training and test sample is a sequence of
-    /// `ceil(sample_ms / dt_ms)` bins.
-    pub fn workload(&self) -> Workload {
-        let samples = self.samples();
-        Workload {
-            sequences: samples,
-            steps: samples.saturating_mul(self.bins()),
-        }
-    }
-
-    /// Training and test samples in all.
-    pub fn samples(&self) -> usize {
-        self.train_per_class
-            .saturating_add(self.test_per_class)
-            .saturating_mul(self.classes)
-    }
-
-    /// Time bins of one sample (`sample_ms / dt_ms`, rounded up).
-    pub fn bins(&self) -> usize {
-        (self.sample_ms / self.dt_ms).ceil() as usize
-    }
-
-    /// Bytes of the generated data: every sample's spikes (the template's, one per channel,
-    /// and the background's expected count, 16 bytes each) and the templates, plus one sample
-    /// as dense bins × channels values (an encoder's intensities, a reservoir's inputs).
-    pub fn data_bytes(&self) -> u64 {
-        let background = self.background_hz * self.sample_ms / 1000.0;
-        let per_sample = (self.channels as f64 * (1.0 + background)).ceil() as usize;
-        let spikes = bytes_of(self.samples().saturating_add(self.classes), per_sample);
-        spikes
-            .saturating_mul(16)
-            .saturating_add(bytes_of(self.bins(), self.channels).saturating_mul(8))
-    }
-
-    /// Checks every field (the encoder was checked as it was read); errors name the field (as
-    /// `task.<field>`).
-    pub fn validate(&self) -> Result<(), ConfigError> {
+impl SpikeClassificationParams {
+    /// The options, once every field obeys its rule (the encoder was checked as it was read);
+    /// an error names the field (as `task.<field>`).
+    pub fn check(self) -> Result<SpikeClassificationOptions, ConfigError> {
         let positive = |field: &str, ok: bool, value: String| {
             if ok {
                 Ok(())
@@ -206,21 +176,102 @@ impl SpikeClassificationOptions {
                 self.segments,
             ));
         }
-        Ok(())
+        Ok(SpikeClassificationOptions(self))
+    }
+
+    /// Time bins of one sample (`sample_ms / dt_ms`, rounded up).
+    fn bins(&self) -> usize {
+        (self.sample_ms / self.dt_ms).ceil() as usize
+    }
+}
+
+/// The spike task's options, checked ([`SpikeClassificationParams::check`]): every field obeys
+/// its rule. The fields are read through [`Deref`] and cannot be changed; a file's options
+/// are checked as they are read, so a model file cannot smuggle in invalid ones.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(
+    try_from = "SpikeClassificationParams",
+    into = "SpikeClassificationParams"
+)]
+pub struct SpikeClassificationOptions(SpikeClassificationParams);
+
+impl Deref for SpikeClassificationOptions {
+    type Target = SpikeClassificationParams;
+
+    fn deref(&self) -> &SpikeClassificationParams {
+        &self.0
+    }
+}
+
+impl TryFrom<SpikeClassificationParams> for SpikeClassificationOptions {
+    type Error = ConfigError;
+
+    fn try_from(params: SpikeClassificationParams) -> Result<Self, ConfigError> {
+        params.check()
+    }
+}
+
+impl From<SpikeClassificationOptions> for SpikeClassificationParams {
+    fn from(options: SpikeClassificationOptions) -> Self {
+        options.0
+    }
+}
+
+impl Default for SpikeClassificationOptions {
+    /// The defaults of [`SpikeClassificationParams`], which obey every rule.
+    fn default() -> Self {
+        Self(SpikeClassificationParams::default())
+    }
+}
+
+impl SpikeClassificationOptions {
+    /// What the task asks of each reservoir: every training and test sample is a sequence of
+    /// `ceil(sample_ms / dt_ms)` bins.
+    pub fn workload(&self) -> Workload {
+        let samples = self.samples();
+        Workload {
+            sequences: samples,
+            steps: samples.saturating_mul(self.bins()),
+        }
+    }
+
+    /// Training and test samples in all.
+    pub fn samples(&self) -> usize {
+        self.train_per_class
+            .saturating_add(self.test_per_class)
+            .saturating_mul(self.classes)
+    }
+
+    /// Time bins of one sample (`sample_ms / dt_ms`, rounded up).
+    pub fn bins(&self) -> usize {
+        self.0.bins()
+    }
+
+    /// Bytes of the generated data: every sample's spikes (the template's, one per channel,
+    /// and the background's expected count, 16 bytes each) and the templates, plus one sample
+    /// as dense bins × channels values (an encoder's intensities, a reservoir's inputs).
+    pub fn data_bytes(&self) -> u64 {
+        let background = self.background_hz * self.sample_ms / 1000.0;
+        let per_sample = (self.channels as f64 * (1.0 + background)).ceil() as usize;
+        let spikes = bytes_of(self.samples().saturating_add(self.classes), per_sample);
+        spikes
+            .saturating_mul(16)
+            .saturating_add(bytes_of(self.bins(), self.channels).saturating_mul(8))
     }
 }
 
 /// Most classes, channels, samples per class or bins per sample the task accepts: far beyond
-/// any memory (which the data generator checks), small enough that products of them cannot overflow.
+/// any memory (which the data generator checks), small enough that products of them cannot
+/// overflow.
 pub(crate) const MAX_COUNT: usize = 1_000_000_000_000;
 
-/// Checks the task's options and that the LIF network (if any) bins the samples as the task
+/// Checks the task's options, and that the LIF network (if any) bins the samples as the task
 /// does.
 pub(crate) fn check(
-    options: &SpikeClassificationOptions,
+    params: SpikeClassificationParams,
     lif: Option<&LifConfig>,
-) -> Result<(), ConfigError> {
-    options.validate()?;
+) -> Result<SpikeClassificationOptions, ConfigError> {
+    let options = params.check()?;
     if let Some(lif) = lif {
         if lif.dt_ms() != options.dt_ms {
             return Err(ConfigError::new(
@@ -230,5 +281,5 @@ pub(crate) fn check(
             ));
         }
     }
-    Ok(())
+    Ok(options)
 }

@@ -1,5 +1,7 @@
 //! The `[task]` table: what `reservoir run` and `reservoir sweep` do with the reservoir.
 
+use std::convert::Infallible;
+
 use reservoir_core::lif::LifConfig;
 use reservoir_core::memory::bytes_of;
 use reservoir_core::readout::ridge_bytes;
@@ -7,14 +9,15 @@ use reservoir_core::weights::weights_bytes;
 use reservoir_core::{ConfigError, ReadoutConfig, ReservoirConfig};
 use serde::{Deserialize, Serialize};
 
-use super::spikes::{self, SpikeClassificationOptions};
+use super::spikes::{self, SpikeClassificationOptions, SpikeClassificationParams};
 use crate::device::Workload;
 use crate::memory::JobMemory;
 
-/// What `reservoir run` does with the reservoir.
+/// What `reservoir run` does with the reservoir: the `[task]` table, its spike task's options
+/// of type `S` ([`TaskParams`] as written, [`TaskConfig`] once checked).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
-pub enum TaskConfig {
+pub enum Task<S> {
     /// Canonical NARMA-10: train on `train` rows, score every one of the next `test` rows.
     Narma10 {
         /// Training rows (the readout's washout is dropped from these).
@@ -37,7 +40,7 @@ pub enum TaskConfig {
     /// Spike-pattern classification (see [`crate::data::tasks::spikes`]) by the `[reservoir]`
     /// echo-state network and, when a `[lif]` table is given, a LIF network; plus the
     /// template detector's recall and precision.
-    SpikeClassification(SpikeClassificationOptions),
+    SpikeClassification(S),
     /// Memory capacity (Jaeger 2001) of a one-input reservoir.
     MemoryCapacity {
         /// Largest delay.
@@ -49,36 +52,36 @@ pub enum TaskConfig {
     },
 }
 
-impl TaskConfig {
-    /// What the task asks of its echo-state reservoir: its sequences and their steps (the
-    /// readout's `washout` comes on top of memory capacity's rows).
-    pub(crate) fn workload(&self, washout: usize) -> Workload {
+/// The `[task]` table as written.
+pub type TaskParams = Task<SpikeClassificationParams>;
+
+/// The `[task]` table, checked ([`TaskParams::check`]).
+pub type TaskConfig = Task<SpikeClassificationOptions>;
+
+impl<S> Task<S> {
+    /// The task's name in reports, e.g. `narma10`.
+    pub fn kind(&self) -> &'static str {
         match self {
-            TaskConfig::Narma10 { train, test, .. } => Workload::single(train + test),
-            TaskConfig::MackeyGlass {
-                train,
-                test,
-                forecast,
-            } => Workload::single(train + test + forecast),
-            TaskConfig::MemoryCapacity {
-                max_delay,
-                train,
-                test,
-            } => Workload::single(washout.max(*max_delay) + train + test),
-            TaskConfig::SpikeClassification(options) => options.workload(),
+            Task::Narma10 { .. } => "narma10",
+            Task::MackeyGlass { .. } => "mackey_glass",
+            Task::SpikeClassification(_) => "spike_classification",
+            Task::MemoryCapacity { .. } => "memory_capacity",
         }
     }
+}
 
-    /// Checks the task against the readout (its washout must leave training rows) and the LIF
-    /// reservoir (it must step at the spike task's bin width); field names carry their table.
+impl TaskParams {
+    /// Checks the task and its agreement with the readout (its washout must leave training
+    /// rows) and the LIF reservoir (it must step at the spike task's bin width); field names
+    /// carry their table.
     pub(crate) fn check(
-        &self,
+        self,
         readout: &ReadoutConfig,
         lif: Option<&LifConfig>,
-    ) -> Result<(), ConfigError> {
-        let (train, test) = match self {
-            TaskConfig::Narma10 { train, test, .. } => (*train, *test),
-            TaskConfig::MackeyGlass {
+    ) -> Result<TaskConfig, ConfigError> {
+        let (train, test) = match &self {
+            Task::Narma10 { train, test, .. } => (*train, *test),
+            Task::MackeyGlass {
                 train,
                 test,
                 forecast,
@@ -92,7 +95,7 @@ impl TaskConfig {
                 }
                 (*train, *test)
             }
-            TaskConfig::MemoryCapacity {
+            Task::MemoryCapacity {
                 max_delay,
                 train,
                 test,
@@ -100,7 +103,9 @@ impl TaskConfig {
                 check_rows("task.max_delay", *max_delay, 1)?;
                 (*train, *test)
             }
-            TaskConfig::SpikeClassification(options) => return spikes::check(options, lif),
+            Task::SpikeClassification(_) => {
+                return self.try_map_spikes(|params| spikes::check(params, lif))
+            }
         };
         check_rows("task.train", train, 1)?;
         check_rows("task.test", test, 2)?;
@@ -111,7 +116,65 @@ impl TaskConfig {
                 readout.washout(),
             ));
         }
-        Ok(())
+        self.try_map_spikes(|params| params.check())
+    }
+}
+
+impl From<TaskConfig> for TaskParams {
+    fn from(task: TaskConfig) -> Self {
+        match task.try_map_spikes(|options| Ok::<_, Infallible>(options.into())) {
+            Ok(task) => task,
+            Err(never) => match never {},
+        }
+    }
+}
+
+impl<S> Task<S> {
+    /// The same task with its spike options mapped by `f`.
+    fn try_map_spikes<T, E>(self, f: impl FnOnce(S) -> Result<T, E>) -> Result<Task<T>, E> {
+        Ok(match self {
+            Task::SpikeClassification(options) => Task::SpikeClassification(f(options)?),
+            Task::Narma10 { train, test, seed } => Task::Narma10 { train, test, seed },
+            Task::MackeyGlass {
+                train,
+                test,
+                forecast,
+            } => Task::MackeyGlass {
+                train,
+                test,
+                forecast,
+            },
+            Task::MemoryCapacity {
+                max_delay,
+                train,
+                test,
+            } => Task::MemoryCapacity {
+                max_delay,
+                train,
+                test,
+            },
+        })
+    }
+}
+
+impl TaskConfig {
+    /// What the task asks of its echo-state reservoir: its sequences and their steps (the
+    /// readout's `washout` comes on top of memory capacity's rows).
+    pub(crate) fn workload(&self, washout: usize) -> Workload {
+        match self {
+            Task::Narma10 { train, test, .. } => Workload::single(train + test),
+            Task::MackeyGlass {
+                train,
+                test,
+                forecast,
+            } => Workload::single(train + test + forecast),
+            Task::MemoryCapacity {
+                max_delay,
+                train,
+                test,
+            } => Workload::single(washout.max(*max_delay) + train + test),
+            Task::SpikeClassification(options) => options.workload(),
+        }
     }
 
     /// The host memory of a time-series task on the echo-state reservoir `esn` at its peak:
@@ -119,9 +182,9 @@ impl TaskConfig {
     /// estimated by its own run).
     pub(crate) fn memory(&self, esn: &ReservoirConfig, washout: usize) -> JobMemory {
         let (rows, values, outputs, test) = match self {
-            TaskConfig::Narma10 { train, test, .. } => (train + test, 4, 1, *test),
-            TaskConfig::MackeyGlass { train, test, .. } => (train + test + 1, 4, 1, *test),
-            TaskConfig::MemoryCapacity {
+            Task::Narma10 { train, test, .. } => (train + test, 4, 1, *test),
+            Task::MackeyGlass { train, test, .. } => (train + test + 1, 4, 1, *test),
+            Task::MemoryCapacity {
                 max_delay,
                 train,
                 test,
@@ -131,23 +194,13 @@ impl TaskConfig {
                 *max_delay,
                 *test,
             ),
-            TaskConfig::SpikeClassification(_) => (0, 0, 0, 0),
+            Task::SpikeClassification(_) => (0, 0, 0, 0),
         };
         JobMemory::default()
             .add("weights", weights_bytes(esn))
             .add("ridge sums", ridge_bytes(esn.size(), outputs))
             .add("task data", bytes_of(rows, values).saturating_mul(8))
             .add("predictions", bytes_of(test, outputs).saturating_mul(16))
-    }
-
-    /// The task's name in reports, e.g. `narma10`.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            TaskConfig::Narma10 { .. } => "narma10",
-            TaskConfig::MackeyGlass { .. } => "mackey_glass",
-            TaskConfig::SpikeClassification(_) => "spike_classification",
-            TaskConfig::MemoryCapacity { .. } => "memory_capacity",
-        }
     }
 }
 

@@ -2,7 +2,7 @@
 //! a GPU, from the reservoir's shape and the job's sequences and steps.
 //!
 //! The constants were measured on an NVIDIA H100 host with a 16-thread Intel Xeon
-//! (docs/performance.md, "The cost model's crossover"): what a GPU costs before its first step
+//! (docs/decisions.md, "The cost model of `auto`"): what a GPU costs before its first step
 //! (context, kernels from the cache, plans, uploads), per step, per sequence, and per state
 //! value brought back; what the CPU costs per non-zero weight of a step. Jobs far from the
 //! crossover are chosen right whatever the exact constants; near it either device is about as

@@ -23,9 +23,10 @@ pub enum RuntimeError {
     Gpu(#[from] GpuError),
 
     /// A data file is unreadable, malformed or holds values the engine cannot use (the
-    /// message names the file and the line, column, array or sequence).
+    /// message names the file and the line, column, array or sequence). Boxed: its variants
+    /// carry several names and paths, and every `Result` of the runtime would grow with them.
     #[error(transparent)]
-    Data(#[from] DataError),
+    Data(Box<DataError>),
 
     /// The device asked for cannot run this job.
     #[error("device {device}: {reason}")]
@@ -71,6 +72,12 @@ pub enum RuntimeError {
         /// What is wrong with it.
         message: String,
     },
+}
+
+impl From<DataError> for RuntimeError {
+    fn from(error: DataError) -> Self {
+        RuntimeError::Data(Box::new(error))
+    }
 }
 
 impl From<ConfigError> for RuntimeError {

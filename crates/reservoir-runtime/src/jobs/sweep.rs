@@ -188,7 +188,7 @@ pub fn run_sweep(config: &ExperimentConfig, dispatch: &mut Dispatch) -> Result<S
 /// [`SWEEP_SUMS_BUDGET_BYTES`]: the rest is room for what the process holds besides (its code,
 /// the task's rows, the reservoir and states of each lane running) and for what the allocator
 /// keeps of the batches before, so the whole process stays within the budget
-/// (docs/performance.md has the peaks measured).
+/// (docs/decisions.md, "Other thresholds", has the peak measured).
 const SWEEP_HELD_BYTES: usize = SWEEP_SUMS_BUDGET_BYTES / 3 * 2;
 
 /// Makes the lane runner of a sweep around a base config, with the name of where it runs.

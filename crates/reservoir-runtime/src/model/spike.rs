@@ -56,7 +56,6 @@ impl From<legacy::SpikeModelV1> for SpikeModel {
 impl SpikeModel {
     /// Checks that the parts fit together (channels, units, segments, classes).
     pub fn validate(&self) -> Result<(), ReservoirError> {
-        self.task.validate()?;
         let n = self.weights.size();
         let consistent = self.config.size() == n
             && self.config.input_size() == self.weights.input_size()

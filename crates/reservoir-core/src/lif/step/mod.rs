@@ -22,7 +22,7 @@ pub(super) const LANES: usize = 16;
 
 /// Neurons per part at least when a step is split over threads: handing a part to rayon's
 /// pool and waiting for it costs microseconds a step, as much as a smaller part saves
-/// (docs/performance.md has the sizes measured).
+/// (docs/decisions.md, "Other thresholds", has the sizes measured).
 pub const MIN_PART_NEURONS: usize = 32_768;
 
 /// Bits of 2^-125: below it an `f32` is a whole number of 2^-149, and that number is its bits

@@ -74,7 +74,6 @@ fn encode_sample(
 
 /// Generates the templates and samples.
 pub fn generate(options: &SpikeClassificationOptions) -> Result<SpikeClassificationData> {
-    options.validate()?;
     ensure_available(
         &format!(
             "the spike-classification data ({} samples of {} channels × {} bins)",
