@@ -335,7 +335,7 @@ pub mod model {
         config: &reservoir_core::ReservoirConfig,
         weights: &reservoir_core::ReservoirWeights,
     ) -> Option<Box<dyn Reservoir>> {
-        cpu_reservoir(config, weights.clone(), reservoir_core::Par::all()).ok()
+        cpu_reservoir(config, weights.clone(), reservoir_core::Par::Seq).ok()
     }
 
     /// A loaded model saves, the saved file loads, and saving that gives the same bytes
