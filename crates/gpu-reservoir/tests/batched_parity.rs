@@ -1,9 +1,9 @@
 //! Many sequences through `GpuReservoirComputer::run_many` (one GEMM per step for all of them)
 //! against the CPU reservoir run on each sequence from the zero state.
 
-mod common;
+use crate::common;
 
-use common::{f16_product, f16_weights, fresh_seed, gpu, relative_error};
+use common::{f16_product, f16_weights, fresh_seed, gpu, relative_error, run_many};
 use gpu_reservoir::{BatchKernel, GemmMath, GpuReservoirComputer, ManySequences};
 use ndarray::{Array2, ArrayView2};
 use rand::{Rng, SeedableRng};
@@ -64,21 +64,6 @@ fn f16_drift<'a>(pairs: impl IntoIterator<Item = (&'a Array2<f64>, Array2<f64>)>
                 whole.max(relative_error(got, &expected).0),
             )
         })
-}
-
-/// `reservoir.run_many(sequences)`, each sequence's states collected in the order handed out
-/// (which must be the order of the sequences).
-fn run_many(
-    reservoir: &mut dyn Reservoir,
-    sequences: &[ArrayView2<f64>],
-) -> reservoir_core::Result<Vec<Array2<f64>>> {
-    let mut got: Vec<Array2<f64>> = Vec::new();
-    reservoir.run_many(sequences, &mut |index, states| {
-        assert_eq!(index, got.len(), "sequences are visited in order");
-        got.push(states.to_owned());
-        Ok(())
-    })?;
-    Ok(got)
 }
 
 /// The CPU reference of sequence `inputs`: a fresh f32 reservoir, from the zero state.

@@ -3,7 +3,7 @@
 //! neuron, each against one GPU or the CPU. With one GPU the
 //! collectives run with one rank, which checks the code paths but not the traffic.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 use std::time::Duration;
@@ -17,6 +17,7 @@ use gpu_reservoir::{
 use ndarray::Array2;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use reservoir_conformance::harness_name;
 use reservoir_core::lif::{LifFeatures, LifNetwork, LifParams, LifWeights};
 use reservoir_core::readout::RidgeAccumulator;
 use reservoir_core::{Reservoir, ReservoirConfig, ReservoirWeights};
@@ -304,7 +305,7 @@ fn two_processes_add_their_sums_through_nccl() {
         Command::new(std::env::current_exe().expect("test binary"))
             .args([
                 "--exact",
-                "two_processes_add_their_sums_through_nccl",
+                &harness_name(module_path!(), "two_processes_add_their_sums_through_nccl"),
                 "--nocapture",
             ])
             .env(CHILD_RANK, "1")

@@ -4,7 +4,7 @@
 //! `GpuLifNetwork` on both step paths (against the CPU's `LifNetwork`, bit for bit). Skipped
 //! with the reason printed without a GPU; fails instead with `RESERVOIR_REQUIRE_GPU=1`.
 
-mod common;
+use crate::common;
 
 use common::gpu;
 use gpu_reservoir::{

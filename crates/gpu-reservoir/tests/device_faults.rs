@@ -1,17 +1,17 @@
-//! Device faults on one shared GPU: the device out of memory in the middle of the work, one
-//! reservoir used from several threads, reservoirs in threads of their own, and reservoirs
-//! interleaved step by step. Each must end in a clear typed error or in exactly the numbers
-//! the same work gives alone: never a panic, a hang or a wrong number. Every test body runs
-//! under a time limit, so a hang fails the test instead of stalling the run.
+//! Device faults on one shared GPU: one reservoir used from several threads, reservoirs in
+//! threads of their own, and reservoirs interleaved step by step (the device out of memory is
+//! `out_of_memory.rs`). Each must end in a clear typed error or in exactly the numbers the same
+//! work gives alone: never a panic, a hang or a wrong number. Every test body runs under a
+//! time limit ([`crate::common::faults::within`]), so a hang fails the test instead of stalling
+//! the run.
 
-mod common;
+use crate::common;
 
-use std::sync::{mpsc, Arc, Barrier, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, Barrier, Mutex};
 use std::thread;
-use std::time::Duration;
 
-use common::{fresh_seed, gpu, relative_error};
-use cudarc::driver::CudaSlice;
+use common::faults::{assert_same_bits, esn_config, limit, sanitizing, sized, within};
+use common::{fresh_seed, gpu, random_inputs, relative_error, run_many, views};
 use gpu_reservoir::{
     DeviceRidgeSums, GemmMath, GpuDevice, GpuError, GpuLaneRunner, GpuLifNetwork,
     GpuReservoirComputer, LifStepPath, ManySequences, StepPath,
@@ -21,131 +21,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use reservoir_core::lanes::{Lane, LaneData};
 use reservoir_core::lif::{LifConfig, LifNetwork, LifParams};
-use reservoir_core::{
-    EchoStateNetwork, Reservoir, ReservoirConfig, ReservoirError, ReservoirParams, ReservoirWeights,
-};
-
-/// The tests of this file run in threads of one process on one device. The out-of-memory test
-/// fills the device, so it holds the device alone: the others would fail for want of memory
-/// while it runs, and their frees would leave it room it did not expect.
-static DEVICE_USE: RwLock<()> = RwLock::new(());
-
-/// Use of the device beside the other tests (a test that failed holding it does not matter).
-fn device_shared() -> RwLockReadGuard<'static, ()> {
-    DEVICE_USE
-        .read()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-/// Use of the device with no other test running on it.
-fn device_alone() -> RwLockWriteGuard<'static, ()> {
-    DEVICE_USE
-        .write()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-/// Whether the tests run under compute-sanitizer (`sanitize.sh` sets `RESERVOIR_SANITIZE=1`):
-/// everything is much slower there, and the tool needs device memory of its own.
-fn sanitizing() -> bool {
-    std::env::var("RESERVOIR_SANITIZE").is_ok_and(|v| v == "1")
-}
-
-/// The time a test body may take: `seconds` on an idle GPU, 30 times that under the sanitizer.
-fn limit(seconds: u64) -> Duration {
-    Duration::from_secs(if sanitizing() { 30 * seconds } else { seconds })
-}
-
-/// `normal`, or `small` under the sanitizer (steps, sequences, rounds).
-fn sized(normal: usize, small: usize) -> usize {
-    if sanitizing() {
-        small
-    } else {
-        normal
-    }
-}
-
-/// Runs `body` on a thread of its own and returns its result; a panic in it is re-raised
-/// here, and a body still running after `limit` fails the test as a hang.
-fn within<T: Send + 'static>(
-    what: &str,
-    limit: Duration,
-    body: impl FnOnce() -> T + Send + 'static,
-) -> T {
-    let (done, result) = mpsc::channel();
-    let worker = thread::Builder::new()
-        .name(what.to_owned())
-        .spawn(move || {
-            let _ = done.send(body());
-        })
-        .expect("spawning the test body");
-    match result.recv_timeout(limit) {
-        Ok(value) => {
-            let _ = worker.join();
-            value
-        }
-        Err(mpsc::RecvTimeoutError::Timeout) => {
-            panic!("{what}: no result after {limit:?}: a hang")
-        }
-        Err(mpsc::RecvTimeoutError::Disconnected) => match worker.join() {
-            Err(panic) => std::panic::resume_unwind(panic),
-            Ok(()) => panic!("{what}: the body ended without a result"),
-        },
-    }
-}
-
-/// The GPU error inside a reservoir error, if it is one.
-fn gpu_error(error: &ReservoirError) -> Option<&GpuError> {
-    match error {
-        ReservoirError::Backend { source, .. } => source.downcast_ref::<GpuError>(),
-        _ => None,
-    }
-}
-
-/// Asserts that `result` failed with [`GpuError::OutOfMemory`] naming `context` (and, when
-/// `bytes`, the size asked for), and returns the message.
-fn assert_out_of_memory<T>(
-    what: &str,
-    result: Result<T, ReservoirError>,
-    context: &str,
-    bytes: bool,
-) -> String {
-    let error = match result {
-        Ok(_) => panic!("{what}: expected the device to be out of memory, but it succeeded"),
-        Err(error) => error,
-    };
-    let message = error.to_string();
-    match gpu_error(&error) {
-        Some(GpuError::OutOfMemory {
-            context: named,
-            bytes: asked,
-            free,
-        }) => {
-            assert!(named.contains(context), "{what}: {message}");
-            assert!(!bytes || asked.is_some(), "{what}: no size in {message}");
-            assert!(free.is_some(), "{what}: no free memory in {message}");
-        }
-        _ => panic!("{what}: expected GpuError::OutOfMemory, got {error:?}"),
-    }
-    eprintln!("{what}: {message}");
-    message
-}
-
-fn random_inputs(rng: &mut ChaCha8Rng, steps: usize, k: usize) -> Array2<f64> {
-    Array2::from_shape_fn((steps, k), |_| rng.random_range(-1.0..1.0))
-}
-
-fn esn_config(rng: &mut ChaCha8Rng, n: usize, k: usize, density: f64) -> ReservoirConfig {
-    ReservoirParams::new()
-        .size(n)
-        .input_size(k)
-        .connection_prob(density)
-        .spectral_radius(0.9)
-        .leak_rate(rng.random_range(0.2..1.0))
-        .bias_scaling(0.2)
-        .seed(rng.random())
-        .check()
-        .expect("config")
-}
+use reservoir_core::{EchoStateNetwork, Reservoir, ReservoirConfig};
 
 fn lif_config(rng: &mut ChaCha8Rng, n: usize, k: usize) -> LifConfig {
     LifParams::new()
@@ -192,79 +68,6 @@ fn paths(device: &GpuDevice, config: &ReservoirConfig) -> Vec<StepPath> {
         .collect()
 }
 
-/// `reservoir.run_many(sequences)`, the states of each sequence in order.
-fn run_many(
-    reservoir: &mut dyn Reservoir,
-    sequences: &[Array2<f64>],
-) -> reservoir_core::Result<Vec<Array2<f64>>> {
-    let views: Vec<ArrayView2<f64>> = sequences.iter().map(|s| s.view()).collect();
-    let mut got = Vec::new();
-    reservoir.run_many(&views, &mut |_, states| {
-        got.push(states.to_owned());
-        Ok(())
-    })?;
-    Ok(got)
-}
-
-/// Asserts that two results are the same numbers, bit for bit.
-fn assert_same_bits(what: &str, got: &[f64], expected: &[f64]) {
-    assert_eq!(got.len(), expected.len(), "{what}: lengths");
-    let differing = got
-        .iter()
-        .zip(expected)
-        .filter(|(a, b)| a.to_bits() != b.to_bits())
-        .count();
-    assert_eq!(
-        differing,
-        0,
-        "{what}: {differing} of {} values differ from the run alone",
-        got.len()
-    );
-}
-
-/// Device memory taken by the test (through cudarc, on the shared device's stream) to leave
-/// the rest of the work little room.
-struct Ballast {
-    pieces: Vec<CudaSlice<u8>>,
-}
-
-impl Ballast {
-    /// Allocates until the device has at most `headroom` bytes free (within 1 MiB), in pieces
-    /// of at most 1 GiB. Returns the ballast and the bytes left free.
-    fn fill(device: &GpuDevice, headroom: usize) -> (Self, usize) {
-        let stream = device.stream();
-        // Earlier frees go back to the driver at a synchronisation.
-        stream.synchronize().expect("synchronize");
-        let free = || {
-            cudarc::driver::result::mem_get_info()
-                .expect("memory info")
-                .0
-        };
-        let mut pieces = Vec::new();
-        let mut piece = 1usize << 30;
-        loop {
-            let left = free();
-            let want = piece.min(left.saturating_sub(headroom));
-            if want < 1 << 20 {
-                break;
-            }
-            // SAFETY: the ballast is never read or written.
-            match unsafe { stream.alloc::<u8>(want) } {
-                Ok(slice) => pieces.push(slice),
-                Err(_) => piece = want / 2,
-            }
-        }
-        stream.synchronize().expect("synchronize");
-        (Self { pieces }, free())
-    }
-
-    fn bytes(&self) -> usize {
-        self.pieces.iter().map(CudaSlice::len).sum()
-    }
-}
-
-const MIB: usize = 1 << 20;
-
 #[test]
 fn gpu_objects_can_move_to_and_be_shared_by_other_threads() {
     // A CPU test: the public GPU types are Send and Sync, so a reservoir can be built on one
@@ -280,145 +83,8 @@ fn gpu_objects_can_move_to_and_be_shared_by_other_threads() {
 }
 
 #[test]
-fn out_of_device_memory_mid_run_is_a_typed_error_and_the_device_recovers() {
-    let Some(device) = gpu() else { return };
-    let _alone = device_alone();
-    if sanitizing() {
-        // compute-sanitizer allocates device memory of its own at every launch: with the
-        // device full, its failures would be the tool's, not the library's.
-        eprintln!("skipping under compute-sanitizer: the tool needs device memory");
-        return;
-    }
-    let seed = fresh_seed("out_of_memory");
-    within("out of memory", limit(180), move || {
-        let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        // A run of 4000 steps of 1000 units needs 16 MB for its drive and 16 for its states;
-        // a batch of 32 sequences of 400 steps of 300 units 15 MB for each; a W of 2000 units
-        // at 50 % 16 MB in CSR. The ballast leaves 8 MiB.
-        let config = esn_config(&mut rng, 1000, 2, 0.1);
-        let (long, short) = (
-            random_inputs(&mut rng, 4000, 2),
-            random_inputs(&mut rng, 50, 2),
-        );
-        let batch_config = esn_config(&mut rng, 300, 2, 0.1);
-        let batch: Vec<Array2<f64>> = (0..32).map(|_| random_inputs(&mut rng, 400, 2)).collect();
-        let big_config = esn_config(&mut rng, 2000, 1, 0.5);
-        let (big_weights, _) = ReservoirWeights::generate(&big_config).expect("weights");
-
-        // Made before the ballast: kernels loaded, the cuBLAS handle made, buffers for 50 steps.
-        let mut survivor = GpuReservoirComputer::new_shared(&config, &device).expect("gpu");
-        let short_alone = survivor.run(short.view()).expect("short run");
-        survivor.reset().expect("reset");
-        let mut batched = GpuReservoirComputer::new_shared(&batch_config, &device)
-            .expect("gpu")
-            .with_many_sequences(ManySequences::Batched(GemmMath::F32))
-            .expect("batched");
-        run_many(&mut batched, &batch[..2]).expect("a small batch");
-
-        let (ballast, free) = Ballast::fill(&device, 8 * MIB);
-        eprintln!(
-            "ballast {:.1} GiB, {:.1} MiB left free",
-            ballast.bytes() as f64 / (1u64 << 30) as f64,
-            free as f64 / MIB as f64
-        );
-        // After earlier work on the device some of the memory it reports free cannot be
-        // had (tens of MiB after the other tests of this file): what matters is that a
-        // buffer the size of the runs below cannot.
-        // SAFETY: the probe is never read or written.
-        let probe = unsafe { device.stream().alloc::<u8>(16 * MIB) };
-        assert!(
-            probe.is_err(),
-            "the ballast left room for 16 MiB ({free} bytes reported free)"
-        );
-
-        // A run too large for what is left: a typed error naming the buffer and its size,
-        // and the reservoir's state untouched.
-        let before = survivor.state().expect("state");
-        let message = assert_out_of_memory(
-            "a 4000-step run",
-            survivor.run(long.view()),
-            "chunk buffers",
-            true,
-        );
-        assert!(message.contains("MiB asked for"), "{message}");
-        assert_eq!(
-            survivor.state().expect("state"),
-            before,
-            "a failed run changed the state"
-        );
-        // A run whose buffers exist still runs, with the numbers it gives alone.
-        let short_again = survivor
-            .run(short.view())
-            .expect("a run that needs no memory");
-        assert_eq!(
-            short_again, short_alone,
-            "a run on a full device changed its numbers"
-        );
-        survivor.reset().expect("reset");
-
-        // A batched run too large for what is left.
-        assert_out_of_memory(
-            "a batch of 32 x 400 steps",
-            run_many(&mut batched, &batch),
-            "batch",
-            true,
-        );
-        // A reservoir too large to upload.
-        let refused = GpuReservoirComputer::from_weights(&big_config, big_weights.clone(), &device);
-        assert_out_of_memory(
-            "uploading a W of 10^6 synapses",
-            refused.map_err(ReservoirError::from),
-            "uploading",
-            true,
-        );
-
-        drop(ballast);
-        device.stream().synchronize().expect("synchronize");
-
-        // With the memory back, the same objects run, with the CPU's numbers.
-        let got = survivor
-            .run(long.view())
-            .expect("the long run once memory is free");
-        let expected = EchoStateNetwork::<f32>::new(&config)
-            .expect("cpu")
-            .run(long.view())
-            .expect("cpu run");
-        let (relative, _) = relative_error(&got, &expected);
-        eprintln!("4000 steps after the ballast: relative {relative:.2e} to the CPU");
-        assert!(relative < 1e-4, "{relative:.2e}");
-        let fresh = GpuReservoirComputer::new_shared(&config, &device)
-            .expect("gpu")
-            .with_step_path(survivor.step_path())
-            .expect("path")
-            .run(long.view())
-            .expect("fresh run");
-        assert_same_bits(
-            "the survivor against a fresh reservoir",
-            got.as_slice().expect("standard layout"),
-            fresh.as_slice().expect("standard layout"),
-        );
-        let states = run_many(&mut batched, &batch).expect("the batch once memory is free");
-        let mut worst: f64 = 0.0;
-        for (sequence, states) in batch.iter().zip(&states) {
-            let expected = EchoStateNetwork::<f32>::new(&batch_config)
-                .expect("cpu")
-                .run(sequence.view())
-                .expect("cpu run");
-            worst = worst.max(relative_error(states, &expected).0);
-        }
-        eprintln!("batch after the ballast: worst relative {worst:.2e} to the CPU");
-        assert!(worst < 1e-4, "{worst:.2e}");
-        let mut big = GpuReservoirComputer::from_weights(&big_config, big_weights, &device)
-            .expect("the large W once memory is free");
-        let inputs = random_inputs(&mut rng, 20, 1);
-        big.run(inputs.view()).expect("a run of the large W");
-    });
-}
-
-#[test]
 fn one_reservoir_behind_a_mutex_gives_the_sequential_states_on_every_path() {
     let Some(device) = gpu() else { return };
-    let _shared = device_shared();
     let seed = fresh_seed("mutex");
     within("a reservoir behind a mutex", limit(120), move || {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -558,7 +224,7 @@ impl Job {
                     .with_many_sequences(ManySequences::Batched(*math))
                     .expect("batched");
                 for _ in 0..2 {
-                    for states in run_many(&mut reservoir, sequences).expect("run_many") {
+                    for states in run_many(&mut reservoir, &views(sequences)).expect("run_many") {
                         out.extend(states);
                     }
                 }
@@ -675,7 +341,6 @@ fn alone_and_together(device: &GpuDevice, jobs: &[Job], rounds: usize) {
 #[test]
 fn a_sweep_replaying_its_graph_beside_reservoirs_in_other_threads_gives_its_numbers() {
     let Some(device) = gpu() else { return };
-    let _shared = device_shared();
     if sanitizing() {
         // Its point is 16,000 steps replayed from a graph beside other work; the sweep's
         // kernels are under the sanitizer in sweep_parity and kernels_compile.
@@ -716,7 +381,6 @@ fn a_sweep_replaying_its_graph_beside_reservoirs_in_other_threads_gives_its_numb
 #[test]
 fn reservoirs_in_threads_of_their_own_give_the_numbers_they_give_alone() {
     let Some(device) = gpu() else { return };
-    let _shared = device_shared();
     let seed = fresh_seed("threads");
     within("reservoirs in their own threads", limit(180), move || {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -773,7 +437,6 @@ fn interleave(
 #[test]
 fn two_reservoirs_interleaved_step_by_step_give_the_states_each_gives_alone() {
     let Some(device) = gpu() else { return };
-    let _shared = device_shared();
     let seed = fresh_seed("interleaved");
     within("interleaved reservoirs", limit(180), move || {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -857,12 +520,12 @@ fn two_reservoirs_interleaved_step_by_step_give_the_states_each_gives_alone() {
         let batch: Vec<Array2<f64>> = (0..4)
             .map(|_| random_inputs(&mut rng, sized(30, 5), 2))
             .collect();
-        let batch_alone = run_many(&mut batched, &batch).expect("batch");
+        let batch_alone = run_many(&mut batched, &views(&batch)).expect("batch");
         let mut got = Vec::new();
         for t in 0..steps {
             got.extend(single.step(u_a.slice(s![t..t + 1, ..])));
             if t % 4 == 2 {
-                let states = run_many(&mut batched, &batch).expect("batch");
+                let states = run_many(&mut batched, &views(&batch)).expect("batch");
                 assert_eq!(states, batch_alone, "step {t}: the batch changed");
                 let state = single.state().expect("state");
                 single.set_state(state.view()).expect("set state");

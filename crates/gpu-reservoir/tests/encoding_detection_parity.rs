@@ -1,7 +1,7 @@
 //! GPU spike encoding and pattern detection against the CPU reference on fresh random inputs:
 //! encodings and detections must be identical.
 
-mod common;
+use crate::common;
 
 use common::{fresh_seed, gpu};
 use gpu_reservoir::{detection as gpu_detection, encoding as gpu_encoding};

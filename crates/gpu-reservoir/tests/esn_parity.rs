@@ -1,9 +1,9 @@
 //! The GPU echo-state reservoir against the CPU reference, on fresh random inputs: states over
 //! 1,000 steps within 1e-4 relative (f32), and the kernels' details on every step path.
 
-mod common;
+use crate::common;
 
-use common::{fresh_seed, gpu, relative_error};
+use common::{fresh_seed, gpu, random_inputs, relative_error};
 use gpu_reservoir::{GpuDevice, GpuError, GpuReservoirComputer, PersistentWeights, StepPath};
 use ndarray::{Array1, Array2};
 use rand::{Rng, SeedableRng};
@@ -13,10 +13,6 @@ use reservoir_core::{
     Activation, CsrMatrix, EchoStateNetwork, HalfFormat, Reservoir, ReservoirConfig,
     ReservoirParams, ReservoirWeights,
 };
-
-fn random_inputs(rng: &mut ChaCha8Rng, steps: usize, k: usize) -> Array2<f64> {
-    Array2::from_shape_fn((steps, k), |_| rng.random_range(-1.0..1.0))
-}
 
 fn compare(device: &GpuDevice, config: &ReservoirConfig, inputs: &Array2<f64>, label: &str) {
     let gpu = GpuReservoirComputer::new_shared(config, device).expect("gpu reservoir");

@@ -2,7 +2,7 @@
 //! batched, summarized on the host when they run one after another) against the CPU
 //! reservoir's `sequence_features` with the same config and weights, in f32.
 
-mod common;
+use crate::common;
 
 use common::{fresh_seed, gpu, relative_error};
 use gpu_reservoir::{GemmMath, GpuDevice, GpuReservoirComputer, ManySequences};

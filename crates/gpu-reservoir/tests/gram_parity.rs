@@ -2,7 +2,7 @@
 //! GPU reservoir's `accumulate_ridge` (states never copied back), which `fit::accumulate_run`
 //! and `fit::fit_ridge` call, against the CPU path.
 
-mod common;
+use crate::common;
 
 use common::{fresh_seed, gpu, relative_error};
 use gpu_reservoir::internals::CHUNK_STEPS;

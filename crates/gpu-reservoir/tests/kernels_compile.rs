@@ -7,7 +7,7 @@
 //! against the CPU by the parity tests; the entry points and the shared header by
 //! `reservoir-kernels`' own unit tests.
 
-mod common;
+use crate::common;
 
 use common::gpu;
 use gpu_reservoir::{

@@ -4,7 +4,7 @@
 //! overflows (synchronous bursts), over repeated runs of the same inputs (what the benchmarks
 //! time), and at N = 100,000 with 1 % connectivity.
 
-mod common;
+use crate::common;
 
 use common::{fresh_seed, gpu};
 use gpu_reservoir::internals::LIF_INBOX_CAPACITY;

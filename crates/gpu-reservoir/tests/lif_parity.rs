@@ -1,7 +1,7 @@
 //! The GPU LIF reservoir against the CPU reference on fresh random inputs: identical spike
 //! trains and features over 1,000 steps.
 
-mod common;
+use crate::common;
 
 use common::{fresh_seed, gpu};
 use gpu_reservoir::internals::LIF_GPU_ESTIMATE_SYNAPSES;

@@ -1,6 +1,6 @@
 //! The probe and device creation never panic, with or without a GPU.
 
-mod common;
+use crate::common;
 
 use gpu_reservoir::{probe, GpuDevice, GpuError};
 

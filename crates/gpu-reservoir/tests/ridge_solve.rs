@@ -2,7 +2,7 @@
 //! `ridge.cu` and the blocked Cholesky around them) against the host's solve of the same sums
 //! (`RidgeAccumulator::solve` and `score`), on fresh random features.
 
-mod common;
+use crate::common;
 
 use common::{fresh_seed, gpu};
 use gpu_reservoir::{DeviceRidgeSums, GpuDevice};

@@ -5,7 +5,7 @@
 //! inputs, these make a run of every kernel that compute-sanitizer can afford
 //! (`crates/gpu-reservoir/sanitize.sh`).
 
-mod common;
+use crate::common;
 
 use common::{fresh_seed, gpu, relative_error};
 use gpu_reservoir::{GemmMath, GpuReservoirComputer, ManySequences, PersistentWeights, StepPath};

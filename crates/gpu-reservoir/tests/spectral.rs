@@ -1,6 +1,6 @@
 //! The GPU spectral radius against the CPU estimate on fresh random matrices: the same bits.
 
-mod common;
+use crate::common;
 
 use common::{fresh_seed, gpu};
 use gpu_reservoir::spectral::spectral_radius as gpu_spectral_radius;

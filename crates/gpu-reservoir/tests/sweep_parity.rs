@@ -1,7 +1,7 @@
 //! The GPU sweep lanes (one GEMM per step for all lanes, sums on the device) against the CPU
 //! lanes (one reservoir per lane), and both runners behind the `LaneRunner` trait.
 
-mod common;
+use crate::common;
 
 use common::{f16_product, f16_weights, fresh_seed, gpu, relative_error};
 use gpu_reservoir::{BatchKernel, GemmMath, GpuDevice, GpuLaneRunner, MultiGpuLaneRunner};

@@ -52,6 +52,16 @@ pub fn fresh_seed(check: &str) -> u64 {
     seed
 }
 
+/// The name the test harness gives test `test` of the module at `module_path`
+/// (`module_path!()` there), to run it alone in a child process with `--exact`: the module
+/// path without the test crate's name.
+pub fn harness_name(module_path: &str, test: &str) -> String {
+    match module_path.split_once("::") {
+        Some((_, module)) => format!("{module}::{test}"),
+        None => test.to_string(),
+    }
+}
+
 fn inputs(rng: &mut ChaCha8Rng, steps: usize, k: usize) -> Array2<f64> {
     Array2::from_shape_fn((steps, k), |_| rng.random_range(-1.0..1.0))
 }

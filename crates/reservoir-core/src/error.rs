@@ -71,7 +71,7 @@ pub enum ReservoirError {
 
     /// A buffer does not fit in the machine's memory (estimated before allocating, or refused
     /// by the allocator).
-    #[error("not enough memory for {what}: needs {}, {}", crate::memory::Bytes(*needed), match available { Some(a) => format!("{} available", crate::memory::Bytes(*a)), None => "more than can be allocated".to_string() })]
+    #[error("not enough memory for {what}: needs {}, {}", crate::bytes::Bytes(*needed), match available { Some(a) => format!("{} available", crate::bytes::Bytes(*a)), None => "more than can be allocated".to_string() })]
     OutOfMemory {
         /// The buffer or job, e.g. `the reservoir's weights (30000 units, 900000000 non-zeros)`.
         what: String,

@@ -34,6 +34,7 @@
 #![warn(missing_docs)]
 
 mod activation;
+mod bytes;
 pub mod checks;
 pub mod config;
 pub mod detection;

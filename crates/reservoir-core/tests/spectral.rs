@@ -1,73 +1,16 @@
-//! Spectral radius: known spectra, random sparse matrices against a dense eigensolver, speed,
-//! determinism. Run with `cargo test --release -p reservoir-core --test spectral -- --nocapture`
-//! to see the errors and product counts.
+//! Spectral radius: known spectra, random sparse matrices against a dense eigensolver,
+//! determinism (its speed: `speed.rs`). Run with `cargo test --release -p reservoir-core --test
+//! core spectral -- --nocapture` to see the errors and product counts.
 
 #![allow(clippy::field_reassign_with_default)] // options are tweaked one field at a time
 
 use ndarray::{array, Array2};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use rand_distr::{Distribution, StandardNormal};
-use reservoir_core::spectral::{
-    spectral_radius, LinearOperator, SpectralEstimate, SpectralOptions,
-};
+use reservoir_core::spectral::{spectral_radius, SpectralEstimate, SpectralOptions};
 use reservoir_core::ReservoirError;
-use std::time::Instant;
 
-/// Minimal CSR matrix (the mat-vec that the timing target is about).
-struct Csr {
-    row_ptr: Vec<usize>,
-    col: Vec<usize>,
-    val: Vec<f64>,
-}
-
-impl Csr {
-    fn from_dense(a: &Array2<f64>) -> Self {
-        let (mut row_ptr, mut col, mut val) = (vec![0], vec![], vec![]);
-        for row in a.rows() {
-            for (j, &v) in row.iter().enumerate().filter(|(_, v)| **v != 0.0) {
-                col.push(j);
-                val.push(v);
-            }
-            row_ptr.push(col.len());
-        }
-        Csr { row_ptr, col, val }
-    }
-}
-
-impl LinearOperator for Csr {
-    fn dim(&self) -> usize {
-        self.row_ptr.len() - 1
-    }
-    fn apply(&self, x: &[f64], y: &mut [f64]) {
-        for (i, yi) in y.iter_mut().enumerate() {
-            let (a, b) = (self.row_ptr[i], self.row_ptr[i + 1]);
-            let (vals, cols) = (&self.val[a..b], &self.col[a..b]);
-            *yi = vals.iter().zip(cols).map(|(v, &c)| v * x[c]).sum();
-        }
-    }
-}
-
-/// Each entry non-zero with probability `density`; values uniform(-1, 1) or N(0, 1).
-fn random(n: usize, density: f64, seed: u64, normal: bool) -> Array2<f64> {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    Array2::from_shape_fn((n, n), |_| match rng.random::<f64>() < density {
-        false => 0.0,
-        true if normal => StandardNormal.sample(&mut rng),
-        true => rng.random_range(-1.0..1.0),
-    })
-}
-
-/// ρ from faer's dense eigensolver.
-fn dense_radius(a: &Array2<f64>) -> f64 {
-    let m = faer::Mat::<f64>::from_fn(a.nrows(), a.ncols(), |i, j| a[(i, j)]);
-    let eigenvalues = m.eigenvalues().expect("dense eigenvalues");
-    eigenvalues.iter().map(|z| z.norm()).fold(0.0, f64::max)
-}
-
-fn estimate(op: &impl LinearOperator) -> SpectralEstimate {
-    spectral_radius(op, &SpectralOptions::default()).expect("spectral radius")
-}
+use crate::common::spectral::{check, dense_radius, estimate, random, Csr};
 
 /// The estimate with the CSR operator.
 fn sparse(a: &Array2<f64>) -> SpectralEstimate {
@@ -92,15 +35,6 @@ fn cycle(n: usize, w: impl Fn(usize) -> f64) -> Array2<f64> {
         a[(i, (i + 1) % n)] = w(i);
     }
     a
-}
-
-/// Asserts convergence and a relative error ≤ `tol`; returns the error.
-fn check(name: &str, e: SpectralEstimate, expected: f64, tol: f64) -> f64 {
-    let err = (e.radius - expected).abs() / expected;
-    let msg = format!("{name}: {e:?}, expected {expected:e}, rel err {err:.1e}");
-    println!("{msg}");
-    assert!(e.converged && err <= tol, "{msg}");
-    err
 }
 
 /// Block-diagonal 2×2 rotations by random angles, block b scaled by radii[b].
@@ -271,20 +205,6 @@ fn random_sparse_matrices_match_a_dense_eigensolver() {
         }
     }
     println!("worst relative error: {worst:.2e}");
-}
-
-#[test]
-fn n1000_density_10_percent_is_fast() {
-    let a = random(1000, 0.1, 12, false);
-    let (rho, csr) = (dense_radius(&a), Csr::from_dense(&a));
-    let start = Instant::now();
-    let e = estimate(&csr);
-    let elapsed = start.elapsed();
-    println!("N = 1000, 10 %: {elapsed:?}, {} products", e.iterations);
-    check("N 1000 timed", e, rho, 1e-3);
-    if cfg!(not(debug_assertions)) {
-        assert!(elapsed.as_millis() < 100, "took {elapsed:?}");
-    }
 }
 
 #[test]

@@ -7,6 +7,7 @@
 use ndarray::{Array2, ArrayView2};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use reservoir_conformance::harness_name;
 use reservoir_core::sparse::CsrMatrix;
 use reservoir_core::{ReservoirConfig, ReservoirWeights};
 use reservoir_runtime::config::ExperimentConfig;
@@ -268,7 +269,10 @@ fn a_sweep_over_two_processes_gives_every_rank_one_gpus_results() {
         std::process::Command::new(std::env::current_exe().expect("test binary"))
             .args([
                 "--exact",
-                "a_sweep_over_two_processes_gives_every_rank_one_gpus_results",
+                &harness_name(
+                    module_path!(),
+                    "a_sweep_over_two_processes_gives_every_rank_one_gpus_results",
+                ),
                 "--nocapture",
             ])
             .env(SWEEP_CHILD, "1")

@@ -14,7 +14,7 @@ use cudarc::cublas::{CudaBlas, Gemm, GemmConfig, StridedBatchedConfig};
 use cudarc::driver::{CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut};
 use reservoir_core::ReservoirError;
 
-use super::launch::{dim, fits};
+use super::args::{dim, fits};
 use crate::error::{GpuError, Result};
 
 /// A cuBLAS failure while doing `context` (a failed allocation as out of memory).

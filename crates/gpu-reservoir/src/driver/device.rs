@@ -10,7 +10,7 @@ use cudarc::cublas::CudaBlas;
 use cudarc::driver::sys::{
     CUdevice_attribute, CUfunction_attribute, CUgraphInstantiate_flags, CUstreamCaptureMode,
 };
-use cudarc::driver::{CudaContext, CudaFunction, CudaGraph, CudaModule, CudaSlice, CudaStream};
+use cudarc::driver::{CudaContext, CudaFunction, CudaGraph, CudaModule, CudaStream};
 use cudarc::nvrtc::Ptx;
 use reservoir_core::ReservoirError;
 use reservoir_kernels::{Module, HEADERS};
@@ -288,17 +288,6 @@ impl GpuDevice {
             .ctx
             .attribute(attribute)
             .context("reading a device attribute")
-    }
-
-    /// Uploads `values` (weights, generated in f64) rounded to f32; `what` names the copy in
-    /// an error.
-    pub(crate) fn upload_f32<'a>(
-        &self,
-        values: impl IntoIterator<Item = &'a f64>,
-        what: &'static str,
-    ) -> Result<CudaSlice<f32>> {
-        let host: Vec<f32> = values.into_iter().map(|&v| v as f32).collect();
-        super::staging::upload(self, &host, what)
     }
 
     /// Captures the launches `enqueue` puts on the device's stream into a CUDA graph

@@ -9,26 +9,12 @@ use cudarc::driver::sys::{
 use cudarc::driver::{result, CudaFunction, DevicePtr, LaunchConfig};
 use reservoir_core::ReservoirError;
 
+pub(crate) use super::args::{dim, fits};
 use super::GpuDevice;
 use crate::error::{DriverContext, Result};
 
 /// Threads per block of the elementwise and warp-per-row kernels.
 pub(crate) const BLOCK_THREADS: u32 = 256;
-
-/// `value` as a kernel's `int`, or an error naming `what`.
-pub(crate) fn dim(value: usize, what: &str) -> Result<i32> {
-    i32::try_from(value).map_err(|_| {
-        ReservoirError::invalid(what, format!("{value} exceeds the 2^31 - 1 a kernel takes")).into()
-    })
-}
-
-/// An error naming `what` unless a buffer of `len` elements holds `needed`.
-pub(crate) fn fits(len: usize, needed: usize, what: &str) -> Result<()> {
-    if len < needed {
-        return Err(ReservoirError::shape(what, format!(">= {needed} values"), len).into());
-    }
-    Ok(())
-}
 
 /// One thread per item (the kernel guards its index against the item count).
 pub(crate) fn per_item(items: usize) -> Result<LaunchConfig> {

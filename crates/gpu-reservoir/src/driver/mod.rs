@@ -2,6 +2,7 @@
 //! Above it, `ops` launches kernels through typed operations and the reservoirs use
 //! those.
 
+mod args;
 pub(crate) mod blas;
 mod cache;
 mod compile;
@@ -35,12 +36,6 @@ pub(crate) fn test_gpu() -> Option<GpuDevice> {
 }
 
 /// A seed that differs on every run (fresh random inputs) for the crate's unit tests, printed
-/// with the test's name so a failure can be replayed.
+/// with the test's name; `RESERVOIR_TEST_SEED` replays one.
 #[cfg(test)]
-pub(crate) fn test_seed(test: &str) -> u64 {
-    let seed = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64);
-    eprintln!("{test}: seed {seed}");
-    seed
-}
+pub(crate) use reservoir_conformance::fresh_seed as test_seed;

@@ -169,6 +169,19 @@ impl Staging {
     }
 }
 
+impl GpuDevice {
+    /// Uploads `values` (weights, generated in f64) rounded to f32; `what` names the copy in
+    /// an error.
+    pub(crate) fn upload_f32<'a>(
+        &self,
+        values: impl IntoIterator<Item = &'a f64>,
+        what: &'static str,
+    ) -> Result<CudaSlice<f32>> {
+        let host: Vec<f32> = values.into_iter().map(|&v| v as f32).collect();
+        upload(self, &host, what)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,8 +1,16 @@
-//! Shared by the GPU test files: a device or a printed skip, and fresh seeds.
+//! Shared by the GPU tests: a device or a printed skip, fresh seeds, random inputs, and the
+//! device-fault harness ([`faults`]).
 
 #![allow(dead_code)]
 
+pub mod faults;
+
 use gpu_reservoir::{probe, GpuDevice};
+use ndarray::{Array2, ArrayView2};
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+pub use reservoir_conformance::fresh_seed;
+use reservoir_core::Reservoir;
 
 /// The shared GPU 0, or `None` with the reason printed. With `RESERVOIR_REQUIRE_GPU=1` a
 /// missing GPU fails the test instead of skipping it.
@@ -21,20 +29,6 @@ pub fn gpu() -> Option<GpuDevice> {
             None
         }
     }
-}
-
-/// A seed that differs on every run (fresh random inputs), printed so a failure can be replayed.
-pub fn fresh_seed(test: &str) -> u64 {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0);
-    let seed = std::env::var("RESERVOIR_TEST_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(nanos);
-    eprintln!("{test}: seed {seed} (replay with RESERVOIR_TEST_SEED={seed})");
-    seed
 }
 
 /// ‖a − b‖ / ‖b‖ and max |a − b|.
@@ -64,4 +58,29 @@ pub fn f16_product(w16: &ndarray::Array2<f64>, x: &[f32]) -> Vec<f32> {
             .expect("tanh states are within f16's range")
     }));
     w16.dot(&operand).iter().map(|&p| p as f32).collect()
+}
+
+/// Inputs of `steps` × `k` values drawn uniformly from [−1, 1).
+pub fn random_inputs(rng: &mut ChaCha8Rng, steps: usize, k: usize) -> Array2<f64> {
+    Array2::from_shape_fn((steps, k), |_| rng.random_range(-1.0..1.0))
+}
+
+/// Views of `arrays`, in order.
+pub fn views(arrays: &[Array2<f64>]) -> Vec<ArrayView2<'_, f64>> {
+    arrays.iter().map(|a| a.view()).collect()
+}
+
+/// `reservoir.run_many(sequences)`, each sequence's states collected in the order handed out
+/// (which must be the order of the sequences).
+pub fn run_many(
+    reservoir: &mut dyn Reservoir,
+    sequences: &[ArrayView2<f64>],
+) -> reservoir_core::Result<Vec<Array2<f64>>> {
+    let mut got: Vec<Array2<f64>> = Vec::new();
+    reservoir.run_many(sequences, &mut |index, states| {
+        assert_eq!(index, got.len(), "sequences are visited in order");
+        got.push(states.to_owned());
+        Ok(())
+    })?;
+    Ok(got)
 }

@@ -55,6 +55,7 @@
 //! ```
 
 mod config;
+mod constants;
 mod network;
 mod run;
 mod step;
@@ -62,7 +63,8 @@ mod transpose;
 mod weights;
 
 pub use config::{LifConfig, LifFeatures, LifInputMode, LifParams, MAX_COUNT_WINDOW};
-pub use network::{LifConstants, LifNetwork};
+pub use constants::LifConstants;
+pub use network::LifNetwork;
 pub use step::MIN_PART_NEURONS;
 pub use weights::{
     input_fan_in, spectral_products, spectral_scale, synapse_bytes, synapses_per_neuron,

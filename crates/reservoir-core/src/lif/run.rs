@@ -4,7 +4,8 @@
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2, ArrayViewMut1, ArrayViewMut2};
 
 use super::config::{LifConfig, LifFeatures};
-use super::network::{check_finite_f32, LifConstants, LifNetwork};
+use super::constants::LifConstants;
+use super::network::{check_finite_f32, LifNetwork};
 use super::weights::LifWeights;
 use crate::checks::check_run;
 use crate::error::{ReservoirError, Result};

@@ -12,7 +12,7 @@
 
 use std::ops::Range;
 
-use super::network::LifConstants;
+use super::constants::LifConstants;
 use crate::error::Result;
 use crate::memory::try_with_capacity;
 use crate::sparse::CsrMatrix;
