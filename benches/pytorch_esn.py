@@ -102,10 +102,10 @@ def main():
         label += ", f16 (W, states, drive)" if dtype == torch.float16 else ""
         print(f"| {label} | {eager:.2f} | {graph:.2f} | {product:.2f} |")
         precision = "f16" if dtype == torch.float16 else "f32"
-        case = {"N": n, "B": batch or 1, "precision": precision}
-        recorder.figure(case, "eager loop", eager, "µs/step")
-        recorder.figure(case, "CUDA graph of 100 steps", graph, "µs/step")
-        recorder.figure(case, "W·x alone, torch.mm in a CUDA graph", product, "µs/step")
+        params = {"N": n, "B": batch or 1, "precision": precision}
+        recorder.figure(params, "eager loop", eager, "µs/step")
+        recorder.figure(params, "CUDA graph of 100 steps", graph, "µs/step")
+        recorder.figure(params, "W·x alone, torch.mm in a CUDA graph", product, "µs/step")
 
 
 if __name__ == "__main__":

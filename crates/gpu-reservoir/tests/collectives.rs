@@ -17,7 +17,7 @@ use gpu_reservoir::{
 use ndarray::Array2;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use reservoir_conformance::harness_name;
+use reservoir_conformance::{free_port, harness_name};
 use reservoir_core::lif::{LifFeatures, LifNetwork, LifParams, LifWeights};
 use reservoir_core::readout::RidgeAccumulator;
 use reservoir_core::{Reservoir, ReservoirConfig, ReservoirWeights};
@@ -290,13 +290,7 @@ fn two_processes_add_their_sums_through_nccl() {
                 .and_then(|s| s.parse::<u16>().ok())
                 .expect("port"),
         ),
-        None => {
-            let port = std::net::TcpListener::bind("127.0.0.1:0")
-                .and_then(|l| l.local_addr())
-                .expect("a free port")
-                .port();
-            (0, fresh_seed("two_processes"), port)
-        }
+        None => (0, fresh_seed("two_processes"), free_port()),
     };
     if world < 2 {
         eprintln!("one GPU: the two-process test runs as one rank");

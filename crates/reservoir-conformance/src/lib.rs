@@ -52,6 +52,21 @@ pub fn fresh_seed(check: &str) -> u64 {
     seed
 }
 
+/// A port on 127.0.0.1 that is free now, for the ranks of a test launch to meet at. It is
+/// below Linux's ephemeral range (32768 and up), from which the sockets of other work in the
+/// process (NCCL's bootstrap among them) take theirs, so it stays free until the test
+/// listens on it.
+///
+/// # Panics
+/// When none of the ten thousand ports tried is free (a test helper: the test fails).
+pub fn free_port() -> u16 {
+    let start = std::process::id() as usize % 10_000;
+    (0..10_000)
+        .map(|i| 20_000 + ((start + i) % 10_000) as u16)
+        .find(|&port| std::net::TcpListener::bind(("127.0.0.1", port)).is_ok())
+        .expect("a free port in 20000..30000")
+}
+
 /// The name the test harness gives test `test` of the module at `module_path`
 /// (`module_path!()` there), to run it alone in a child process with `--exact`: the module
 /// path without the test crate's name.

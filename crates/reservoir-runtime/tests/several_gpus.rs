@@ -7,7 +7,7 @@
 use ndarray::{Array2, ArrayView2};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use reservoir_conformance::harness_name;
+use reservoir_conformance::{free_port, harness_name};
 use reservoir_core::sparse::CsrMatrix;
 use reservoir_core::{ReservoirConfig, ReservoirWeights};
 use reservoir_runtime::config::ExperimentConfig;
@@ -258,11 +258,7 @@ fn a_sweep_over_two_processes_gives_every_rank_one_gpus_results() {
     let Some(_) = several_gpus() else { return };
     let port = match std::env::var("RESERVOIR_TEST_PORT") {
         Ok(port) => port,
-        Err(_) => std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port()
-            .to_string(),
+        Err(_) => free_port().to_string(),
     };
     let rank = usize::from(child);
     let spawned = (!child).then(|| {
