@@ -65,9 +65,14 @@ class SequenceData(NamedTuple):
     """The target columns' names, empty without targets."""
 
 
-def read_sequences(
-    path, inputs, targets=None, label=None, sequence=None, time=None, lengths=None
-):
+def _names(names):
+    """Column or array names as a list (one name may be given as a string)."""
+    if names is None:
+        return None
+    return [names] if isinstance(names, str) else list(names)
+
+
+def read_sequences(path, inputs, targets=None, label=None, sequence=None, time=None, lengths=None):
     """Reads many sequences from `path` exactly as `reservoir fit` reads its `--train` file:
     a long-form CSV file (one row per step; `sequence` names the column of each row's
     sequence, `time` an optional column ordering the rows of a sequence) or a NumPy file by
@@ -75,11 +80,10 @@ def read_sequences(
     `targets`, `label` and `lengths` other arrays). `inputs` and `targets` are column names
     (CSV) or one array name (`.npz`). Every value is checked as the command line checks it,
     and an error names the file and the line, column or array at fault."""
-    as_list = lambda names: None if names is None else [names] if isinstance(names, str) else list(names)  # noqa: E731
     ids, X, y, labels, input_names, target_names = _engine.read_sequences(
         os.fspath(path),
-        as_list(inputs),
-        as_list(targets),
+        _names(inputs),
+        _names(targets),
         label,
         sequence,
         time,

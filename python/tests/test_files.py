@@ -117,7 +117,12 @@ def test_sequence_files_are_read_as_the_command_line_reads_them(tmp_path):
     # Rows of a sequence need not be adjacent nor in order: the step column orders them.
     long_form(
         tmp_path / "seq.csv",
-        [("s2", 1, "up", 5, 6), ("s1", 0, "down", 1, 2), ("s2", 0, "up", 3, 4), ("s1", 1, "down", 7, 8)],
+        [
+            ("s2", 1, "up", 5, 6),
+            ("s1", 0, "down", 1, 2),
+            ("s2", 0, "up", 3, 4),
+            ("s1", 1, "down", 7, 8),
+        ],
     )
     data = reservoir.read_sequences(
         tmp_path / "seq.csv", ["a", "b"], label="label", sequence="sequence", time="step"
@@ -137,7 +142,9 @@ def test_sequence_files_are_read_as_the_command_line_reads_them(tmp_path):
 def test_a_bad_sequence_file_fails_as_in_the_command_line(tmp_path, cli):
     long_form(tmp_path / "bad.csv", [("s1", 0, "up", 1, 2), ("s1", 1, "up", "x", 3)])
     with pytest.raises(ValueError) as raised:
-        reservoir.read_sequences(tmp_path / "bad.csv", ["a", "b"], label="label", sequence="sequence")
+        reservoir.read_sequences(
+            tmp_path / "bad.csv", ["a", "b"], label="label", sequence="sequence"
+        )
     python_message = str(raised.value)
     assert "bad.csv: line 3, column `a`: `x` is not a number" in python_message
     (tmp_path / "c.toml").write_text("[reservoir]\nsize = 20\n")
