@@ -1,5 +1,5 @@
 //! `run::run_full`: progress calls, the kept model and the test data agree with the
-//! report, and `experiment::run` reports the same scores.
+//! report, and `jobs::run::run` reports the same scores.
 
 use std::collections::BTreeMap;
 

@@ -1,4 +1,4 @@
-//! `run_sweep`: one lane agrees with `experiment::run`, every (lane, ridge) is ranked,
+//! `run_sweep`: one lane agrees with `jobs::run::run`, every (lane, ridge) is ranked,
 //! lanes on several threads equal lanes on one, failures are reported, and bad requests are
 //! errors naming the field.
 

@@ -1,4 +1,4 @@
-//! The `[sweep]` table of a config: the grid of `reservoir sweep` (run by [`crate::sweep`]).
+//! The `[sweep]` table of a config: the grid of `reservoir sweep` (run by [`crate::jobs::sweep`]).
 
 use gpu_reservoir::GemmMath;
 use serde::{Deserialize, Serialize};

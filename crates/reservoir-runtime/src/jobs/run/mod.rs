@@ -1,6 +1,6 @@
 //! `reservoir run`: a config's `[task]` run end to end on the device the config asks for,
-//! with the protocols of [`crate::data::tasks`] (the spike task in [`super::spikes`], the
-//! series tasks in [`super::series_task`]).
+//! with the protocols of [`crate::data::tasks`] (the spike task in `spike_task`, the
+//! series tasks in `series`).
 
 use std::time::Instant;
 
