@@ -97,7 +97,11 @@ def test_readout_and_encoder_are_exported(lif, spikes, tmp_path):
     np.testing.assert_array_equal(weights, readout.weights)
     np.testing.assert_array_equal(intercept, readout.intercept)
     back = from_nir(read, device="cpu")
-    np.testing.assert_array_equal(back.run(spikes) @ weights + intercept, readout.predict(features))
+    again = back.run(spikes)
+    np.testing.assert_array_equal(again, features)
+    # NumPy's product sums in the order its BLAS picks for the CPU at hand, so the NIR readout
+    # applied by NumPy agrees with the engine's own to rounding, not bit for bit.
+    np.testing.assert_allclose(again @ weights + intercept, readout.predict(features), rtol=1e-12)
     assert readout_from_nir(to_nir(lif)) is None
 
 
