@@ -2,17 +2,17 @@
 # sanitize.sh: gpu-reservoir's test executables under compute-sanitizer's memcheck, racecheck,
 # synccheck and initcheck, with a summary per tool and executable.
 #
-# Stage the executables where the Rust toolchain is (the GPU machine needs none):
-#   cargo test --release -p gpu-reservoir --features internals --no-run 2>&1 |
-#     sed -n 's|.*Executable tests/\(.*\)\.rs (\(.*\))$|\1 \2|p' |
-#     while read -r name exe; do mkdir -p .gpu/bin; cp "$exe" ".gpu/bin/$name-test"; done
-# (one per test file, e.g. .gpu/bin/kernels_compile-test; strip them to carry less), then on
-# the GPU machine, from the workspace root:
+# `.ci/gpu --sanitize` runs it after the GPU suite. The executables are the ones `.ci/gpu
+# stage` builds (where the Rust toolchain is; the GPU machine needs none), unpacked in
+# .gpu/bin by `.ci/gpu run`; on the GPU machine, from the workspace root:
 #   crates/gpu-reservoir/sanitize.sh [-t TOOLS] [-j JOBS] [-T SECONDS] [-s DIR] [-o DIR] [-a]
 #                                    [-b] [NAME[:FILTER] ...]
-# NAME: a staged executable without "-test"; FILTER: libtest's test-name filter. Default: the
-# small cases, which run every kernel: kernels_compile, small_kernels_parity, device_faults.
-# -a: every staged test executable instead (the large parity tests take long under racecheck).
+# NAME: a staged executable (gpu-reservoir-test-gpu, the crate's integration tests;
+# gpu-reservoir-lib-gpu_reservoir, its unit tests); FILTER: libtest's test-name filter (a
+# module of the tests, e.g. device_faults). Default: the small cases, which run every kernel:
+# the modules kernels_compile, small_kernels_parity and device_faults of the integration tests.
+# -a: every staged executable of the crate instead (the large parity tests take long under
+# racecheck).
 # -t: tools, comma-separated (default: all four); -j: runs at once (default 4); -T: seconds per
 # run before it is killed (default 900); -s: the staged executables (default .gpu/bin);
 # -o: one log per run (default sanitize-logs); -b: racecheck with a synchronisation after
@@ -25,7 +25,7 @@
 # "Internal Sanitizer Error: The Sanitizer failed to handle a hardware exception" in the f16
 # batched step.
 # Each run: RESERVOIR_REQUIRE_GPU=1 (a missing GPU fails), RESERVOIR_SANITIZE=1 (the tests'
-# time limits x30, smaller cases in device_faults; its out-of-memory test skips itself),
+# time limits x30, smaller cases in device_faults; the out-of-memory test skips itself),
 # --include-ignored --test-threads=1, --error-exitcode 86. Verdicts: clean (no finding, every
 # test passed), FINDINGS (the tool reported errors or hazards), FAILED (a test failed),
 # TIMEOUT, ABNORMAL (anything else: see the log). Exit status: the runs that were not clean.
@@ -41,9 +41,10 @@ done
 shift $((OPTIND - 1))
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ] && [ $all = 1 ]; then
-  for exe in "$stage"/*-test; do name=${exe##*/}; targets+=("${name%-test}"); done
+  for exe in "$stage"/gpu-reservoir-*; do targets+=("${exe##*/}"); done
 elif [ ${#targets[@]} -eq 0 ]; then
-  targets=(kernels_compile small_kernels_parity device_faults)
+  tests=gpu-reservoir-test-gpu
+  targets=("$tests:kernels_compile" "$tests:small_kernels_parity" "$tests:device_faults")
 fi
 mkdir -p "$logs"
 declare -A extra=([racecheck]="--racecheck-report all")
@@ -53,7 +54,7 @@ run() { # tool, executable, filter, log
   RESERVOIR_REQUIRE_GPU=1 RESERVOIR_SANITIZE=1 timeout -k 10 "$limit" \
     compute-sanitizer --tool "$1" ${extra[$1]:-} --error-exitcode 86 --print-limit 1000 \
     --require-cuda-init=no \
-    "$stage/$2-test" --include-ignored --test-threads=1 ${3:+"$3"} >"$4" 2>&1
+    "$stage/$2" --include-ignored --test-threads=1 ${3:+"$3"} >"$4" 2>&1
   printf '\nsanitize.sh: exit status %s after %s s\n' "$?" "$((SECONDS - start))" >>"$4"
 }
 runs=()
