@@ -1,6 +1,7 @@
 """reservoir: echo-state and spiking reservoir computing on the CPU and NVIDIA GPUs.
 
-The estimators `ESNRegressor` and `ESNClassifier` follow scikit-learn's conventions; the
+The estimators `ESNRegressor` and `ESNClassifier` (and `SequenceScaler`, which standardises
+sequences in a `Pipeline`) follow scikit-learn's conventions; the
 lower-level objects (`EchoStateNetwork`, `LifReservoir`, `PatternDetector`, `Readout`,
 `Rls`), the spike encoders (`reservoir.spikes`), NIR export and import (`reservoir.nir`) and
 the task generators (`reservoir.tasks`) work on NumPy arrays. Models saved here and by the
@@ -15,6 +16,7 @@ from ._engine import GpuError, Readout, Rls
 from ._estimators import ESNClassifier, ESNRegressor
 from ._files import SequenceData, load, read_sequences, save
 from ._reservoirs import EchoStateNetwork
+from ._scaler import SequenceScaler
 from ._sweep import sweep
 from .spikes import LifReservoir, PatternDetector
 
@@ -28,6 +30,7 @@ __all__ = [
     "Readout",
     "Rls",
     "SequenceData",
+    "SequenceScaler",
     "load",
     "nir",
     "read_sequences",

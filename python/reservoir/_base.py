@@ -6,7 +6,7 @@ from __future__ import annotations
 import inspect
 
 try:
-    from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+    from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, TransformerMixin
 except ImportError:  # scikit-learn is optional
 
     class BaseEstimator:
@@ -41,5 +41,9 @@ except ImportError:  # scikit-learn is optional
     class ClassifierMixin:
         _estimator_type = "classifier"
 
+    class TransformerMixin:
+        def fit_transform(self, X, y=None, **fit_params):
+            return self.fit(X, y, **fit_params).transform(X)
 
-__all__ = ["BaseEstimator", "ClassifierMixin", "RegressorMixin"]
+
+__all__ = ["BaseEstimator", "ClassifierMixin", "RegressorMixin", "TransformerMixin"]

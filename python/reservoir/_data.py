@@ -14,6 +14,11 @@ def _float64(array, name):
         return array
     if array.dtype.kind in "fiub":
         return array.astype(np.float64)
+    if array.dtype.kind == "O":
+        try:
+            return array.astype(np.float64)
+        except (TypeError, ValueError) as error:
+            raise TypeError(f"{name}: expected numbers, got {error}") from None
     raise TypeError(f"{name}: expected float32 or float64 values, got dtype {array.dtype}")
 
 
@@ -38,10 +43,20 @@ class Sequences:
         return list(outputs)
 
 
+def finite(array, name):
+    """`array` unchanged, or a ValueError naming the first value that is NaN or infinite."""
+    if not np.all(np.isfinite(array)):
+        index = tuple(int(i) for i in np.argwhere(~np.isfinite(array))[0])
+        where = ", ".join(f"{axis} {i}" for axis, i in zip(("row", "column"), index))
+        raise ValueError(f"{name}: {where} is {array[index]} (NaN and infinity are not accepted)")
+    return array
+
+
 def sequences(X, name="X"):
-    """`X` as `Sequences`: a 2-D array is one series, a 3-D array B series of equal length,
-    a list or tuple one array per sequence (lengths may differ)."""
-    if isinstance(X, (list, tuple)):
+    """`X` as `Sequences`: a 2-D array (or nested list of rows) is one series, a 3-D array B
+    series of equal length, a list or tuple of 2-D arrays one array per sequence (lengths
+    may differ)."""
+    if isinstance(X, (list, tuple)) and (len(X) == 0 or any(np.ndim(x) == 2 for x in X)):
         if len(X) == 0:
             raise ValueError(f"{name}: no sequences (an empty list)")
         arrays = [_float64(x, f"{name}[{i}]") for i, x in enumerate(X)]

@@ -1,9 +1,10 @@
 """Echo-state estimators with scikit-learn conventions.
 
-Every sequence runs from the zero state, in `fit` and in `predict`, so a prediction depends
-only on its inputs: the estimators can be cloned, cross-validated and searched like any
-scikit-learn estimator. `fit` validates the parameters (the constructor only stores
-them), with the messages of the command line.
+Every sequence runs from the zero state in `fit`, and in `predict` unless it is asked to
+continue from the fitted state, so a prediction depends only on its inputs: the estimators
+can be cloned, pickled, cross-validated and searched like any scikit-learn estimator. `fit`
+validates the parameters (the constructor only stores them), with the messages of the
+command line.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import numpy as np
 
 from . import _engine
 from ._base import BaseEstimator, ClassifierMixin, RegressorMixin
-from ._data import sequences, targets
+from ._data import Sequences, finite, sequences, targets
 
 _RESERVOIR_KEYS = (
     "size",
@@ -60,8 +61,16 @@ def _checked_type(name, value):
     return value
 
 
+def _is_many(X):
+    """Whether `X` holds many sequences: a 3-D array, or a list of 2-D arrays."""
+    if isinstance(X, (list, tuple)):
+        return len(X) == 0 or any(np.ndim(x) == 2 for x in X)
+    return np.asarray(X).ndim == 3
+
+
 class _EchoStateEstimator(BaseEstimator):
-    """What both estimators share: the parameters as config tables, the input checks."""
+    """What both estimators share: the parameters as config tables, the input checks,
+    pickling through the model file's bytes."""
 
     def _tables(self):
         get = lambda name: _checked_type(name, getattr(self, name))  # noqa: E731
@@ -80,19 +89,62 @@ class _EchoStateEstimator(BaseEstimator):
     def _extra_tables(self, get):
         return {}
 
-    def _inputs(self, X):
-        inputs = sequences(X)
-        expected = getattr(self, "n_features_in_", None)
-        if expected is not None and inputs.width != expected:
+    def _table(self, X, reset):
+        """A 2-D input (rows x channels) checked as scikit-learn checks one, its width and
+        column names recorded by a `fit` (`reset`) and compared by the other methods."""
+        try:
+            from sklearn.utils.validation import validate_data
+        except ImportError:  # scikit-learn is optional
+            return self._width(finite(sequences(X).arrays[0], "X"), reset)
+        return validate_data(self, X, reset=reset, dtype=np.float64)
+
+    def _width(self, array, reset):
+        """Records (`reset`) or checks the channel count of `array` (a sequence, T x K)."""
+        width = array.shape[1]
+        if width == 0:
             raise ValueError(
-                f"X has {inputs.width} channels, but {type(self).__name__} was fitted "
-                f"with {expected}"
+                f"X has 0 feature(s) (shape={array.shape}) while a minimum of 1 is required."
             )
+        if reset:
+            self.n_features_in_ = width
+            if hasattr(self, "feature_names_in_"):
+                del self.feature_names_in_
+        elif width != self.n_features_in_:
+            raise ValueError(
+                f"X has {width} features, but {type(self).__name__} is expecting "
+                f"{self.n_features_in_} features as input."
+            )
+        return array
+
+    def _many(self, X, reset):
+        """Many sequences (a 3-D array or a list of 2-D arrays), checked."""
+        inputs = sequences(X)
+        for i, x in enumerate(inputs.arrays):
+            finite(x, f"X[{i}]")
+        self._width(inputs.arrays[0], reset)
         return inputs
 
     def _check_fitted(self):
         if not hasattr(self, "model_"):
             raise _not_fitted(self)
+
+    def __getstate__(self):
+        """The estimator's attributes, its model as the bytes of its model file."""
+        parent = getattr(super(), "__getstate__", None)
+        state = dict(parent() if parent is not None else self.__dict__)
+        if "model_" in state:
+            state["model_"] = bytes(state["model_"].to_bytes())
+        return state
+
+    def __setstate__(self, state):
+        state = dict(state)
+        if isinstance(state.get("model_"), bytes):
+            state["model_"] = _engine.model_from_bytes(state["model_"])
+        parent = getattr(super(), "__setstate__", None)
+        if parent is not None:
+            parent(state)
+        else:
+            self.__dict__.update(state)
 
 
 def _not_fitted(estimator):
@@ -104,17 +156,30 @@ def _not_fitted(estimator):
     return NotFittedError(message)
 
 
+def _r2(truth, guess):
+    """R² per target averaged over the targets: scikit-learn's `r2_score` (a constant target
+    scores 1.0 when predicted exactly, else 0.0)."""
+    residual = ((truth - guess) ** 2).sum(axis=0)
+    total = ((truth - truth.mean(axis=0)) ** 2).sum(axis=0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r2 = np.where(total > 0, 1.0 - residual / total, np.where(residual == 0, 1.0, 0.0))
+    return float(np.mean(r2))
+
+
 class ESNRegressor(RegressorMixin, _EchoStateEstimator):
     """An echo-state network with a ridge readout, predicting a value per time step.
 
     X is one series (T x K), a batch (B x T x K) or a list of series (T_i x K); y has the
     same layout with one target row per step (1-D per series for one target). Each series
     runs from the zero state; its first `washout` steps settle the reservoir and are left
-    out of the fit. Parameters are those of the `[reservoir]` and `[readout]` config tables
-    and the `device` key (`"auto"`, `"cpu"`, `"cuda"`, `"cuda:N"`); `devices` (`"all"` or a
-    list of GPU indices) splits a large dense reservoir's W over several GPUs; `gpu_matmul`
-    (`"f32"`, `"tf32"` or `"f16"`) is the arithmetic of W·X where a GPU steps many series
-    together (the tensor cores for the last two; `"f16"` needs `activation="tanh"`).
+    out of the fit. The fitted model keeps the last series' end state: `predict(X,
+    continue_state=True)` runs a series that continues it without a new transient, and
+    `generate` forecasts in closed loop from it. Parameters are those of the `[reservoir]`
+    and `[readout]` config tables and the `device` key (`"auto"`, `"cpu"`, `"cuda"`,
+    `"cuda:N"`); `devices` (`"all"` or a list of GPU indices) splits a large dense
+    reservoir's W over several GPUs; `gpu_matmul` (`"f32"`, `"tf32"` or `"f16"`) is the
+    arithmetic of W·X where a GPU steps many series together (the tensor cores for the last
+    two; `"f16"` needs `activation="tanh"`).
     """
 
     def __init__(
@@ -155,12 +220,26 @@ class ESNRegressor(RegressorMixin, _EchoStateEstimator):
         self.devices = devices
         self.gpu_matmul = gpu_matmul
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        return tags
+
     def _readout_extra(self, get):
         return {"washout": get("washout")}
 
+    def _inputs(self, X, reset):
+        if _is_many(X):
+            return self._many(X, reset)
+        return Sequences([self._table(X, reset)], "series")
+
     def fit(self, X, y):
         """Runs every series and fits the readout on the rows after each one's washout."""
-        inputs = sequences(X)
+        if y is None:
+            raise ValueError(
+                f"{type(self).__name__} requires y to be passed, but the target y is None"
+            )
+        inputs = self._inputs(X, reset=True)
         rows, flat = targets(y, inputs)
         k, m = inputs.width, rows[0].shape[1]
         model, placed = _engine.fit_series(
@@ -171,25 +250,52 @@ class ESNRegressor(RegressorMixin, _EchoStateEstimator):
             [f"y{i}" for i in range(m)],
         )
         self.model_, self.device_ = model, placed
-        self.n_features_in_, self.n_outputs_, self._flat = k, m, flat
+        self.n_outputs_, self._flat = m, flat
         return self
 
-    def predict(self, X):
-        """The prediction for every step of every series, in the layout of X."""
+    def predict(self, X, continue_state=False):
+        """The prediction for every step of every series, in the layout of X. Each series
+        runs from the zero state, or with `continue_state` (one series, T x K) from the end
+        of the last training series (or of the fit that wrote a loaded model file)."""
         self._check_fitted()
-        inputs = self._inputs(X)
-        outputs, self.device_ = self.model_.predict(inputs.arrays, self.device)
+        inputs = self._inputs(X, reset=False)
+        outputs, _ = self.model_.predict(inputs.arrays, self.device, continue_state)
         if self._flat:
             outputs = [o[:, 0] for o in outputs]
         return inputs.like(outputs)
 
-    def score(self, X, y, sample_weight=None):
-        """R² over the rows after each series' washout, averaged over the targets."""
+    def generate(self, n_steps, X=None):
+        """The `n_steps` values that follow the training series in closed loop, each fed
+        back as the next input; with X (rows that continue the series, T x K), the reservoir
+        runs through them first and the values follow X's last row. The model must predict
+        its own input one step ahead (as many targets as input channels)."""
+        self._check_fitted()
+        if self.n_outputs_ != self.n_features_in_:
+            raise ValueError(
+                f"generate: the model predicts {self.n_outputs_} target(s) from "
+                f"{self.n_features_in_} input channel(s); closed-loop generation feeds the "
+                "prediction back as the input, so they must be the same"
+            )
+        if isinstance(n_steps, (bool, np.bool_)) or not isinstance(n_steps, (int, np.integer)):
+            raise TypeError(f"n_steps: expected an integer, got {type(n_steps).__name__}")
+        if n_steps < 0:
+            raise ValueError(f"n_steps: expected a count of steps, got {n_steps}")
+        context = None if X is None else self._inputs(X, reset=False)
+        if context is not None and context.layout != "series":
+            raise ValueError("X: generate continues one series (steps x channels)")
+        values, _ = self.model_.generate(
+            int(n_steps), None if context is None else context.arrays[0], self.device
+        )
+        return values[:, 0] if self._flat else values
+
+    def score(self, X, y, sample_weight=None, continue_state=False):
+        """R² (scikit-learn's `r2_score`, averaged over the targets) of `predict(X,
+        continue_state)` on the rows after each series' washout: the rows `fit` fits."""
         if sample_weight is not None:
             raise ValueError("sample_weight is not supported")
-        inputs = self._inputs(X)
+        inputs = self._inputs(X, reset=False)
         rows, _ = targets(y, inputs)
-        predicted = self.predict(X)
+        predicted = self.predict(X, continue_state)
         predicted = (
             predicted
             if inputs.layout == "list"
@@ -200,24 +306,60 @@ class ESNRegressor(RegressorMixin, _EchoStateEstimator):
         guess = np.concatenate([np.reshape(p, (len(p), -1))[w:] for p in predicted])
         if truth.shape[0] == 0:
             raise ValueError(f"no rows to score after the washout of {w} steps")
-        residual = ((truth - guess) ** 2).sum(axis=0)
-        total = ((truth - truth.mean(axis=0)) ** 2).sum(axis=0)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            r2 = np.where(total > 0, 1.0 - residual / total, 0.0)
-        return float(np.mean(r2))
+        return _r2(truth, guess)
+
+
+def _labels(y, n):
+    """`y` as one label per sequence (n), checked to be classes, not continuous values."""
+    if y is None:
+        raise ValueError("ESNClassifier requires y to be passed, but the target y is None")
+    try:
+        from sklearn.utils.multiclass import check_classification_targets
+        from sklearn.utils.validation import column_or_1d
+    except ImportError:  # scikit-learn is optional
+        labels = np.asarray(y)
+        if labels.ndim == 2 and labels.shape[1] == 1:
+            labels = labels[:, 0]
+        if labels.dtype.kind == "f" and not np.all(
+            np.isfinite(labels) & (labels == labels.round())
+        ):
+            raise ValueError("Unknown label type: continuous. y must hold classes") from None
+    else:
+        labels = column_or_1d(y, warn=True)
+        check_classification_targets(labels)
+    if labels.ndim != 1 or labels.shape[0] != n:
+        raise ValueError(f"y: expected one label per sequence ({n}), got shape {labels.shape}")
+    return labels
+
+
+def _labels_from_names(names, dtype):
+    """Class names (text) in the labels' NumPy dtype (`dtype.str`); text without one."""
+    if dtype is None:
+        return np.array(names)
+    dtype = np.dtype(dtype)
+    if dtype.kind == "b":
+        return np.array([name == "True" for name in names])
+    if dtype.kind in "iuf":
+        return np.array(names).astype(dtype)
+    if dtype.kind == "U":
+        return np.array(names, dtype=dtype)
+    return np.array(names, dtype=object)
 
 
 class ESNClassifier(ClassifierMixin, _EchoStateEstimator):
     """An echo-state network classifying whole sequences with a one-hot ridge readout.
 
-    X is a batch (B x T x K) or a list of sequences (T_i x K); y one label per sequence (any
-    labels NumPy can sort). Each sequence runs from the zero state; `features` says what the
-    readout sees of its states: `"last"`, `"mean"`, `"mean_last"` (the mean of the last
-    `last_k`), or a list of them, averages leaving out the first `warmup` steps. `devices`
-    (`"all"` or a list of GPU indices) spreads the sequences over several GPUs, their ridge
-    sums added through NCCL; `gpu_matmul` (`"f32"`, `"tf32"` or `"f16"`) is the arithmetic of
-    W·X where a GPU steps many sequences together (the tensor cores for the last two; `"f16"`
-    needs `activation="tanh"`).
+    X is a batch (B x T x K), a list of sequences (T_i x K), or a 2-D array whose rows are
+    sequences of one step (B x K, a table as any scikit-learn classifier takes); y one label
+    per sequence (any labels NumPy can sort, not continuous values), whose dtype `predict`
+    keeps. Each sequence runs from the zero state; `features` says what the readout sees of
+    its states: `"last"`, `"mean"`, `"mean_last"` (the mean of the last `last_k`), or a list
+    of them, averages leaving out the first `warmup` steps. `decision_function` is the
+    readout's output, `predict_proba` its softmax (scores, not calibrated probabilities).
+    `devices` (`"all"` or a list of GPU indices) spreads the sequences over several GPUs,
+    their ridge sums added through NCCL; `gpu_matmul` (`"f32"`, `"tf32"` or `"f16"`) is the
+    arithmetic of W·X where a GPU steps many sequences together (the tensor cores for the
+    last two; `"f16"` needs `activation="tanh"`).
     """
 
     def __init__(
@@ -275,29 +417,31 @@ class ESNClassifier(ClassifierMixin, _EchoStateEstimator):
             }
         }
 
+    def _inputs(self, X, reset):
+        if _is_many(X):
+            return self._many(X, reset)
+        table = self._table(X, reset)
+        return Sequences(list(table[:, None, :]), "batch")
+
     def fit(self, X, y):
         """Runs every sequence and fits the one-hot readout on their features."""
-        inputs = sequences(X)
-        if inputs.layout == "series":
-            raise ValueError(
-                "X: a classifier needs many sequences: a 3-D array (sequences x steps x "
-                "channels) or a list of 2-D arrays, got one 2-D array"
-            )
-        labels = np.asarray(y)
-        if labels.ndim != 1 or labels.shape[0] != len(inputs.arrays):
-            raise ValueError(
-                f"y: expected one label per sequence ({len(inputs.arrays)}), "
-                f"got shape {labels.shape}"
-            )
+        inputs = self._inputs(X, reset=True)
+        labels = _labels(y, len(inputs.arrays))
         classes = np.unique(labels)
         names = [str(c) for c in classes]
         if len(set(names)) != len(names):
             raise ValueError("y: two different labels print the same; use distinct labels")
+        if len(classes) < 2:
+            raise ValueError(
+                f"y: every sequence has the label {names[0]!r} (one class); a classifier "
+                "needs at least two"
+            )
         model, placed = _engine.fit_classifier(
             self._tables(),
             inputs.arrays,
             [str(c) for c in labels],
             [f"x{i}" for i in range(inputs.width)],
+            labels.dtype.str,
         )
         self._adopt(model, classes)
         self.device_ = placed
@@ -308,22 +452,37 @@ class ESNClassifier(ClassifierMixin, _EchoStateEstimator):
         order = {name: i for i, name in enumerate(model.classes)}
         self._columns = np.array([order[str(c)] for c in classes])
         self.model_, self.classes_ = model, classes
-        self.n_features_in_ = len(model.input_columns)
 
-    def decision_function(self, X):
+    def _scores(self, X):
         """The readout's output for every sequence and class (columns in `classes_` order)."""
         self._check_fitted()
-        inputs = self._inputs(X)
-        outputs, self.device_ = self.model_.decision_function(inputs.arrays, self.device)
+        inputs = self._inputs(X, reset=False)
+        outputs, _ = self.model_.decision_function(inputs.arrays, self.device)
         return outputs[:, self._columns]
+
+    def decision_function(self, X):
+        """The readout's output for every sequence and class (columns in `classes_` order);
+        with two classes, the second's output less the first's (positive: the second)."""
+        scores = self._scores(X)
+        return scores[:, 1] - scores[:, 0] if scores.shape[1] == 2 else scores
+
+    def predict_log_proba(self, X):
+        """The log of `predict_proba`."""
+        scores = self._scores(X)
+        shifted = scores - scores.max(axis=1, keepdims=True)
+        return shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+
+    def predict_proba(self, X):
+        """The softmax of the readout's outputs (columns in `classes_` order): scores that sum
+        to one and rank the classes as `predict` does, not calibrated probabilities (wrap the
+        estimator in scikit-learn's `CalibratedClassifierCV` for those)."""
+        return np.exp(self.predict_log_proba(X))
 
     def predict(self, X):
         """The class of every sequence: the largest output's."""
-        scores = self.decision_function(X)
+        scores = self._scores(X)
         return self.classes_[np.argmax(scores, axis=1)]
 
     def score(self, X, y, sample_weight=None):
-        """Accuracy."""
-        if sample_weight is not None:
-            raise ValueError("sample_weight is not supported")
-        return float(np.mean(self.predict(X) == np.asarray(y)))
+        """Accuracy (weighted by `sample_weight` when given)."""
+        return float(np.average(self.predict(X) == np.asarray(y), weights=sample_weight))

@@ -9,7 +9,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import _engine
-from ._estimators import ESNClassifier, ESNRegressor
+from ._estimators import ESNClassifier, ESNRegressor, _labels_from_names
 
 
 def save(estimator, path):
@@ -25,7 +25,9 @@ def load(path):
     """A fitted estimator from a model file written by `save` or by `reservoir fit`: an
     `ESNRegressor` for a series model, an `ESNClassifier` for a sequence classifier. Its
     reservoir parameters are the file's; the readout's `ridge` and `washout` are not stored,
-    so they keep their defaults (they matter only to a new `fit`)."""
+    so they keep their defaults (they matter only to a new `fit`). A classifier gives its
+    classes back in the labels' dtype it was fitted on (text for a command-line model); a
+    series model keeps the state the fit ended in (`predict(X, continue_state=True)`)."""
     model = _engine.load(os.fspath(path))
     params = dict(model.reservoir_params)
     params.pop("input_size", None)
@@ -37,7 +39,9 @@ def load(path):
             last_k=features["last_k"],
             warmup=features["warmup"],
         )
-        estimator._adopt(model, np.array(model.classes))
+        classes = _labels_from_names(model.classes, model.label_dtype)
+        estimator._adopt(model, np.unique(classes))
+        estimator.n_features_in_ = len(model.input_columns)
     else:
         estimator = ESNRegressor(**params)
         estimator.model_ = model

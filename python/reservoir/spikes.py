@@ -45,7 +45,7 @@ _LIF_FLOATS = (
     "bias_current",
     "trace_tau_ms",
 )
-_LIF_STRINGS = ("input_mode", "features")
+_LIF_STRINGS = ("input_mode", "integration", "features")
 _LIF_KEYS = _LIF_INTEGERS + _LIF_FLOATS + _LIF_STRINGS
 
 
@@ -298,15 +298,16 @@ def _lif_tables(device, params):
 
 
 class LifReservoir:
-    """A current-based leaky integrate-and-fire reservoir with Dale's law: `run` feeds
-    inputs (T x K, one row per `dt_ms`: spike trains or currents) from the current state and
-    returns its states (T x N), the features it reports: spike traces, membrane potentials
-    or spike counts, as `features` says.
+    """A current-based leaky integrate-and-fire reservoir: `run` feeds inputs (T x K, one row
+    per `dt_ms`: spike trains or currents) from the current state and returns its states
+    (T x N), the features it reports: spike traces, membrane potentials or spike counts, as
+    `features` says.
 
     Parameters are the `[lif]` config keys (`size`, `dt_ms`, `tau_m_ms`, `tau_syn_ms`,
     `threshold`, `v_rest`, `v_reset`, `refractory_ms`, `resistance`, `input_mode`,
-    `bias_current`, `features`, `seed`, ...), with the command line's defaults and messages;
-    `input_size` (K), `device`, and `steps`, the work `device="auto"` weighs. Spike inputs
+    `bias_current`, `integration`, `features`, `seed`, ...), with the command line's defaults
+    and messages; `input_size` (K), `device`, and `steps`, the work `device="auto"` weighs.
+    The drawn weights obey Dale's law. Spike inputs
     want `input_mode="synaptic"` (a spike then charges the synapse as a recurrent one does).
     The weights are drawn from `seed`; `from_weights` takes given ones (NIR import).
     """
@@ -320,9 +321,9 @@ class LifReservoir:
     def from_weights(cls, recurrent, input, excitatory=None, device="auto", steps=0, **params):
         """A reservoir on given weights: `recurrent` W (N x N, row = target neuron, column =
         source; a spike of j adds W[i, j] to neuron i's synaptic current) and `input` W_in
-        (N x K). Dale's law holds: each column of W must not mix signs. `excitatory` (N bools)
-        defaults to the sign of each column. `size` and `input_size` come from the shapes;
-        the other parameters are the `[lif]` keys."""
+        (N x K). Any signs are taken; with `excitatory` (N bools) Dale's law is checked: the
+        non-zeros of column j must be >= 0 where `excitatory[j]`, else <= 0. `size` and
+        `input_size` come from the shapes; the other parameters are the `[lif]` keys."""
         if "size" in params or "input_size" in params:
             raise TypeError("from_weights: size and input_size come from the weight shapes")
         recurrent = _trains(recurrent, "recurrent")
@@ -351,7 +352,7 @@ class LifReservoir:
     )
     input_weights = _passed("input_weights", "W_in (N x K).")
     excitatory = _passed(
-        "excitatory", "Whether each neuron is excitatory (outgoing weights >= 0) or inhibitory."
+        "excitatory", "Whether each neuron's outgoing weights are all >= 0 (excitatory)."
     )
     run = EchoStateNetwork.run
     state = EchoStateNetwork.state

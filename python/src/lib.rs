@@ -28,6 +28,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(models::fit_series, m)?)?;
     m.add_function(wrap_pyfunction!(models::fit_classifier, m)?)?;
     m.add_function(wrap_pyfunction!(models::load, m)?)?;
+    m.add_function(wrap_pyfunction!(models::model_from_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(files::read_sequences, m)?)?;
     m.add_function(wrap_pyfunction!(sweep::sweep, m)?)?;
     m.add_function(wrap_pyfunction!(tasks::narma10, m)?)?;

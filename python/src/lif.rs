@@ -96,9 +96,9 @@ impl LifReservoir {
     }
 
     /// Builds the reservoir on given weights: `recurrent` W (N × N, row = target, column =
-    /// source), `input` W_in (N × K), `excitatory` (N; by default a neuron is inhibitory
-    /// when one of its outgoing weights is negative). The `lif` table gives the neuron
-    /// parameters; its size and input size come from the weights.
+    /// source), `input` W_in (N × K), `excitatory` (N: each neuron's sign, which W's columns
+    /// must then keep, Dale's law); without it any signs are taken. The `lif` table gives the
+    /// neuron parameters; its size and input size come from the weights.
     #[staticmethod]
     #[pyo3(signature = (params, recurrent, input, excitatory = None, steps = 0))]
     fn from_weights(
@@ -113,15 +113,11 @@ impl LifReservoir {
         let placement = lif_config(params, Some(recurrent.nrows()), input.ncols())?;
         let weights = py
             .detach(|| {
-                let excitatory = excitatory.unwrap_or_else(|| {
-                    recurrent
-                        .columns()
-                        .into_iter()
-                        .map(|c| c.iter().all(|&w| w >= 0.0))
-                        .collect()
-                });
                 let recurrent = CsrMatrix::from_dense(&recurrent.to_owned())?;
-                LifWeights::from_parts(recurrent, input.to_owned(), excitatory)
+                match excitatory {
+                    Some(mask) => LifWeights::from_parts(recurrent, input.to_owned(), mask),
+                    None => LifWeights::with_any_signs(recurrent, input.to_owned()),
+                }
             })
             .py_err()?;
         Self::place(py, placement, |dispatch, config| {

@@ -1,8 +1,10 @@
 //! Trained models: fitted from Python, saved and loaded as the same files the command line
-//! writes and reads.
+//! writes and reads, and pickled as those files' bytes.
 //!
 //! Every sequence runs from the zero state, in fitting and in prediction, so a prediction
-//! depends only on its inputs (the command line's `predict --reset`).
+//! depends only on its inputs (the command line's `predict --reset`), unless it is asked to
+//! continue from the model's saved state (the end of the last training series, or of the
+//! command line's fit).
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -11,8 +13,10 @@ use ndarray::Array2;
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray2};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
 use pyo3::types::PyDict;
 use reservoir_core::features::FeatureParams;
+use reservoir_runtime::jobs::predict::{generate, predict_rows};
 use reservoir_runtime::jobs::sequences::{self, predict_series, Labelled, Series};
 use reservoir_runtime::model::{Model, SequenceClassifier, SEQUENCE_MAGIC, SPIKE_MAGIC};
 use reservoir_runtime::{Dispatch, RuntimeError};
@@ -75,7 +79,7 @@ pub fn fit_series(
 }
 
 /// Fits a classifier of `inputs` (sequences, each Tᵢ × K) with one label each as `params`
-/// say; returns the model and where it ran.
+/// say, the labels' NumPy dtype kept in the model; returns the model and where it ran.
 #[pyfunction]
 pub fn fit_classifier(
     py: Python<'_>,
@@ -83,6 +87,7 @@ pub fn fit_classifier(
     inputs: Vec<PyReadonlyArray2<'_, f64>>,
     labels: Vec<String>,
     input_columns: Vec<String>,
+    label_dtype: String,
 ) -> PyResult<(ClassifierModel, String)> {
     let config = experiment_config(params)?;
     let inputs = views(&inputs);
@@ -107,6 +112,10 @@ pub fn fit_classifier(
             Ok::<_, RuntimeError>((outcome.model, placed(&dispatch)))
         })
         .py_err()?;
+    let model = SequenceClassifier {
+        label_dtype: Some(label_dtype),
+        ..model
+    };
     Ok((ClassifierModel::new(model), placed))
 }
 
@@ -133,6 +142,21 @@ pub fn load(py: Python<'_>, path: PathBuf) -> PyResult<Py<PyAny>> {
     }
 }
 
+/// A model from the bytes `to_bytes` gave (a pickled estimator's): a `SeriesModel` or a
+/// `ClassifierModel`.
+#[pyfunction]
+pub fn model_from_bytes(py: Python<'_>, data: &[u8]) -> PyResult<Py<PyAny>> {
+    let origin = Path::new("(pickled model)");
+    if data.starts_with(&SEQUENCE_MAGIC) {
+        let model = py
+            .detach(|| SequenceClassifier::from_bytes(data, origin))
+            .py_err()?;
+        return Ok(Py::new(py, ClassifierModel::new(model))?.into_any());
+    }
+    let model = py.detach(|| Model::from_bytes(data, origin)).py_err()?;
+    Ok(Py::new(py, SeriesModel::new(model))?.into_any())
+}
+
 /// The first eight bytes of the file at `path`, when it has them.
 fn magic_bytes(path: &Path) -> Option<[u8; 8]> {
     let mut magic = [0u8; 8];
@@ -152,14 +176,16 @@ impl SeriesModel {
 
 #[pymethods]
 impl SeriesModel {
-    /// The predictions for every row of every series (each from the zero state), on
-    /// `device`; returns them and where they ran.
-    #[pyo3(signature = (inputs, device = "auto"))]
+    /// The predictions for every row of every series, on `device`; returns them and where
+    /// they ran. Each series runs from the zero state, or with `continue_state` (one series)
+    /// from the model's saved state.
+    #[pyo3(signature = (inputs, device = "auto", continue_state = false))]
     fn predict<'py>(
         &self,
         py: Python<'py>,
         inputs: Vec<PyReadonlyArray2<'py, f64>>,
         device: &str,
+        continue_state: bool,
     ) -> PyResult<(Vec<Bound<'py, PyArray2<f64>>>, String)> {
         let device = self::device(device)?;
         let inputs = views(&inputs);
@@ -169,12 +195,68 @@ impl SeriesModel {
                 &self.model.weights,
                 device,
                 &inputs,
-                |reservoir| {
-                    predict_series(reservoir, &self.model.readout, &inputs, &mut |_, _| {}).py_err()
+                |reservoir| match (continue_state, inputs.as_slice()) {
+                    (false, _) => {
+                        predict_series(reservoir, &self.model.readout, &inputs, &mut |_, _| {})
+                            .py_err()
+                    }
+                    (true, [series]) => {
+                        reservoir.set_state(self.model.state.view()).py_err()?;
+                        let rows =
+                            predict_rows(reservoir, &self.model.readout, *series, &mut |_, _| {});
+                        reservoir.reset().py_err()?;
+                        Ok(vec![rows.py_err()?])
+                    }
+                    (true, _) => Err(PyValueError::new_err(format!(
+                        "continue_state: one series continues the saved state, got {}",
+                        inputs.len()
+                    ))),
                 },
             )
         })?;
         Ok((to_list(py, predictions), placed))
+    }
+
+    /// The `steps` values that follow the saved state in closed loop (each prediction fed back
+    /// as the next input), after running through `context` (rows that continue the series)
+    /// when given; on `device`. Returns them (steps × outputs) and where they ran.
+    #[pyo3(signature = (steps, context = None, device = "auto"))]
+    fn generate<'py>(
+        &self,
+        py: Python<'py>,
+        steps: usize,
+        context: Option<PyReadonlyArray2<'py, f64>>,
+        device: &str,
+    ) -> PyResult<(Bound<'py, PyArray2<f64>>, String)> {
+        let device = self::device(device)?;
+        let context = context.as_ref().map(|c| c.as_array());
+        let work: Vec<_> = context.iter().copied().collect();
+        let (values, placed) = py.detach(|| {
+            self.runner.with(
+                &self.model.config,
+                &self.model.weights,
+                device,
+                &work,
+                |reservoir| {
+                    let values = generate(reservoir, &self.model, context, steps);
+                    reservoir.reset().py_err()?;
+                    values.py_err()
+                },
+            )
+        })?;
+        Ok((values.into_pyarray(py), placed))
+    }
+
+    /// The model file's bytes (what `save` writes; `model_from_bytes` reads them).
+    fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let bytes = py.detach(|| self.model.to_bytes()).py_err()?;
+        Ok(PyBytes::new(py, &bytes))
+    }
+
+    /// The saved state (N): where `continue_state` and `generate` start.
+    #[getter]
+    fn state<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        self.model.state.clone().into_pyarray(py)
     }
 
     /// Writes the model file (`reservoir predict --model` reads it).
@@ -285,6 +367,19 @@ impl ClassifierModel {
     #[getter]
     fn classes(&self) -> Vec<String> {
         self.model.classes.names().to_vec()
+    }
+
+    /// The NumPy dtype (`dtype.str`) of the labels it was fitted on; `None` for labels the
+    /// command line read as text.
+    #[getter]
+    fn label_dtype(&self) -> Option<String> {
+        self.model.label_dtype.clone()
+    }
+
+    /// The model file's bytes (what `save` writes; `model_from_bytes` reads them).
+    fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let bytes = py.detach(|| self.model.to_bytes()).py_err()?;
+        Ok(PyBytes::new(py, &bytes))
     }
 
     /// Names of the input columns.

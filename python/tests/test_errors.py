@@ -29,8 +29,11 @@ def test_wrong_types_are_type_errors(narma):
         ESNRegressor(size="big").fit(u, y)
     with pytest.raises(TypeError, match="leak_rate: expected a number"):
         ESNRegressor(leak_rate=None).fit(u, y)
-    with pytest.raises(TypeError, match="expected float32 or float64"):
+    # Text where numbers belong: scikit-learn's ValueError for a table, else a TypeError.
+    with pytest.raises(ValueError, match="could not convert string to float"):
         ESNRegressor(size=10).fit(np.array([["a"]] * 200), y[:200])
+    with pytest.raises(TypeError, match="expected float32 or float64"):
+        ESNRegressor(size=10).fit([np.array([["a"]] * 200)], [y[:200]])
 
 
 def test_unknown_names_are_errors():
@@ -44,17 +47,29 @@ def test_unknown_names_are_errors():
 
 def test_shapes_are_checked(narma):
     u, y = narma
-    with pytest.raises(ValueError, match="expected a 2-D array"):
+    with pytest.raises(ValueError, match="2D array|2-D array"):
         ESNRegressor(size=10).fit(u[:, 0], y)
     with pytest.raises(ValueError, match="expected 3000 rows"):
         ESNRegressor(size=10).fit(u, y[:10])
     with pytest.raises(ValueError, match="washout"):
         ESNRegressor(size=10, washout=100).fit(u[:50], y[:50])
     model = ESNRegressor(size=10, device="cpu").fit(u, y)
-    with pytest.raises(ValueError, match="X has 2 channels"):
+    with pytest.raises(ValueError, match="X has 2 features, but ESNRegressor is expecting 1"):
         model.predict(np.zeros((10, 2)))
     with pytest.raises(ValueError, match="no sequences"):
         model.predict([])
+
+
+def test_rows_are_counted_as_the_user_counts_them(narma):
+    u, y = narma
+    bad = y.copy()
+    bad[300, 0] = np.nan
+    with pytest.raises(ValueError, match="row 300, column 0 is NaN"):
+        ESNRegressor(size=10, washout=100, device="cpu").fit(u, bad)
+    batch = [u[:500], u[500:1000]]
+    targets = [y[:500], bad[200:700]]
+    with pytest.raises(ValueError, match="series `1` targets row 100, column 0 is NaN"):
+        ESNRegressor(size=10, washout=50, device="cpu").fit(batch, targets)
 
 
 def test_non_finite_inputs_are_refused(narma):
@@ -72,10 +87,12 @@ def test_non_finite_inputs_are_refused(narma):
 
 def test_classifier_input_errors(labelled):
     X, y = labelled
-    with pytest.raises(ValueError, match="needs many sequences"):
-        ESNClassifier(size=10).fit(np.zeros((30, 2)), ["a"])
     with pytest.raises(ValueError, match="one label per sequence"):
         ESNClassifier(size=10).fit(X, y[:5])
+    with pytest.raises(ValueError, match="Unknown label type: continuous"):
+        ESNClassifier(size=10).fit(X, np.linspace(0.0, 1.0, len(X)))
+    with pytest.raises(ValueError, match="one class"):
+        ESNClassifier(size=10).fit(X, ["a"] * len(X))
     with pytest.raises(ValueError, match="`features.summaries\\[0\\]`: unknown variant `median`"):
         ESNClassifier(size=10, features="median", device="cpu").fit(X, y)
 

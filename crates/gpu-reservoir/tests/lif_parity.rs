@@ -9,7 +9,9 @@ use gpu_reservoir::{GpuLifNetwork, LifStepPath};
 use ndarray::Array2;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use reservoir_core::lif::{LifFeatures, LifInputMode, LifNetwork, LifParams, LifWeights};
+use reservoir_core::lif::{
+    LifFeatures, LifInputMode, LifIntegration, LifNetwork, LifParams, LifWeights,
+};
 use reservoir_core::Reservoir;
 
 #[test]
@@ -34,6 +36,12 @@ fn spike_trains_and_features_are_identical_over_1000_steps() {
                 LifInputMode::Current
             } else {
                 LifInputMode::Synaptic
+            })
+            // Forward Euler (the NIR importers' step) in half the cases.
+            .integration(if case % 4 < 2 {
+                LifIntegration::Exact
+            } else {
+                LifIntegration::Euler
             })
             .count_window_steps(50)
             .seed(rng.random())

@@ -5,7 +5,7 @@ use ndarray::{Array1, Array2};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use reservoir_core::lif::{
-    LifConfig, LifFeatures, LifInputMode, LifNetwork, LifParams, LifWeights,
+    LifConfig, LifFeatures, LifInputMode, LifIntegration, LifNetwork, LifParams, LifWeights,
 };
 use reservoir_core::spectral::SpectralOptions;
 use reservoir_core::spikes::{Spike, SpikePattern};
@@ -100,6 +100,54 @@ fn mean_isi_matches_the_analytic_interval() {
             assert!(error.abs() < 0.01);
         }
     }
+}
+
+#[test]
+fn euler_integration_steps_the_forward_euler_recurrence() {
+    // A current held in `current` mode: v ← v·(1 − dt/τ_m) + R·I·dt/τ_m, in f64 beside it.
+    let config = LifParams::new()
+        .integration(LifIntegration::Euler)
+        .resistance(1.5)
+        .check()
+        .unwrap();
+    let mut net = isolated(&config);
+    let (dt, tau, r, current) = (config.dt_ms(), config.tau_m_ms(), 1.5, 0.6);
+    let mut v = 0.0f64;
+    for step in 0..400 {
+        net.run(Array2::from_elem((1, 1), current).view()).unwrap();
+        v = v * (1.0 - dt / tau) + r * current * dt / tau;
+        let got = f64::from(net.membrane()[0]);
+        assert!((got - v).abs() < 1e-5, "step {step}: v {got} vs Euler {v}");
+    }
+    assert_eq!(net.spike_count(), 0);
+    // The exact step differs from it by the Euler error, O(dt/τ) relative per step.
+    let mut exact = isolated(
+        &config
+            .to_params()
+            .integration(LifIntegration::Exact)
+            .check()
+            .unwrap(),
+    );
+    exact
+        .run(Array2::from_elem((400, 1), current).view())
+        .unwrap();
+    let gap = (f64::from(exact.membrane()[0]) - v).abs();
+    assert!(
+        gap > 1e-5 && gap < 1e-2,
+        "exact vs Euler after 400 steps: {gap}"
+    );
+    // Euler needs every τ above dt: its decay 1 − dt/τ is then in (0, 1).
+    let refused = LifParams::new()
+        .integration(LifIntegration::Euler)
+        .dt_ms(1.0)
+        .tau_syn_ms(0.5)
+        .check()
+        .unwrap_err()
+        .to_string();
+    assert!(
+        refused.contains("tau_syn_ms") && refused.contains("euler"),
+        "{refused}"
+    );
 }
 
 #[test]

@@ -54,6 +54,7 @@ fn classifier() -> SequenceClassifier {
         readout,
         classes: Classes::from_names(vec!["x".into(), "y".into(), "z".into()]).expect("classes"),
         input_columns: vec!["a".into(), "b".into()],
+        label_dtype: Some("<U1".into()),
     }
 }
 

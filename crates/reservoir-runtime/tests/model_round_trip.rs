@@ -159,6 +159,7 @@ proptest! {
             readout,
             classes: Classes::from_names((0..classes).map(|c| format!("class {c}")).collect()).expect("classes"),
             input_columns: (0..k).map(|j| format!("u{j}")).collect(),
+            label_dtype: Some("<i8".into()),
         };
         let dir = tempfile::tempdir().expect("dir");
         let (loaded, first, second) = round_trip(dir.path(), &model, SequenceClassifier::save, SequenceClassifier::load);

@@ -1,10 +1,14 @@
-//! Model files of format version 1 (written before `device` left the config) still load,
-//! predict what the old binary predicted, and are saved again as version 2.
+//! Model files of older format versions still load: version 1 (written before `device` left
+//! the config) predicts what the old binary predicted and is saved again in today's version;
+//! a version 2 sequence classifier (before the labels' type) loads with none.
 //!
 //! Fixtures (in `tests/fixtures/`): `series-v1.bin`, a series model from `reservoir fit`
 //! (columns `u` -> `y`, 12 units, spectral radius 0.9, leak rate 0.5, seed 5); `test.csv`, its
 //! test rows; `predicted-v1.csv`, the old binary's predictions on them from the saved state;
-//! `spike-v1.bin`, a spike classifier (8 units, 3 channels, 2 classes, 2 segments).
+//! `spike-v1.bin`, a spike classifier (8 units, 3 channels, 2 classes, 2 segments);
+//! `sequence-v2.bin`, a sequence classifier from `reservoir fit --label-column` (columns `a`,
+//! `b`, classes `down`, `up`, 20 units, seed 3); `sequences.csv`, its training sequences;
+//! `classes-v2.csv`, the old binary's predictions on them.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -12,7 +16,10 @@ use std::path::{Path, PathBuf};
 use ndarray::Array2;
 use reservoir_core::cpu_reservoir;
 use reservoir_runtime::data::tasks::spikes::generate;
-use reservoir_runtime::model::{Model, SpikeModel, FORMAT_VERSION, MAGIC, SPIKE_MAGIC};
+use reservoir_runtime::data::{read_sequences, SequenceColumns};
+use reservoir_runtime::model::{
+    Model, SequenceClassifier, SpikeModel, FORMAT_VERSION, MAGIC, SPIKE_MAGIC,
+};
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -108,21 +115,70 @@ fn a_version_1_spike_model_loads_with_its_sizes() {
 }
 
 #[test]
-fn saving_a_loaded_version_1_model_writes_version_2_that_loads_back_equal() {
-    assert_eq!(FORMAT_VERSION, 2);
+fn saving_a_loaded_version_1_model_writes_todays_version_that_loads_back_equal() {
+    assert_eq!(FORMAT_VERSION, 3);
     let dir = temp_dir("resave");
 
     let series = Model::load(&fixture("series-v1.bin")).unwrap();
-    let path = dir.join("series-v2.bin");
+    let path = dir.join("series.bin");
     series.save(&path).unwrap();
     assert_eq!(fs::read(&path).unwrap()[..8], MAGIC);
-    assert_eq!(version_of(&path), 2);
+    assert_eq!(version_of(&path), FORMAT_VERSION);
     assert_eq!(Model::load(&path).unwrap(), series);
 
     let spike = SpikeModel::load(&fixture("spike-v1.bin")).unwrap();
-    let path = dir.join("spike-v2.bin");
+    let path = dir.join("spike.bin");
     spike.save(&path).unwrap();
     assert_eq!(fs::read(&path).unwrap()[..8], SPIKE_MAGIC);
-    assert_eq!(version_of(&path), 2);
+    assert_eq!(version_of(&path), FORMAT_VERSION);
     assert_eq!(SpikeModel::load(&path).unwrap(), spike);
+}
+
+#[test]
+fn a_version_2_sequence_classifier_classifies_as_the_old_binary_did() {
+    let path = fixture("sequence-v2.bin");
+    assert_eq!(version_of(&path), 2);
+    let model = SequenceClassifier::load(&path).unwrap();
+    assert_eq!(model.label_dtype, None);
+    assert_eq!(model.classes.names(), ["down", "up"]);
+    assert_eq!(model.input_columns, ["a", "b"]);
+    let inputs = ["a".to_string(), "b".to_string()];
+    let file = read_sequences(
+        "test file",
+        &fixture("sequences.csv"),
+        &SequenceColumns {
+            inputs: &inputs,
+            sequence: Some("sequence"),
+            time: Some("step"),
+            ..SequenceColumns::default()
+        },
+    )
+    .unwrap();
+    let mut reservoir = cpu_reservoir(
+        &model.config,
+        model.weights.clone(),
+        reservoir_core::Par::all(),
+    )
+    .unwrap();
+    let classes = model
+        .classify(reservoir.as_mut(), &file.input_views(), &mut |_, _| {})
+        .unwrap();
+    let text = fs::read_to_string(fixture("classes-v2.csv")).unwrap();
+    let expected: Vec<&str> = text
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(1).unwrap())
+        .collect();
+    let got: Vec<&str> = classes
+        .iter()
+        .map(|&c| model.classes.names()[c].as_str())
+        .collect();
+    assert_eq!(got, expected);
+
+    // Saved again, it is today's version and loads back equal.
+    let dir = temp_dir("sequence");
+    let again = dir.join("sequence.bin");
+    model.save(&again).unwrap();
+    assert_eq!(version_of(&again), FORMAT_VERSION);
+    assert_eq!(SequenceClassifier::load(&again).unwrap(), model);
 }

@@ -110,11 +110,11 @@ fn foreign_truncated_and_corrupted_files_are_clear_errors() {
 #[test]
 fn a_valid_checksum_over_a_hostile_payload_is_still_an_error() {
     // A payload that claims a gigantic vector must fail without allocating it, in the
-    // current format and in version 1 (still read, with its own layout).
+    // current format and in every older one (still read, each with its own layout).
     let dir = temp_dir("hostile");
     let mut payload = vec![0xFFu8; 64];
     payload[0] = 0x28; // small config fields, then garbage lengths
-    for version in [1u32, FORMAT_VERSION] {
+    for version in 1..=FORMAT_VERSION {
         let mut bytes = b"RSVMODEL".to_vec();
         bytes.extend_from_slice(&version.to_le_bytes());
         bytes.extend_from_slice(&(payload.len() as u64).to_le_bytes());
@@ -139,4 +139,38 @@ fn a_failed_save_leaves_the_existing_file_untouched() {
     assert!(broken.save(&path).is_err());
     assert_eq!(fs::read(&path).unwrap(), before);
     assert!(model.save(&dir.join("no-such-dir").join("m.bin")).is_err());
+}
+
+#[test]
+fn a_models_bytes_are_its_files_and_load_back_with_the_same_checks() {
+    let dir = temp_dir("bytes");
+    let path = dir.join("model.bin");
+    let model = trained_model();
+    model.save(&path).unwrap();
+    let bytes = model.to_bytes().unwrap();
+    assert_eq!(bytes, fs::read(&path).unwrap());
+    let origin = std::path::Path::new("(pickled)");
+    assert_eq!(Model::from_bytes(&bytes, origin).unwrap(), model);
+    for (bad, needle) in [
+        (bytes[..10].to_vec(), "truncated header"),
+        (bytes[..bytes.len() - 1].to_vec(), "truncated"),
+        ([bytes.as_slice(), &[0]].concat(), "trailing bytes"),
+        (b"RSVSEQCL".to_vec(), "sequence-classifier"),
+        (Vec::new(), "bad magic"),
+    ] {
+        match Model::from_bytes(&bad, origin) {
+            Err(RuntimeError::ModelFormat { path, message }) => {
+                assert_eq!(path, origin);
+                assert!(message.contains(needle), "{needle}: {message}");
+            }
+            other => panic!("expected a format error, got {other:?}"),
+        }
+    }
+    let mut flipped = bytes.clone();
+    let last = flipped.len() - 1;
+    flipped[last] ^= 1;
+    assert!(Model::from_bytes(&flipped, origin)
+        .unwrap_err()
+        .to_string()
+        .contains("checksum"));
 }

@@ -140,6 +140,14 @@ fn score_checks_the_readout_shape_and_a_constant_target() {
         .unwrap();
     let err = flat.score(&fit.readout).unwrap_err().to_string();
     assert!(err.contains("target column 0 is constant"), "{err}");
+    // A constant target is still fitted, by the intercept; its NRMSE is undefined.
+    let constant = flat.solve(1e-6).unwrap();
+    assert!(constant.train_nrmse.is_nan());
+    let predicted = constant.readout.predict(x.view()).unwrap();
+    assert!(
+        predicted.iter().all(|v| (v - 1.0).abs() < 1e-6),
+        "{predicted}"
+    );
     let empty = RidgeAccumulator::new(3, 1, reservoir_core::Par::Seq).unwrap();
     assert!(empty.score(&fit.readout).is_err());
 }

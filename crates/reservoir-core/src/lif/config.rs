@@ -36,6 +36,20 @@ pub enum LifInputMode {
     Synaptic,
 }
 
+/// How a step integrates the membrane and the synapse over `dt_ms`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum LifIntegration {
+    /// The exact solution for a current held over the step: decays exp(−dt/τ), drive
+    /// R·(1 − α_m).
+    #[default]
+    Exact,
+    /// Forward Euler, as the simulators that import NIR step it (Norse, snnTorch): decays
+    /// 1 − dt/τ, drive R·dt/τ_m. Every τ must then be at least `dt_ms` (τ_syn = dt: no
+    /// synaptic filter, the input current of one step only, as NIR's LIF neuron).
+    Euler,
+}
+
 /// Unchecked parameters of a current-based leaky integrate-and-fire reservoir (see
 /// [`crate::lif`] for the dynamics). Times are in ms, potentials and currents in arbitrary
 /// units with R·I a potential. Each default is documented on its setter.
@@ -60,6 +74,7 @@ pub struct LifParams {
     input_mode: LifInputMode,
     bias_current: f64,
     trace_tau_ms: f64,
+    integration: LifIntegration,
     features: LifFeatures,
     count_window_steps: usize,
     seed: u64,
@@ -86,6 +101,7 @@ impl Default for LifParams {
             input_mode: LifInputMode::Current,
             bias_current: 0.9,
             trace_tau_ms: 20.0,
+            integration: LifIntegration::Exact,
             features: LifFeatures::Trace,
             count_window_steps: 200,
             seed: 42,
@@ -229,6 +245,12 @@ impl LifParams {
         self
     }
 
+    /// How a step integrates the dynamics (`exact` or `euler`). Default `exact`.
+    pub fn integration(mut self, integration: LifIntegration) -> Self {
+        self.integration = integration;
+        self
+    }
+
     /// The state the reservoir reports. Default `trace`.
     pub fn features(mut self, features: LifFeatures) -> Self {
         self.features = features;
@@ -292,6 +314,24 @@ impl LifParams {
         )?;
         check_finite("bias_current", self.bias_current)?;
         check_positive("trace_tau_ms", self.trace_tau_ms)?;
+        if self.integration == LifIntegration::Euler {
+            for (field, tau) in [
+                ("tau_m_ms", self.tau_m_ms),
+                ("tau_syn_ms", self.tau_syn_ms),
+                ("trace_tau_ms", self.trace_tau_ms),
+            ] {
+                check(
+                    tau >= self.dt_ms,
+                    field,
+                    &format!(
+                        "must be at least dt_ms ({}) with integration = \"euler\", whose \
+                         decay 1 − dt/τ is then in [0, 1)",
+                        self.dt_ms
+                    ),
+                    tau,
+                )?;
+            }
+        }
         check(
             (1..=MAX_COUNT_WINDOW).contains(&self.count_window_steps),
             "count_window_steps",
@@ -415,6 +455,11 @@ impl LifConfig {
     /// Time constant τ_tr > 0 in ms of the spike traces.
     pub fn trace_tau_ms(&self) -> f64 {
         self.params.trace_tau_ms
+    }
+
+    /// How a step integrates the dynamics.
+    pub fn integration(&self) -> LifIntegration {
+        self.params.integration
     }
 
     /// The state the reservoir reports.

@@ -1,19 +1,19 @@
 //! The `f32` constants of the LIF update, computed once per network.
 
-use super::config::LifConfig;
+use super::config::{LifConfig, LifIntegration};
 
 /// The `f32` constants of the update, precomputed once in `f64` and rounded; a port that
 /// must match bit for bit should take these values rather than recompute them.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct LifConstants {
-    /// α_m = exp(−dt/τ_m).
+    /// α_m = exp(−dt/τ_m) (Euler: 1 − dt/τ_m).
     pub alpha_m: f32,
-    /// α_syn = exp(−dt/τ_syn).
+    /// α_syn = exp(−dt/τ_syn) (Euler: 1 − dt/τ_syn).
     pub alpha_syn: f32,
-    /// α_tr = exp(−dt/τ_tr).
+    /// α_tr = exp(−dt/τ_tr) (Euler: 1 − dt/τ_tr).
     pub alpha_trace: f32,
-    /// g_m = R·(1 − α_m), computed in `f64` from the rounded α_m, so that v = v_rest + R·I
-    /// is the fixed point of the rounded update for a constant I.
+    /// g_m = R·(1 − α_m) (Euler: R·dt/τ_m), computed in `f64` from the rounded α_m, so that
+    /// v = v_rest + R·I is the fixed point of the rounded update for a constant I.
     pub drive_gain: f32,
     /// Resting potential.
     pub v_rest: f32,
@@ -30,7 +30,10 @@ pub struct LifConstants {
 impl LifConstants {
     /// The constants of `config` (assumed valid).
     pub fn new(config: &LifConfig) -> Self {
-        let decay = |tau: f64| (-config.dt_ms() / tau).exp() as f32;
+        let decay = |tau: f64| match config.integration() {
+            LifIntegration::Exact => (-config.dt_ms() / tau).exp() as f32,
+            LifIntegration::Euler => (1.0 - config.dt_ms() / tau) as f32,
+        };
         let alpha_m = decay(config.tau_m_ms());
         Self {
             alpha_m,

@@ -11,7 +11,8 @@
 //! # The step, exactly
 //! State in `f32`: v, I_syn, traces r, refractory counters, spike counts, and the list of
 //! neurons that spiked in the previous step. Constants ([`LifConstants`]) are computed once in
-//! `f64` and rounded to `f32`: α_m, α_syn, α_tr = exp(−dt/τ); g_m = R·(1 − α_m) from the
+//! `f64` and rounded to `f32`: α_m, α_syn, α_tr = exp(−dt/τ) (with `integration = "euler"`,
+//! the forward-Euler 1 − dt/τ of the simulators that import NIR); g_m = R·(1 − α_m) from the
 //! rounded α_m; n_ref = round(t_ref/dt). W and W_in are the generated `f64` weights rounded
 //! to `f32`, and so is the input row u(t). Each step:
 //!
@@ -62,7 +63,9 @@ mod step;
 mod transpose;
 mod weights;
 
-pub use config::{LifConfig, LifFeatures, LifInputMode, LifParams, MAX_COUNT_WINDOW};
+pub use config::{
+    LifConfig, LifFeatures, LifInputMode, LifIntegration, LifParams, MAX_COUNT_WINDOW,
+};
 pub use constants::LifConstants;
 pub use network::LifNetwork;
 pub use step::MIN_PART_NEURONS;

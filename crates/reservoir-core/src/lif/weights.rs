@@ -32,8 +32,9 @@ fn rng(seed: u64, stream: u64) -> ChaCha8Rng {
 
 /// The fixed weights of a LIF reservoir, in `f64`.
 ///
-/// `recurrent` is W (N × N, row = postsynaptic, column = presynaptic neuron). Dale's law: all
-/// non-zeros of column j have the sign of neuron j (≥ 0 excitatory, ≤ 0 inhibitory).
+/// `recurrent` is W (N × N, row = postsynaptic, column = presynaptic neuron). Generated weights
+/// obey Dale's law: all non-zeros of column j have the sign of neuron j (≥ 0 excitatory, ≤ 0
+/// inhibitory); weights made elsewhere need not ([`LifWeights::with_any_signs`]).
 /// `generate` is deterministic: the same config gives bit-identical matrices on every run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(try_from = "LifWeightParts")]
@@ -337,6 +338,21 @@ impl LifWeights {
             ));
         }
         Ok(weights)
+    }
+
+    /// Wraps weights made elsewhere that need not obey Dale's law (a network imported from
+    /// another simulator), with the shape checks of [`LifWeights::from_parts`]; a neuron is
+    /// counted excitatory when none of its outgoing weights is negative.
+    pub fn with_any_signs(recurrent: CsrMatrix<f64>, input: Array2<f64>) -> Result<Self> {
+        let mut excitatory = vec![true; recurrent.nrows()];
+        for (&j, &w) in recurrent.col_idx().iter().zip(recurrent.values()) {
+            if w < 0.0 {
+                if let Some(e) = excitatory.get_mut(j as usize) {
+                    *e = false;
+                }
+            }
+        }
+        Self::checked_shapes(recurrent, input, excitatory)
     }
 
     /// [`LifWeights::from_parts`] without the pass over W for Dale's law, for weights that

@@ -40,7 +40,8 @@ pub struct RidgeFit {
     /// The trained readout.
     pub readout: LinearReadout,
     /// NRMSE on the accumulated rows (RMSE / population std, averaged over outputs), computed
-    /// from the sums without revisiting the states.
+    /// from the sums without revisiting the states; NaN when a target column is constant
+    /// (the intercept fits it, but its NRMSE is undefined).
     pub train_nrmse: f64,
     /// Number of rows the fit used.
     pub rows: usize,
@@ -370,7 +371,12 @@ impl RidgeAccumulator {
         let weights = Array2::from_shape_fn((f, m), |(i, k)| solution[(i, k)]);
         let intercept = Array1::from_shape_fn(m, |k| solution[(f, k)] + self.target_shift[k]);
         let readout = LinearReadout::new(weights, intercept)?;
-        let train_nrmse = self.score(&readout)?.mean_nrmse();
+        // A constant target is fitted (by the intercept), but its NRMSE is undefined.
+        let train_nrmse = if self.targets().has_constant_column() {
+            f64::NAN
+        } else {
+            self.score(&readout)?.mean_nrmse()
+        };
         Ok(RidgeFit {
             readout,
             train_nrmse,
@@ -533,6 +539,19 @@ pub struct TargetSums<'a> {
 }
 
 impl TargetSums<'_> {
+    /// Whether the column `k` is constant over the rows (its variance from the sums is not
+    /// positive), so that its NRMSE is undefined.
+    fn is_constant(&self, k: usize) -> bool {
+        let n = self.rows as f64;
+        let mean = self.sums[k] / n;
+        self.squares[k] / n - mean * mean <= 0.0
+    }
+
+    /// Whether some target column is constant over the rows (no rows: none is).
+    pub fn has_constant_column(&self) -> bool {
+        self.rows > 0 && (0..self.sums.len().min(self.squares.len())).any(|k| self.is_constant(k))
+    }
+
     /// Scores a readout from its products with the sums, one per output.
     ///
     /// Per output k, with c the intercept for the shifted targets: Σŷ = wᵀΣX + n·c,
@@ -577,14 +596,14 @@ impl TargetSums<'_> {
             let sum_pred2 = p.gram + 2.0 * c * p.sums + n * c * c;
             let sum_y_pred = p.cross + c * sum_y;
             let rss = (sum_y2 - 2.0 * sum_y_pred + sum_pred2).max(0.0);
-            let mean = sum_y / n;
-            let variance = sum_y2 / n - mean * mean;
-            if variance <= 0.0 {
+            if self.is_constant(k) {
                 return Err(ReservoirError::invalid(
                     "ridge score",
                     format!("target column {k} is constant over the accumulated rows"),
                 ));
             }
+            let mean = sum_y / n;
+            let variance = sum_y2 / n - mean * mean;
             let nrmse = (rss / n).sqrt() / variance.sqrt();
             if !nrmse.is_finite() {
                 return Err(ReservoirError::numerical(

@@ -1,9 +1,10 @@
 //! Predicting with a trained model: the targets of every row of one series (continuing the
-//! model's saved state, or from zero), of many series (each from zero), or the class of every
-//! sequence.
+//! model's saved state, or from zero), of many series (each from zero), the values that follow
+//! a series in closed loop, or the class of every sequence.
 
-use ndarray::{s, Array2, ArrayView2};
+use ndarray::{concatenate, s, Array2, ArrayView2, Axis};
 
+use reservoir_core::forecast::closed_loop;
 use reservoir_core::readout::LinearReadout;
 use reservoir_core::{Reservoir, ReservoirError};
 
@@ -64,6 +65,45 @@ pub fn predict_one_series(
         inputs,
         progress,
     )?)
+}
+
+/// The `steps` values that follow the rows `model` was last run on, each fed back as the next
+/// input (closed loop), run on `reservoir` (the model's, on any backend). The first is the
+/// readout's output at the model's saved state; with `context` (rows that continue the series),
+/// the reservoir runs through them first and the values follow their last row. The model must
+/// predict its own inputs one step ahead (as many outputs as inputs).
+///
+/// # Errors
+/// A model whose outputs are not its inputs, context rows of the wrong width or not finite,
+/// and any error of the runs (a prediction that diverged to a non-finite value).
+pub fn generate(
+    reservoir: &mut dyn Reservoir,
+    model: &Model,
+    context: Option<ArrayView2<'_, f64>>,
+    steps: usize,
+) -> Result<Array2<f64>> {
+    reservoir.set_state(model.state.view())?;
+    let first = match context {
+        Some(rows) if rows.nrows() > 0 => {
+            let predictions = predict_rows(reservoir, &model.readout, rows, &mut |_, _| {})?;
+            predictions.slice(s![-1.., ..]).to_owned()
+        }
+        _ => model
+            .readout
+            .predict(model.state.view().insert_axis(Axis(0)))?,
+    };
+    let rest = closed_loop(
+        reservoir,
+        &model.readout,
+        first.row(0),
+        steps.saturating_sub(1),
+    )?;
+    if steps == 0 {
+        return Ok(rest);
+    }
+    concatenate(Axis(0), &[first.view(), rest.view()]).map_err(|e| {
+        ReservoirError::invalid("closed-loop generation", format!("cannot stack: {e}")).into()
+    })
 }
 
 /// The predictions of `model` for every row of every series of `inputs`, each from the zero

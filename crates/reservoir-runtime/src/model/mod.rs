@@ -6,7 +6,7 @@
 //! | bytes | content |
 //! |---|---|
 //! | 8 | magic: `RSVMODEL` ([`Model`]), `RSVSPIKE` ([`SpikeModel`]) or `RSVSEQCL` ([`SequenceClassifier`]) |
-//! | 4 | format version ([`FORMAT_VERSION`]; version 1 is still read) |
+//! | 4 | format version ([`FORMAT_VERSION`]; versions 1 and 2 are still read) |
 //! | 8 | payload length in bytes |
 //! | 4 | CRC-32 of the payload |
 //! | n | bincode (standard config) of the model |
@@ -17,7 +17,8 @@
 //! leaves the previous file as it was.
 //!
 //! A model holds what it computes, never where it ran: version 1 files also recorded the
-//! backend of the run, which loading ignores.
+//! backend of the run, which loading ignores. Version 3 added the labels' type to the
+//! sequence classifier; the other kinds are unchanged since version 2.
 
 use std::fs;
 use std::io::Read;
@@ -46,8 +47,8 @@ pub use spike::{sample_features, SpikeModel, SPIKE_MAGIC};
 
 /// First eight bytes of every series model file ([`Model`]).
 pub const MAGIC: [u8; 8] = *b"RSVMODEL";
-/// Version of the payload layout this build writes (it reads this and version 1).
-pub const FORMAT_VERSION: u32 = 2;
+/// Version of the payload layout this build writes (it reads this and versions 1 and 2).
+pub const FORMAT_VERSION: u32 = 3;
 const HEADER_LEN: usize = 8 + 4 + 8 + 4;
 
 /// Everything needed to reproduce predictions: the reservoir, its weights, the trained readout,
@@ -107,12 +108,40 @@ impl Model {
     /// An I/O error naming the file, or a format error saying whether it is not a model file,
     /// of another format version, truncated, corrupted, or inconsistent.
     pub fn load(path: &Path) -> Result<Self> {
-        let model: Model = load_checked::<_, legacy::ModelV1>(path, &MAGIC)?;
-        model.validate().map_err(|e| RuntimeError::ModelFormat {
-            path: path.to_path_buf(),
-            message: format!("inconsistent model: {e}"),
-        })?;
+        let model: Model = load_checked::<_, legacy::ModelV1, Self>(path, &MAGIC)?;
+        consistent(model.validate(), path)?;
         Ok(model)
+    }
+
+    /// The bytes [`Model::save`] writes, for a front end that keeps a model in memory (Python's
+    /// pickle).
+    pub fn to_bytes(&self) -> Result<Vec<u8>> {
+        self.validate()?;
+        encode(&MAGIC, self).map_err(in_memory)
+    }
+
+    /// A model from the bytes of a model file, checked as [`Model::load`] checks a file;
+    /// `origin` names them in errors.
+    pub fn from_bytes(bytes: &[u8], origin: &Path) -> Result<Self> {
+        let model: Model = from_bytes_checked::<_, legacy::ModelV1, Self>(bytes, &MAGIC, origin)?;
+        consistent(model.validate(), origin)?;
+        Ok(model)
+    }
+}
+
+/// A decoded model's consistency check as a format error naming `origin`.
+fn consistent(check: std::result::Result<(), ReservoirError>, origin: &Path) -> Result<()> {
+    check.map_err(|e| RuntimeError::ModelFormat {
+        path: origin.to_path_buf(),
+        message: format!("inconsistent model: {e}"),
+    })
+}
+
+/// A failure to encode a model held in memory.
+fn in_memory(message: String) -> RuntimeError {
+    RuntimeError::ModelFormat {
+        path: "(a model in memory)".into(),
+        message,
     }
 }
 
@@ -142,31 +171,112 @@ fn other_kind(magic: &[u8]) -> Option<&'static str> {
     }
 }
 
-/// Encodes `value` behind the header (`magic`, version, length, CRC-32) and stages it for
-/// `path`.
-fn stage_checked<T: Serialize>(path: &Path, magic: &[u8; 8], value: &T) -> Result<Staged> {
-    let payload =
-        bincode::serde::encode_to_vec(value, bincode::config::standard()).map_err(|e| {
-            RuntimeError::ModelFormat {
-                path: path.to_path_buf(),
-                message: format!("cannot encode the model: {e}"),
-            }
-        })?;
+/// `value` encoded behind the header (`magic`, version, length, CRC-32): a model file's bytes.
+fn encode<T: Serialize>(magic: &[u8; 8], value: &T) -> std::result::Result<Vec<u8>, String> {
+    let payload = bincode::serde::encode_to_vec(value, bincode::config::standard())
+        .map_err(|e| format!("cannot encode the model: {e}"))?;
     let mut bytes = Vec::with_capacity(HEADER_LEN + payload.len());
     bytes.extend_from_slice(magic);
     bytes.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
     bytes.extend_from_slice(&(payload.len() as u64).to_le_bytes());
     bytes.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
     bytes.extend_from_slice(&payload);
+    Ok(bytes)
+}
+
+/// Encodes `value` ([`encode`]) and stages it for `path`.
+fn stage_checked<T: Serialize>(path: &Path, magic: &[u8; 8], value: &T) -> Result<Staged> {
+    let bytes = encode(magic, value).map_err(|message| RuntimeError::ModelFormat {
+        path: path.to_path_buf(),
+        message,
+    })?;
     stage(path, &bytes)
 }
 
-/// Reads a file written by [`stage_checked`] with `magic`, checking the header before decoding;
-/// a version 1 payload is decoded as `V1` and converted.
-fn load_checked<T: DeserializeOwned, V1: DeserializeOwned + Into<T>>(
-    path: &Path,
-    magic: &[u8; 8],
-) -> Result<T> {
+/// What a header declares, once its magic bytes and version are checked.
+struct Header {
+    version: u32,
+    payload_len: u64,
+    checksum: u32,
+}
+
+/// Checks the first [`HEADER_LEN`] bytes of a model (or fewer, when that is all there is).
+fn read_header(header: &[u8], magic: &[u8; 8]) -> std::result::Result<Header, String> {
+    if header.len() < magic.len() || header[..magic.len()] != *magic {
+        let found = header.get(..magic.len()).and_then(other_kind);
+        return Err(match (found, other_kind(magic)) {
+            (Some(found), Some(wanted)) => format!("this is {found}, not {wanted}"),
+            _ => "not a reservoir model file (bad magic bytes)".into(),
+        });
+    }
+    if header.len() < HEADER_LEN {
+        return Err("truncated header".into());
+    }
+    let word = |at: usize| {
+        u32::from_le_bytes([header[at], header[at + 1], header[at + 2], header[at + 3]])
+    };
+    let version = word(8);
+    if !(1..=FORMAT_VERSION).contains(&version) {
+        return Err(format!(
+            "model format version {version}, this build reads versions 1 to {FORMAT_VERSION}"
+        ));
+    }
+    let mut len_bytes = [0u8; 8];
+    len_bytes.copy_from_slice(&header[12..20]);
+    Ok(Header {
+        version,
+        payload_len: u64::from_le_bytes(len_bytes),
+        checksum: word(20),
+    })
+}
+
+/// An error unless the payload's length is the declared one (`actual` bytes follow the header).
+fn check_length(header: &Header, actual: u64) -> std::result::Result<(), String> {
+    let declared = header.payload_len;
+    if declared == actual {
+        return Ok(());
+    }
+    Err(format!(
+        "{} ({actual} payload bytes, header says {declared})",
+        if actual < declared {
+            "truncated"
+        } else {
+            "trailing bytes after the model"
+        }
+    ))
+}
+
+/// The payload checked against the header's checksum and decoded in the header's version: as
+/// `V1` for version 1, `V2` for version 2, converted.
+fn decode_payload<T, V1, V2>(header: &Header, payload: &[u8]) -> std::result::Result<T, String>
+where
+    T: DeserializeOwned,
+    V1: DeserializeOwned + Into<T>,
+    V2: DeserializeOwned + Into<T>,
+{
+    if crc32fast::hash(payload) != header.checksum {
+        return Err("corrupted (checksum mismatch)".into());
+    }
+    let (value, used) = match header.version {
+        1 => decode::<V1>(payload).map(|(old, used)| (old.into(), used)),
+        2 => decode::<V2>(payload).map(|(old, used)| (old.into(), used)),
+        _ => decode::<T>(payload),
+    }
+    .map_err(|e| format!("cannot decode the model: {e}"))?;
+    if used != payload.len() {
+        return Err("trailing bytes inside the payload".into());
+    }
+    Ok(value)
+}
+
+/// Reads a file written by [`stage_checked`] with `magic`, checking the header before decoding
+/// ([`decode_payload`]).
+fn load_checked<T, V1, V2>(path: &Path, magic: &[u8; 8]) -> Result<T>
+where
+    T: DeserializeOwned,
+    V1: DeserializeOwned + Into<T>,
+    V2: DeserializeOwned + Into<T>,
+{
     let format_error = |message: String| RuntimeError::ModelFormat {
         path: path.to_path_buf(),
         message,
@@ -190,36 +300,10 @@ fn load_checked<T: DeserializeOwned, V1: DeserializeOwned + Into<T>>(
         .take(HEADER_LEN as u64)
         .read_to_end(&mut header)
         .map_err(io_error)?;
-    if header.len() < magic.len() || header[..magic.len()] != *magic {
-        let found = header.get(..magic.len()).and_then(other_kind);
-        return Err(format_error(match (found, other_kind(magic)) {
-            (Some(found), Some(wanted)) => format!("this is {found}, not {wanted}"),
-            _ => "not a reservoir model file (bad magic bytes)".into(),
-        }));
-    }
-    if header.len() < HEADER_LEN {
-        return Err(format_error("truncated header".into()));
-    }
-    let version = u32::from_le_bytes([header[8], header[9], header[10], header[11]]);
-    if version != FORMAT_VERSION && version != 1 {
-        return Err(format_error(format!(
-            "model format version {version}, this build reads versions 1 and {FORMAT_VERSION}"
-        )));
-    }
-    let mut len_bytes = [0u8; 8];
-    len_bytes.copy_from_slice(&header[12..20]);
-    let declared = u64::from_le_bytes(len_bytes);
-    let actual = metadata.len().saturating_sub(HEADER_LEN as u64);
-    if declared != actual {
-        return Err(format_error(format!(
-            "{} ({actual} payload bytes, header says {declared})",
-            if actual < declared {
-                "truncated"
-            } else {
-                "trailing bytes after the model"
-            }
-        )));
-    }
+    let header = read_header(&header, magic).map_err(format_error)?;
+    check_length(&header, metadata.len().saturating_sub(HEADER_LEN as u64))
+        .map_err(format_error)?;
+    let declared = header.payload_len;
     let too_large = || ReservoirError::OutOfMemory {
         what: format!("the model file {}", path.display()),
         needed: declared,
@@ -238,23 +322,31 @@ fn load_checked<T: DeserializeOwned, V1: DeserializeOwned + Into<T>>(
             payload.len()
         )));
     }
-    let checksum = u32::from_le_bytes([header[20], header[21], header[22], header[23]]);
-    let payload = payload.as_slice();
-    if crc32fast::hash(payload) != checksum {
-        return Err(format_error("corrupted (checksum mismatch)".into()));
-    }
-    let decode_error = |e| format_error(format!("cannot decode the model: {e}"));
-    let (value, used) = if version == 1 {
-        let (old, used): (V1, usize) =
-            bincode::serde::decode_from_slice(payload, bincode::config::standard())
-                .map_err(decode_error)?;
-        (old.into(), used)
-    } else {
-        bincode::serde::decode_from_slice(payload, bincode::config::standard())
-            .map_err(decode_error)?
-    };
-    if used != payload.len() {
-        return Err(format_error("trailing bytes inside the payload".into()));
-    }
-    Ok(value)
+    decode_payload::<T, V1, V2>(&header, &payload).map_err(format_error)
+}
+
+/// Decodes the bytes of a model file (`bytes`, named `origin` in errors) as [`load_checked`]
+/// decodes a file.
+fn from_bytes_checked<T, V1, V2>(bytes: &[u8], magic: &[u8; 8], origin: &Path) -> Result<T>
+where
+    T: DeserializeOwned,
+    V1: DeserializeOwned + Into<T>,
+    V2: DeserializeOwned + Into<T>,
+{
+    let parsed = read_header(&bytes[..bytes.len().min(HEADER_LEN)], magic).and_then(|header| {
+        let payload = &bytes[HEADER_LEN..];
+        check_length(&header, payload.len() as u64)?;
+        decode_payload::<T, V1, V2>(&header, payload)
+    });
+    parsed.map_err(|message| RuntimeError::ModelFormat {
+        path: origin.to_path_buf(),
+        message,
+    })
+}
+
+/// A bincode payload (standard config) decoded as `T`, and the bytes it used.
+fn decode<T: DeserializeOwned>(
+    payload: &[u8],
+) -> std::result::Result<(T, usize), bincode::error::DecodeError> {
+    bincode::serde::decode_from_slice(payload, bincode::config::standard())
 }

@@ -11,8 +11,8 @@ use reservoir_core::readout::LinearReadout;
 use reservoir_core::{Reservoir, ReservoirConfig, ReservoirError, ReservoirWeights};
 
 use super::classes::{predict_classes, Classes};
-use super::{load_checked, stage_checked};
-use crate::error::{Result, RuntimeError};
+use super::{consistent, encode, from_bytes_checked, in_memory, load_checked, stage_checked};
+use crate::error::Result;
 use crate::files::Staged;
 
 /// First eight bytes of every sequence-classifier file ([`SequenceClassifier`]).
@@ -37,6 +37,36 @@ pub struct SequenceClassifier {
     /// Names of the input columns, in order.
     #[serde(deserialize_with = "super::text::list")]
     pub input_columns: Vec<String>,
+    /// The type of the labels it was fitted on, for a front end that gives classes back in
+    /// their type (Python: the NumPy dtype, as `dtype.str`, such as `<i8`); `None` for labels
+    /// read as text.
+    pub label_dtype: Option<String>,
+}
+
+/// A sequence classifier of format versions 1 and 2, which had no labels' type.
+#[derive(Deserialize)]
+pub(super) struct SequenceClassifierV2 {
+    config: ReservoirConfig,
+    weights: ReservoirWeights,
+    features: SequenceFeatures,
+    readout: LinearReadout,
+    classes: Classes,
+    #[serde(deserialize_with = "super::text::list")]
+    input_columns: Vec<String>,
+}
+
+impl From<SequenceClassifierV2> for SequenceClassifier {
+    fn from(old: SequenceClassifierV2) -> Self {
+        SequenceClassifier {
+            config: old.config,
+            weights: old.weights,
+            features: old.features,
+            readout: old.readout,
+            classes: old.classes,
+            input_columns: old.input_columns,
+            label_dtype: None,
+        }
+    }
 }
 
 impl SequenceClassifier {
@@ -74,11 +104,28 @@ impl SequenceClassifier {
     /// # Errors
     /// As [`Model::load`](super::Model::load); another kind of model file says what it is.
     pub fn load(path: &Path) -> Result<Self> {
-        let model: SequenceClassifier = load_checked::<_, Self>(path, &SEQUENCE_MAGIC)?;
-        model.validate().map_err(|e| RuntimeError::ModelFormat {
-            path: path.to_path_buf(),
-            message: format!("inconsistent model: {e}"),
-        })?;
+        let model: SequenceClassifier =
+            load_checked::<_, SequenceClassifierV2, SequenceClassifierV2>(path, &SEQUENCE_MAGIC)?;
+        consistent(model.validate(), path)?;
+        Ok(model)
+    }
+
+    /// The bytes [`SequenceClassifier::save`] writes, for a front end that keeps a model in
+    /// memory (Python's pickle).
+    pub fn to_bytes(&self) -> Result<Vec<u8>> {
+        self.validate()?;
+        encode(&SEQUENCE_MAGIC, self).map_err(in_memory)
+    }
+
+    /// A model from the bytes of a model file, checked as [`SequenceClassifier::load`] checks
+    /// a file; `origin` names them in errors.
+    pub fn from_bytes(bytes: &[u8], origin: &Path) -> Result<Self> {
+        let model: SequenceClassifier = from_bytes_checked::<
+            _,
+            SequenceClassifierV2,
+            SequenceClassifierV2,
+        >(bytes, &SEQUENCE_MAGIC, origin)?;
+        consistent(model.validate(), origin)?;
         Ok(model)
     }
 

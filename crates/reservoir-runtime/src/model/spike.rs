@@ -89,7 +89,7 @@ impl SpikeModel {
     /// # Errors
     /// As [`Model::load`](super::Model::load); a series model file says so.
     pub fn load(path: &Path) -> Result<Self> {
-        let model: SpikeModel = load_checked::<_, legacy::SpikeModelV1>(path, &SPIKE_MAGIC)?;
+        let model: SpikeModel = load_checked::<_, legacy::SpikeModelV1, Self>(path, &SPIKE_MAGIC)?;
         model.validate().map_err(|e| RuntimeError::ModelFormat {
             path: path.to_path_buf(),
             message: format!("inconsistent model: {e}"),

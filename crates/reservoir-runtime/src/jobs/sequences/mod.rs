@@ -13,7 +13,7 @@ pub mod sweep;
 
 use std::time::Instant;
 
-use ndarray::{Array1, Array2, ArrayView2};
+use ndarray::{Array2, ArrayView2};
 use serde::Serialize;
 
 pub use classify::{class_scores, fit_class_readout, ClassScores};
@@ -87,7 +87,8 @@ pub struct SeriesScores {
 /// What [`fit_series`] trained and measured.
 #[derive(Debug, Clone)]
 pub struct SeriesOutcome {
-    /// The trained model; its state is zero, as every series starts from it.
+    /// The trained model; its state is the last training series' end state (every series
+    /// starts from zero), so a series that continues it is predicted without a transient.
     pub model: Model,
     /// Rows fitted (after each series' washout).
     pub fit_rows: usize,
@@ -215,6 +216,7 @@ pub fn fit_classifier(
         readout,
         classes,
         input_columns: input_columns.to_vec(),
+        label_dtype: None,
     };
     let tested = match (test, test_labels) {
         (Some(t), Some(truth)) => {
@@ -288,7 +290,7 @@ pub fn fit_series(
         reservoir_core::Par::all()
     };
     let mut sums = [RidgeAccumulator::new(n, m, sum_par)?];
-    add_series(
+    let end_state = add_series(
         reservoir.as_mut(),
         train.inputs,
         train.targets,
@@ -324,7 +326,7 @@ pub fn fit_series(
             config: reservoir_config,
             weights,
             readout: fit.readout,
-            state: Array1::zeros(n),
+            state: end_state,
             input_columns: input_columns.to_vec(),
             target_columns: target_columns.to_vec(),
         },

@@ -1,15 +1,18 @@
 //! Regression over many series: each series runs from the zero state, its first `washout`
 //! rows settle the reservoir and are left out, and the rest of every series feed one ridge
-//! fit. No state carries from one series to the next.
+//! fit. No state carries from one series to the next; the last series' end state is kept, so
+//! that a series continuing it can be predicted without a transient.
 
-use ndarray::{concatenate, s, Array2, ArrayView2, Axis};
+use ndarray::{concatenate, s, Array1, Array2, ArrayView2, Axis};
 
+use reservoir_core::checks::check_targets;
 use reservoir_core::fit::accumulate_run;
 use reservoir_core::readout::{LinearReadout, RidgeAccumulator};
 use reservoir_core::{Reservoir, ReservoirError, Result};
 
-/// An error unless every series has as many target rows as input rows and more rows than
-/// `washout`; `ids` name the series.
+/// An error unless every series has as many target rows as input rows, more rows than
+/// `washout` and finite targets (rows counted from each series' first, washout included);
+/// `ids` name the series.
 ///
 /// # Errors
 /// An invalid-input error naming the first series at fault.
@@ -50,13 +53,15 @@ pub fn check_series(
                 ),
             ));
         }
+        check_targets("series", &format!("series `{}` targets", name(i)), y)?;
     }
     Ok(())
 }
 
 /// Runs every series from the zero state and adds its rows after `washout` to the accumulator
 /// of its group (`group[i]` for series i, below `sums.len()`): one fit's sums, or one per
-/// validation fold. `progress(series_done, series)` is called as series finish.
+/// validation fold. `progress(series_done, series)` is called as series finish. Returns the
+/// last series' end state; the reservoir is left at the zero state.
 ///
 /// # Errors
 /// Series that [`check_series`] rejects, a group out of range, and any error of the runs.
@@ -68,7 +73,7 @@ pub fn add_series(
     group: &[usize],
     sums: &mut [RidgeAccumulator],
     progress: &mut dyn FnMut(usize, usize),
-) -> Result<()> {
+) -> Result<Array1<f64>> {
     check_series(inputs, targets, washout, &[])?;
     if group.len() != inputs.len() || group.iter().any(|&g| g >= sums.len()) {
         return Err(ReservoirError::invalid(
@@ -82,17 +87,24 @@ pub fn add_series(
         reservoir.reset()?;
         accumulate_run(reservoir, *series, *series_targets, washout, &mut sums[*g])?;
         progress(1, 1);
-        return reservoir.reset();
+        let end = reservoir.state()?;
+        reservoir.reset()?;
+        return Ok(end);
     }
     let total = inputs.len();
+    let mut end = Array1::zeros(reservoir.size());
     reservoir.run_many(inputs, &mut |i, states| {
         sums[group[i]].add(
             states.slice(s![washout.., ..]),
             targets[i].slice(s![washout.., ..]),
         )?;
+        if i + 1 == total {
+            end.assign(&states.row(states.nrows() - 1));
+        }
         progress(i + 1, total);
         Ok(())
-    })
+    })?;
+    Ok(end)
 }
 
 /// The readout's predictions for every row of every series, each series run from the zero
@@ -149,7 +161,7 @@ mod tests {
         let b = Array2::from_shape_fn((4, 1), |(t, _)| (t as f64).cos());
         let (ya, yb) = (a.mapv(|v| 2.0 * v), b.mapv(|v| -v));
         let mut sums = vec![RidgeAccumulator::new(10, 1, reservoir_core::Par::Seq).expect("sums")];
-        add_series(
+        let end = add_series(
             reservoir.as_mut(),
             &[a.view(), b.view()],
             &[ya.view(), yb.view()],
@@ -159,6 +171,7 @@ mod tests {
             &mut |_, _| {},
         )
         .expect("sums");
+        assert_eq!(reservoir.state().expect("state"), Array1::<f64>::zeros(10));
         // The same rows by hand: each series from the zero state, rows 2.. of each.
         let mut expected = RidgeAccumulator::new(10, 1, reservoir_core::Par::Seq).expect("sums");
         for (u, y) in [(&a, &ya), (&b, &yb)] {
@@ -168,6 +181,8 @@ mod tests {
                 .add(states.slice(s![2.., ..]), y.slice(s![2.., ..]))
                 .expect("add");
         }
+        // The end state is the last series' (b's), run from zero.
+        assert_eq!(end, reservoir.state().expect("state"));
         assert_eq!(sums[0].rows(), 6);
         assert_eq!(sums[0].gram(), expected.gram());
         assert_eq!(sums[0].cross(), expected.cross());
@@ -178,6 +193,20 @@ mod tests {
         assert!(
             short.contains("`walk-3`") && short.contains("4 rows"),
             "{short}"
+        );
+    }
+
+    #[test]
+    fn a_target_that_is_not_finite_is_named_by_its_row_in_the_series() {
+        let u = Array2::<f64>::zeros((400, 1));
+        let mut y = Array2::<f64>::zeros((400, 1));
+        y[(300, 0)] = f64::NAN;
+        let message = check_series(&[u.view()], &[y.view()], 100, &["s".into()])
+            .expect_err("a NaN target")
+            .to_string();
+        assert!(
+            message.contains("series `s` targets row 300, column 0"),
+            "{message}"
         );
     }
 }
