@@ -37,8 +37,10 @@ What NIR cannot express, and what export does then:
   e.g. ``{"kind": "rate", "steps": 4}``) is recorded in the metadata only.
 
 Where the importers part from NIR: Norse 1.1 also drives the synaptic current toward v_leak
-(export with v_rest = 0 and bias_current = 0 for Norse), and snnTorch 1.0 refuses a non-zero
-v_leak and feeds the input through its recurrent weights as well. Spikes fire here at
+(export with v_rest = 0 and bias_current = 0 for Norse) and leaves a recurrent layer's output
+(its bias) out of the first step; snnTorch 1.0 refuses a non-zero v_leak, its importer fires
+nothing on this export, and its neurons reset a step late (the step after a spike starts from
+zero, its input dropped: a refractory period of one step here). Spikes fire here at
 v >= threshold, there at v > threshold.
 """
 

@@ -69,27 +69,38 @@ def test_python_model_predicts_the_same_in_the_command_line(tmp_path, narma, cli
     np.testing.assert_array_equal(read_column(tmp_path / "out.csv"), model.predict(u[1500:1700]))
 
 
+def fit_in_cli(cli, folder, config):
+    """`reservoir fit` of folder/train.csv (input `u`, target `y`) with `config` (TOML text),
+    its model written to folder/m.bin."""
+    (folder / "c.toml").write_text(config)
+    subprocess.run(
+        [
+            cli,
+            "fit",
+            "--config",
+            str(folder / "c.toml"),
+            "--train",
+            str(folder / "train.csv"),
+            "--inputs",
+            "u",
+            "--targets",
+            "y",
+            "--model",
+            str(folder / "m.bin"),
+            "--device",
+            "cpu",
+        ],
+        check=True,
+        capture_output=True,
+    )
+
+
 def test_command_line_model_predicts_the_same_in_python(tmp_path, narma, cli):
     u, y = narma
     write_csv(tmp_path / "train.csv", ["u", "y"], np.hstack([u[:1500], y[:1500]]))
     write_csv(tmp_path / "in.csv", ["u"], u[1500:1700])
-    (tmp_path / "c.toml").write_text("[reservoir]\nsize = 80\nleak_rate = 1.0\n")
+    fit_in_cli(cli, tmp_path, "[reservoir]\nsize = 80\nleak_rate = 1.0\n")
     run = lambda *args: subprocess.run([cli, *args], check=True, capture_output=True)  # noqa: E731
-    run(
-        "fit",
-        "--config",
-        str(tmp_path / "c.toml"),
-        "--train",
-        str(tmp_path / "train.csv"),
-        "--inputs",
-        "u",
-        "--targets",
-        "y",
-        "--model",
-        str(tmp_path / "m.bin"),
-        "--device",
-        "cpu",
-    )
     run(
         "predict",
         "--model",

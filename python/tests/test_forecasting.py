@@ -5,7 +5,7 @@ import subprocess
 
 import numpy as np
 import pytest
-from test_files import read_column, write_csv
+from test_files import fit_in_cli, read_column, write_csv
 
 import reservoir
 from reservoir import ESNRegressor
@@ -117,27 +117,7 @@ def test_a_command_line_model_continues_in_python(tmp_path, mackey_glass, cli):
     u, y = mackey_glass
     write_csv(tmp_path / "train.csv", ["u", "y"], np.hstack([u[:2000], y[:2000]]))
     write_csv(tmp_path / "in.csv", ["u"], u[2000:2200])
-    (tmp_path / "c.toml").write_text("[reservoir]\nsize = 200\nleak_rate = 0.5\nseed = 2\n")
-    subprocess.run(
-        [
-            cli,
-            "fit",
-            "--config",
-            str(tmp_path / "c.toml"),
-            "--train",
-            str(tmp_path / "train.csv"),
-            "--inputs",
-            "u",
-            "--targets",
-            "y",
-            "--model",
-            str(tmp_path / "m.bin"),
-            "--device",
-            "cpu",
-        ],
-        check=True,
-        capture_output=True,
-    )
+    fit_in_cli(cli, tmp_path, "[reservoir]\nsize = 200\nleak_rate = 0.5\nseed = 2\n")
     continued = predict_in_cli(cli, tmp_path / "m.bin", tmp_path / "in.csv", tmp_path / "o.csv")
     loaded = reservoir.load(tmp_path / "m.bin")
     np.testing.assert_array_equal(loaded.predict(u[2000:2200], continue_state=True), continued)
