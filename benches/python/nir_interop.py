@@ -33,6 +33,10 @@ import torch
 from reservoir.nir import from_nir, to_nir
 from reservoir.spikes import LifReservoir
 
+TABLE_HEADER = (
+    "| pair | spikes (reference) | spikes | difference | count correlation "
+    "| first step that differs |\n|---|---|---|---|---|---|"
+)
 DT = 1e-4  # seconds: the reservoir's dt_ms = 0.1, and the step snnTorch's importer assumes
 
 
@@ -142,10 +146,7 @@ def compare(name, reference, trains):
 
 def ours_to_theirs(args, inputs, fixtures):
     print(f"\nOurs -> theirs ({args.neurons} neurons, {args.steps} steps of 0.1 ms)\n")
-    print(
-        "| pair | spikes (reference) | spikes | difference | count correlation | first step that differs |"
-    )
-    print("|---|---|---|---|---|---|")
+    print(TABLE_HEADER)
     params = {
         "input_size": inputs.shape[1],
         "size": args.neurons,
@@ -234,10 +235,7 @@ def theirs_to_ours(args, inputs, fixtures):
     print(
         f"\nTheirs -> ours (snnTorch nn.Linear + snn.RSynaptic, {args.neurons} neurons)\n"
     )
-    print(
-        "| pair | spikes (reference) | spikes | difference | count correlation | first step that differs |"
-    )
-    print("|---|---|---|---|---|---|")
+    print(TABLE_HEADER)
     counts = {
         "features": "counts",
         "count_window_steps": 1,
@@ -275,6 +273,46 @@ def theirs_to_ours(args, inputs, fixtures):
             )
 
 
+def norse_to_ours(args, inputs):
+    """A Norse network (nn.Linear into LIFBoxCell, tau_mem = 5 ms) exported by Norse's
+    `to_nir`, against its own run, Norse's import and ours."""
+    import norse.torch as norse
+
+    print(f"\nNorse -> ours (nn.Linear + LIFBoxCell, {args.neurons} neurons)\n")
+    torch.manual_seed(args.seed)
+    cell = norse.LIFBoxCell(
+        norse.LIFBoxParameters(tau_mem_inv=torch.tensor(200.0)), dt=DT
+    )
+    model = norse.SequentialState(torch.nn.Linear(inputs.shape[1], args.neurons), cell)
+    with torch.no_grad():
+        model[0].weight.mul_(20.0)
+    state, trains = None, []
+    with torch.no_grad():
+        for u in inputs:
+            z, state = model(torch.tensor(u, dtype=torch.float32)[None], state)
+            trains.append(z[0].numpy() > 0)
+    native = np.array(trains)
+    graph = norse.to_nir(model, torch.zeros(1, inputs.shape[1]), dt=DT)
+    taus = {
+        name: np.unique(node.tau).tolist()
+        for name, node in graph.nodes.items()
+        if isinstance(node, nir.LIF)
+    }
+    print(f"tau_mem 0.005 s written as {taus} (seconds)")
+    print(TABLE_HEADER)
+    compare("Norse import vs Norse native", native, norse_spikes(graph, inputs))
+    try:
+        ours = reservoir_spikes(
+            from_nir(
+                graph, device="cpu", dt_ms=0.1, features="counts", count_window_steps=1
+            ),
+            inputs,
+        )
+        compare("ours (from_nir) vs Norse native", native, ours)
+    except ValueError as error:
+        print(f"ours (from_nir): {error}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--neurons", type=int, default=100)
@@ -298,6 +336,7 @@ def main():
     inputs = input_spikes(args.steps, args.channels, args.rate, args.seed)
     ours_to_theirs(args, inputs, args.fixtures)
     theirs_to_ours(args, inputs, args.fixtures)
+    norse_to_ours(args, inputs)
 
 
 if __name__ == "__main__":

@@ -464,12 +464,17 @@ def from_nir(graph, device="auto", dt_ms=None, **params):
         tau_trace = _uniform(parts.nodes[trace[0]], "tau") / _SECONDS_PER_MS
         lif_params["trace_tau_ms"] = _prefer(stored.get("trace_tau_ms"), tau_trace)
     lif_params.update(params)
-    if np.any(drive != 0):
-        driven = DrivenLifReservoir.from_weights(
-            recurrent, np.hstack([input_weights, drive[:, None]]), device=device, **lif_params
-        )
-        return driven
-    return LifReservoir.from_weights(recurrent, input_weights, device=device, **lif_params)
+    try:
+        if np.any(drive != 0):
+            return DrivenLifReservoir.from_weights(
+                recurrent, np.hstack([input_weights, drive[:, None]]), device=device, **lif_params
+            )
+        return LifReservoir.from_weights(recurrent, input_weights, device=device, **lif_params)
+    except ValueError as error:
+        kind = type(lif).__name__
+        raise ValueError(
+            f"from_nir: node {parts.lif!r} ({kind}) as a LIF reservoir: {error}"
+        ) from None
 
 
 def readout_from_nir(graph):

@@ -218,6 +218,10 @@ def test_a_lif_node_is_neurons_without_a_synapse(spikes):
     assert params["tau_m_ms"] == pytest.approx(2.0) and params["resistance"] == 20.0
     # Euler with tau_syn = dt: the synaptic current is this step's input only.
     np.testing.assert_allclose(lif.input_weights, w_in)
+    # A time constant below the step (as Norse 1.1 writes tau: dt * tau) names node and field.
+    fast = nir.LIF(tau=np.full(4, 5e-7), r=np.ones(4), v_leak=np.zeros(4), v_threshold=np.ones(4))
+    with pytest.raises(ValueError, match="node 'neurons' \\(LIF\\).*tau_m_ms"):
+        from_nir(_graph(w_in, np.zeros((4, 4)), fast), device="cpu", dt_ms=0.1)
 
 
 def euler_spikes(graph, inputs, dt):
