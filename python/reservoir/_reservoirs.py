@@ -73,3 +73,53 @@ class EchoStateNetwork:
     def reset(self):
         """Sets the state to zero."""
         self._engine.reset()
+
+
+def _positive_count(name, value):
+    """`value` as an int >= 1, or TypeError/ValueError naming `name`."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name}: expected an integer, got {type(value).__name__}")
+    if value < 1:
+        raise ValueError(f"nvar.{name}: must be >= 1 (got {value})")
+    return int(value)
+
+
+class NVAR:
+    """The features of next-generation reservoir computing (Gauthier et al. 2021), with
+    ReservoirPy's `NVAR` names and feature order: for each step of `run`'s inputs (T x K),
+    the input and `delay - 1` earlier ones taken every `strides` steps (`delay * K` values;
+    inputs before the first are zero), then every unique monomial of degree `order` of them.
+    It keeps the inputs it has seen, so a series given in parts gives the features of the
+    whole; `reset` forgets them. A ridge readout on the features (`Readout.ridge`, whose
+    intercept is the constant term) makes the forecaster.
+    """
+
+    def __init__(self, delay, order, strides=1, input_size=1):
+        self._engine = _engine.Nvar(
+            _positive_count("delay", delay),
+            _positive_count("order", order),
+            _positive_count("strides", strides),
+            _positive_count("input_size", input_size),
+        )
+
+    @property
+    def width(self):
+        """Features a step: `linear_width` and the monomials."""
+        return self._engine.width
+
+    @property
+    def linear_width(self):
+        """Values of the linear part: `delay * input_size`."""
+        return self._engine.linear_width
+
+    def run(self, inputs):
+        """The features (T x width) after each row of `inputs` (T x K), continuing from the
+        inputs seen before."""
+        seqs = sequences(inputs, "inputs")
+        if seqs.layout != "series":
+            raise ValueError("inputs: expected one 2-D array (steps x channels)")
+        return self._engine.run(seqs.arrays[0])
+
+    def reset(self):
+        """Forgets the inputs seen: the past is zero again."""
+        self._engine.reset()

@@ -9,6 +9,7 @@ mod esn;
 mod files;
 mod lif;
 mod models;
+mod nvar;
 mod readouts;
 mod runner;
 mod spikes;
@@ -21,6 +22,7 @@ use pyo3::prelude::*;
 fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("GpuError", m.py().get_type::<errors::GpuError>())?;
     m.add_class::<esn::EchoStateNetwork>()?;
+    m.add_class::<nvar::Nvar>()?;
     m.add_class::<models::SeriesModel>()?;
     m.add_class::<models::ClassifierModel>()?;
     m.add_class::<readouts::Readout>()?;

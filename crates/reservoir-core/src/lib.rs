@@ -48,6 +48,7 @@ pub mod lanes;
 pub mod lif;
 pub mod memory;
 pub mod metrics;
+pub mod nvar;
 mod par;
 pub mod random;
 pub mod readout;

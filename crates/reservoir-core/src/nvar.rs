@@ -1,0 +1,351 @@
+//! The features of next-generation reservoir computing (NVAR: a nonlinear vector
+//! autoregression; Gauthier et al., Nature Communications 12, 5564, 2021), with ReservoirPy's
+//! names (`delay`, `order`, `strides`) and its feature order, so that the same
+//! hyper-parameters give the same features.
+//!
+//! At step t the linear part is the input and `delay − 1` earlier inputs, one every `strides`
+//! steps: x(t) ⊕ x(t − s) ⊕ … ⊕ x(t − (delay − 1)s), `delay · K` values (inputs before the
+//! first are zero). The nonlinear part is every unique monomial of exactly `order` of those
+//! values, in the lexicographic order of their index tuples i₀ ≤ i₁ ≤ … (Python's
+//! `itertools.combinations_with_replacement`), each multiplied left to right. A readout's
+//! intercept is the constant term.
+//!
+//! ```
+//! use ndarray::array;
+//! use reservoir_core::nvar::{Nvar, NvarParams};
+//!
+//! let config = NvarParams::new().delay(2).order(2).input_size(1).check()?;
+//! let mut nvar = Nvar::new(&config)?;
+//! // Linear [x(t), x(t-1)], then x(t)², x(t)·x(t-1), x(t-1)².
+//! let features = nvar.run(array![[2.0], [3.0]].view())?;
+//! assert_eq!(features.row(1).to_vec(), vec![3.0, 2.0, 9.0, 6.0, 4.0]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use ndarray::{Array2, ArrayView2};
+use serde::{Deserialize, Serialize};
+
+use crate::checks::check_inputs;
+use crate::config::{check, checked_conversions};
+use crate::error::{ConfigError, Result};
+use crate::memory::try_vec;
+
+/// Most features a step may have (linear and nonlinear together): a million f64 values a row.
+pub const MAX_FEATURES: usize = 1 << 20;
+
+/// Unchecked NVAR parameters; [`NvarParams::check`] makes them an [`NvarConfig`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct NvarParams {
+    /// Inputs in the linear part: the current one and `delay − 1` earlier ones (default 2).
+    pub delay: usize,
+    /// Degree of the monomials of the nonlinear part (default 2).
+    pub order: usize,
+    /// Steps between the inputs of the linear part (default 1).
+    pub strides: usize,
+    /// Input channels K (default 1).
+    pub input_size: usize,
+}
+
+impl Default for NvarParams {
+    fn default() -> Self {
+        Self {
+            delay: 2,
+            order: 2,
+            strides: 1,
+            input_size: 1,
+        }
+    }
+}
+
+impl NvarParams {
+    /// The defaults: two inputs (now and one step back), their quadratic monomials.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the inputs in the linear part.
+    pub fn delay(mut self, delay: usize) -> Self {
+        self.delay = delay;
+        self
+    }
+
+    /// Sets the degree of the monomials.
+    pub fn order(mut self, order: usize) -> Self {
+        self.order = order;
+        self
+    }
+
+    /// Sets the steps between the inputs of the linear part.
+    pub fn strides(mut self, strides: usize) -> Self {
+        self.strides = strides;
+        self
+    }
+
+    /// Sets the input channels.
+    pub fn input_size(mut self, input_size: usize) -> Self {
+        self.input_size = input_size;
+        self
+    }
+
+    /// Checks the rules: every count ≥ 1, at most [`MAX_FEATURES`] features a step.
+    ///
+    /// # Errors
+    /// A [`ConfigError`] naming the field.
+    pub fn check(self) -> std::result::Result<NvarConfig, ConfigError> {
+        for (field, value) in [
+            ("delay", self.delay),
+            ("order", self.order),
+            ("strides", self.strides),
+            ("input_size", self.input_size),
+        ] {
+            check(value >= 1, field, "must be >= 1", value)?;
+        }
+        let linear = self.delay.checked_mul(self.input_size);
+        let width = linear.and_then(|l| monomials(l, self.order).and_then(|m| m.checked_add(l)));
+        let limit = format!(
+            "must give at most {MAX_FEATURES} features a step (delay · input_size linear \
+             ones and their monomials of this degree)"
+        );
+        check(
+            width.is_some_and(|w| w <= MAX_FEATURES),
+            "order",
+            &limit,
+            self.order,
+        )?;
+        check(
+            self.delay
+                .checked_mul(self.strides)
+                .is_some_and(|d| d <= MAX_FEATURES),
+            "strides",
+            &format!("must keep delay · strides at most {MAX_FEATURES} steps"),
+            self.strides,
+        )?;
+        Ok(NvarConfig { params: self })
+    }
+}
+
+/// The number of monomials of degree `order` in `n` variables, C(n + order − 1, order), or
+/// None past `usize`.
+fn monomials(n: usize, order: usize) -> Option<usize> {
+    // C(n + k − 1, k) built as a product of k exact integer steps.
+    let mut count: usize = 1;
+    for i in 1..=order {
+        count = count.checked_mul(n.checked_add(i - 1)?)? / i;
+    }
+    Some(count)
+}
+
+/// Checked NVAR parameters.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "NvarParams", try_from = "NvarParams")]
+pub struct NvarConfig {
+    params: NvarParams,
+}
+
+checked_conversions!(NvarConfig, NvarParams);
+
+impl NvarConfig {
+    /// Inputs in the linear part.
+    pub fn delay(&self) -> usize {
+        self.params.delay
+    }
+
+    /// Degree of the monomials.
+    pub fn order(&self) -> usize {
+        self.params.order
+    }
+
+    /// Steps between the inputs of the linear part.
+    pub fn strides(&self) -> usize {
+        self.params.strides
+    }
+
+    /// Input channels K.
+    pub fn input_size(&self) -> usize {
+        self.params.input_size
+    }
+
+    /// Values of the linear part: `delay · K`.
+    pub fn linear_width(&self) -> usize {
+        self.params.delay * self.params.input_size
+    }
+
+    /// Features a step: the linear part and its monomials.
+    pub fn width(&self) -> usize {
+        let linear = self.linear_width();
+        // Checked not to overflow by `NvarParams::check`.
+        linear + monomials(linear, self.params.order).unwrap_or(0)
+    }
+}
+
+/// NVAR features of a series, step by step: the inputs it has seen are kept, so a series
+/// given in parts gives the features of the whole.
+#[derive(Debug, Clone)]
+pub struct Nvar {
+    config: NvarConfig,
+    /// Index tuples of the monomials, `order` indices each, in ReservoirPy's order.
+    monomials: Vec<u32>,
+    /// The last `delay · strides` inputs, a ring: row `newest` is the latest.
+    store: Array2<f64>,
+    newest: usize,
+}
+
+impl Nvar {
+    /// An NVAR with no inputs seen (its past is zero).
+    ///
+    /// # Errors
+    /// Out of memory for the monomials' indices or the store.
+    pub fn new(config: &NvarConfig) -> Result<Self> {
+        let (linear, order) = (config.linear_width(), config.order());
+        let count = config.width() - linear;
+        let mut monomials = try_vec("NVAR monomials", count * order, 0u32)?;
+        // combinations_with_replacement(range(linear), order), lexicographic.
+        let mut index = vec![0u32; order];
+        for tuple in monomials.chunks_exact_mut(order) {
+            tuple.copy_from_slice(&index);
+            if let Some(i) = (0..order).rev().find(|&i| (index[i] as usize) + 1 < linear) {
+                let next = index[i] + 1;
+                index[i..].fill(next);
+            }
+        }
+        let rows = config.delay() * config.strides();
+        let store = try_vec("NVAR input store", rows * config.input_size(), 0.0)?;
+        Ok(Self {
+            config: config.clone(),
+            monomials,
+            store: Array2::from_shape_vec((rows, config.input_size()), store).map_err(|e| {
+                crate::error::ReservoirError::invalid("NVAR input store", e.to_string())
+            })?,
+            newest: 0,
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &NvarConfig {
+        &self.config
+    }
+
+    /// Forgets every input seen: the past is zero again.
+    pub fn reset(&mut self) {
+        self.store.fill(0.0);
+        self.newest = 0;
+    }
+
+    /// The features (T × width) after each row of `inputs` (T × K), continuing from the
+    /// inputs seen before.
+    ///
+    /// # Errors
+    /// Inputs of the wrong width, not finite or beyond ±[`crate::checks::MAX_INPUT`]; out of
+    /// memory for the features.
+    pub fn run(&mut self, inputs: ArrayView2<f64>) -> Result<Array2<f64>> {
+        let k = self.config.input_size();
+        check_inputs(k, &inputs)?;
+        let (width, linear, order) = (
+            self.config.width(),
+            self.config.linear_width(),
+            self.config.order(),
+        );
+        let (rows, strides) = (self.store.nrows(), self.config.strides());
+        let mut values = try_vec("NVAR features", inputs.nrows() * width, 0.0)?;
+        for (row, out) in inputs
+            .rows()
+            .into_iter()
+            .zip(values.chunks_exact_mut(width))
+        {
+            self.newest = (self.newest + rows - 1) % rows;
+            self.store.row_mut(self.newest).assign(&row);
+            for d in 0..self.config.delay() {
+                let past = self.store.row((self.newest + d * strides) % rows);
+                for (o, &v) in out[d * k..(d + 1) * k].iter_mut().zip(past) {
+                    *o = v;
+                }
+            }
+            let (lin, nonlin) = out.split_at_mut(linear);
+            for (o, tuple) in nonlin.iter_mut().zip(self.monomials.chunks_exact(order)) {
+                let mut product = lin[tuple[0] as usize];
+                for &i in &tuple[1..] {
+                    product *= lin[i as usize];
+                }
+                *o = product;
+            }
+        }
+        Array2::from_shape_vec((inputs.nrows(), width), values)
+            .map_err(|e| crate::error::ReservoirError::invalid("NVAR features", e.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::array;
+
+    #[test]
+    fn features_follow_reservoirpys_definition() {
+        // Two channels, delay 2, strides 2, order 2: linear [x(t), x(t-2)] of 4 values, then
+        // the 10 monomials (i, j), i <= j, lexicographic.
+        let config = NvarParams::new()
+            .delay(2)
+            .order(2)
+            .strides(2)
+            .input_size(2)
+            .check()
+            .expect("config");
+        assert_eq!((config.linear_width(), config.width()), (4, 14));
+        let mut nvar = Nvar::new(&config).expect("nvar");
+        let u = array![[1.0, 2.0], [3.0, 4.0], [5.0, 6.0], [7.0, 8.0]];
+        let f = nvar.run(u.view()).expect("run");
+        let expected = |now: [f64; 2], past: [f64; 2]| {
+            let lin = [now[0], now[1], past[0], past[1]];
+            let mut out = lin.to_vec();
+            for i in 0..4 {
+                for j in i..4 {
+                    out.push(lin[i] * lin[j]);
+                }
+            }
+            out
+        };
+        assert_eq!(f.row(0).to_vec(), expected([1.0, 2.0], [0.0, 0.0]));
+        assert_eq!(f.row(2).to_vec(), expected([5.0, 6.0], [1.0, 2.0]));
+        assert_eq!(f.row(3).to_vec(), expected([7.0, 8.0], [3.0, 4.0]));
+        // In parts: the same features as in one run.
+        nvar.reset();
+        let first = nvar.run(u.slice(ndarray::s![..3, ..])).expect("first");
+        let rest = nvar.run(u.slice(ndarray::s![3.., ..])).expect("rest");
+        assert_eq!(first.row(2), f.row(2));
+        assert_eq!(rest.row(0), f.row(3));
+    }
+
+    #[test]
+    fn monomials_of_degree_three_are_in_lexicographic_order() {
+        let config = NvarParams::new()
+            .delay(1)
+            .order(3)
+            .input_size(2)
+            .check()
+            .expect("config");
+        let nvar = Nvar::new(&config).expect("nvar");
+        let tuples: Vec<&[u32]> = nvar.monomials.chunks_exact(3).collect();
+        assert_eq!(
+            tuples,
+            [[0, 0, 0], [0, 0, 1], [0, 1, 1], [1, 1, 1]]
+                .iter()
+                .map(|t| &t[..])
+                .collect::<Vec<_>>()
+        );
+        assert_eq!(monomials(4, 2), Some(10));
+        assert_eq!(monomials(usize::MAX / 2, 3), None);
+    }
+
+    #[test]
+    fn bad_parameters_and_inputs_are_errors_naming_them() {
+        let zero = NvarParams::new().delay(0).check().unwrap_err().to_string();
+        assert!(zero.contains("delay"), "{zero}");
+        let huge = NvarParams::new().delay(100).order(5).input_size(10).check();
+        assert!(huge.unwrap_err().to_string().contains("order"));
+        let config = NvarParams::new().input_size(2).check().expect("config");
+        let mut nvar = Nvar::new(&config).expect("nvar");
+        assert!(nvar.run(array![[1.0]].view()).is_err());
+        assert!(nvar.run(array![[1.0, f64::NAN]].view()).is_err());
+    }
+}
