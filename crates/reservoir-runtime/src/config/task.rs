@@ -55,7 +55,7 @@ pub enum Task<S> {
 /// The `[task]` table as written.
 pub type TaskParams = Task<SpikeClassificationParams>;
 
-/// The `[task]` table, checked ([`TaskParams::check`]).
+/// The `[task]` table, checked (by `TaskParams::check`, when the experiment config is).
 pub type TaskConfig = Task<SpikeClassificationOptions>;
 
 impl<S> Task<S> {

@@ -7,7 +7,7 @@
 //! - Many sequences: long-form CSV (a sequence column, an optional time column) or NumPy
 //!   `.npy`/`.npz` files (2-D or 3-D inputs, optional lengths, targets and labels), read into
 //!   the same per-sequence arrays ([`read_sequences`]).
-//! - Out: predictions as CSV or `.npy` bytes ([`write`]), for the caller to write atomically.
+//! - Out: predictions as CSV or `.npy` bytes ([`write`](mod@write)), for the caller to write atomically.
 //!
 //! Every value read is finite and within the bounds the engine computes with; a file too large
 //! for the memory available is refused with the line reached.

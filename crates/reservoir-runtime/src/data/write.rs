@@ -16,7 +16,7 @@ pub fn csv_bytes(header: &[String], values: ArrayView2<'_, f64>) -> Result<Vec<u
     csv_bytes_with_progress(header, values, &mut |_, _| {})
 }
 
-/// [`csv_bytes`], calling `progress(rows_done, rows)` every [`PROGRESS_ROWS`] rows and at the end.
+/// [`csv_bytes`], calling `progress(rows_done, rows)` every 65,536 rows and at the end.
 pub fn csv_bytes_with_progress(
     header: &[String],
     values: ArrayView2<'_, f64>,

@@ -79,7 +79,7 @@ pub struct OneSeriesOutcome {
 /// run in stage `train`, then `test`.
 ///
 /// Every precondition is checked before anything runs: enough training rows after the
-/// washout, at least [`MIN_SCORED_ROWS`] test rows, and target columns that vary over the
+/// washout, at least two test rows, and target columns that vary over the
 /// rows fitted and scored (each error names the file and column).
 ///
 /// # Errors
@@ -155,7 +155,7 @@ pub fn fit_one_series(
     })
 }
 
-/// An error, naming the file, unless the training rows leave [`MIN_SCORED_ROWS`] after the
+/// An error, naming the file, unless the training rows leave two (`MIN_SCORED_ROWS`) after the
 /// washout, the test rows number at least as many, and every target column varies over the
 /// rows fitted and over the rows scored.
 fn check_rows(job: &OneSeries<'_>) -> Result<()> {
