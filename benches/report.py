@@ -195,6 +195,20 @@ BENCHES = {
             "installed and `benches/python/requirements.txt`)"
         ),
     ),
+    "nvar_vs_reservoirpy": (
+        "NVAR against ReservoirPy",
+        (
+            "ReservoirPy's `NVAR >> Ridge` and our `reservoir.NVAR` with `Readout.ridge` in one "
+            "process on the same series and hyper-parameters: one-step-ahead forecasts of "
+            "Lorenz-63 and Mackey–Glass, from building the NVAR to the last test prediction "
+            "(fit on the training series, the NVAR continued over the test series), the test "
+            "NRMSE, and the largest difference between the two tools' features."
+        ),
+        (
+            "`python3 benches/python/nvar_vs_reservoirpy.py [--repeat R]` (with the package "
+            "installed and `pip install reservoirpy==0.4.2`)"
+        ),
+    ),
     "sequences_vs_reservoirpy": (
         "Sequence classification against ReservoirPy",
         (
