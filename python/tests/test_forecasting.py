@@ -68,6 +68,8 @@ def test_closed_loop_generation_follows_the_series(mackey_glass):
     after = model.generate(20, u[2000:2100])
     assert after[0, 0] == model.predict(u[2000:2100], continue_state=True)[-1, 0]
     assert np.abs(after[:, 0] - u[2100:2120, 0]).max() < 0.05 * u[:2000, 0].std()
+    with pytest.raises(MemoryError, match="closed-loop outputs"):
+        model.generate(10**15)
     narrow = ESNRegressor(size=20, device="cpu").fit(np.hstack([u, u])[:500], y[:500])
     with pytest.raises(ValueError, match="closed-loop"):
         narrow.generate(5)

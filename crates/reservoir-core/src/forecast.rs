@@ -3,6 +3,7 @@
 use ndarray::{Array2, ArrayView1};
 
 use crate::error::{ReservoirError, Result};
+use crate::memory::try_vec;
 use crate::readout::LinearReadout;
 use crate::reservoir::Reservoir;
 
@@ -41,7 +42,16 @@ pub fn closed_loop(
             ),
         ));
     }
-    let mut outputs = Array2::zeros((steps, k));
+    // `steps` is the caller's: allocated fallibly, so a count too large is an error.
+    let len = steps.checked_mul(k).ok_or_else(|| {
+        ReservoirError::invalid(
+            "closed-loop generation",
+            format!("{steps} steps of {k} values do not fit in memory"),
+        )
+    })?;
+    let values = try_vec("closed-loop outputs", len, 0.0)?;
+    let mut outputs = Array2::from_shape_vec((steps, k), values)
+        .map_err(|e| ReservoirError::invalid("closed-loop generation", e.to_string()))?;
     let mut input = first_input.to_owned().insert_axis(ndarray::Axis(0));
     for mut row in outputs.rows_mut() {
         let states = reservoir.run(input.view())?;

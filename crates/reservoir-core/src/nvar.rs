@@ -33,6 +33,9 @@ use crate::memory::try_vec;
 /// Most features a step may have (linear and nonlinear together): a million f64 values a row.
 pub const MAX_FEATURES: usize = 1 << 20;
 
+/// Highest degree of the monomials (a product of more factors is no feature a readout uses).
+pub const MAX_ORDER: usize = 32;
+
 /// Unchecked NVAR parameters; [`NvarParams::check`] makes them an [`NvarConfig`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -88,7 +91,8 @@ impl NvarParams {
         self
     }
 
-    /// Checks the rules: every count ≥ 1, at most [`MAX_FEATURES`] features a step.
+    /// Checks the rules: every count ≥ 1, `order` at most [`MAX_ORDER`], at most
+    /// [`MAX_FEATURES`] features a step.
     ///
     /// # Errors
     /// A [`ConfigError`] naming the field.
@@ -101,6 +105,12 @@ impl NvarParams {
         ] {
             check(value >= 1, field, "must be >= 1", value)?;
         }
+        check(
+            self.order <= MAX_ORDER,
+            "order",
+            &format!("must be at most {MAX_ORDER}"),
+            self.order,
+        )?;
         let linear = self.delay.checked_mul(self.input_size);
         let width = linear.and_then(|l| monomials(l, self.order).and_then(|m| m.checked_add(l)));
         let limit = format!(
@@ -343,6 +353,9 @@ mod tests {
         assert!(zero.contains("delay"), "{zero}");
         let huge = NvarParams::new().delay(100).order(5).input_size(10).check();
         assert!(huge.unwrap_err().to_string().contains("order"));
+        // One linear value has one monomial of any degree: the degree has its own bound.
+        let deep = NvarParams::new().delay(1).order(1 << 40).check();
+        assert!(deep.unwrap_err().to_string().contains("at most 32"));
         let config = NvarParams::new().input_size(2).check().expect("config");
         let mut nvar = Nvar::new(&config).expect("nvar");
         assert!(nvar.run(array![[1.0]].view()).is_err());
