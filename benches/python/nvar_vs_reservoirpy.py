@@ -17,11 +17,10 @@ repository root, with the package installed (see python/) and `pip install reser
 """
 
 import argparse
-import statistics
-import time
 
 import numpy as np
 import reservoir
+from package_vs_reservoirpy import timed
 from records import Recorder
 
 TASKS = {
@@ -61,16 +60,6 @@ def our_forecast(params, u, y, u_test):
     warmup = delay * strides
     readout = reservoir.Readout.ridge(nvar.run(u)[warmup:], y[warmup:], ridge)
     return readout.predict(nvar.run(u_test))
-
-
-def timed(repeat, body):
-    """(median seconds, result of the first run) of `repeat` runs of `body`."""
-    seconds, results = [], []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        results.append(body())
-        seconds.append(time.perf_counter() - start)
-    return statistics.median(seconds), results[0]
 
 
 def main():
