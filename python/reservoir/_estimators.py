@@ -30,7 +30,7 @@ _RESERVOIR_KEYS = (
     "seed",
 )
 
-_INTEGERS = ("size", "washout", "seed", "last_k", "warmup")
+_INTEGERS = ("size", "washout", "seed", "last_k", "warmup", "components")
 _FLOATS = (
     "spectral_radius",
     "leak_rate",
@@ -40,8 +40,10 @@ _FLOATS = (
     "bias_scaling",
     "noise_level",
     "ridge",
+    "model_ridge",
 )
 _STRINGS = ("activation", "weight_distribution", "precision", "device", "gpu_matmul")
+_BOOLEANS = ("bidirectional",)
 
 
 def _checked_type(name, value):
@@ -58,6 +60,10 @@ def _checked_type(name, value):
         return float(value)
     if name in _STRINGS and not isinstance(value, str):
         raise TypeError(f"{name}: expected a string, got {type(value).__name__}")
+    if name in _BOOLEANS:
+        if not isinstance(value, (bool, np.bool_)):
+            raise TypeError(f"{name}: expected True or False, got {type(value).__name__}")
+        return bool(value)
     return value
 
 
@@ -353,8 +359,13 @@ class ESNClassifier(ClassifierMixin, _EchoStateEstimator):
     sequences of one step (B x K, a table as any scikit-learn classifier takes); y one label
     per sequence (any labels NumPy can sort, not continuous values), whose dtype `predict`
     keeps. Each sequence runs from the zero state; `features` says what the readout sees of
-    its states: `"last"`, `"mean"`, `"mean_last"` (the mean of the last `last_k`), or a list
-    of them, averages leaving out the first `warmup` steps. `decision_function` is the
+    its states: `"last"`, `"mean"`, `"mean_last"` (the mean of the last `last_k`),
+    `"model_space"` (the weights and biases of a ridge model, of strength `model_ridge`, that
+    predicts each state from the one before), or a list of them, all but `"last"` leaving out
+    the first `warmup` steps. `bidirectional=True` puts the time-reversed sequence's states
+    beside the forward ones; `components` > 0 projects the states onto that many principal
+    components, fitted on the training sequences, before they are summarized (as Bianchi et
+    al. 2020 do before the model space). `decision_function` is the
     readout's output, `predict_proba` its softmax (scores, not calibrated probabilities).
     `devices` (`"all"` or a list of GPU indices) spreads the sequences over several GPUs,
     their ridge sums added through NCCL; `gpu_matmul` (`"f32"`, `"tf32"` or `"f16"`) is the
@@ -380,6 +391,9 @@ class ESNClassifier(ClassifierMixin, _EchoStateEstimator):
         features="last",
         last_k=5,
         warmup=0,
+        bidirectional=False,
+        components=0,
+        model_ridge=1.0,
         device="auto",
         devices=None,
         gpu_matmul="f32",
@@ -400,6 +414,9 @@ class ESNClassifier(ClassifierMixin, _EchoStateEstimator):
         self.features = features
         self.last_k = last_k
         self.warmup = warmup
+        self.bidirectional = bidirectional
+        self.components = components
+        self.model_ridge = model_ridge
         self.device = device
         self.devices = devices
         self.gpu_matmul = gpu_matmul
@@ -414,6 +431,9 @@ class ESNClassifier(ClassifierMixin, _EchoStateEstimator):
                 "summaries": summaries,
                 "last_k": get("last_k"),
                 "warmup": get("warmup"),
+                "bidirectional": get("bidirectional"),
+                "components": get("components"),
+                "model_ridge": get("model_ridge"),
             }
         }
 

@@ -1,5 +1,7 @@
 """The estimators under scikit-learn's conventions, every input layout and dtype, seeds."""
 
+import pickle
+
 import numpy as np
 import pytest
 
@@ -70,6 +72,27 @@ def test_classifier_on_ragged_sequences(labelled):
     assert list(model.classes_) == ["down", "up"]
     assert model.decision_function(X[90:]).shape == (30,)  # two classes: one score
     assert set(model.predict(X[90:])) <= {"down", "up"}
+
+
+def test_classifier_representations(labelled):
+    X, y = labelled
+    model = ESNClassifier(
+        size=60,
+        seed=1,
+        device="cpu",
+        features=["model_space", "last"],
+        bidirectional=True,
+        components=5,
+        model_ridge=0.5,
+        warmup=2,
+    ).fit(X[:90], y[:90])
+    assert model.score(X[90:], y[90:]) > 0.8
+    again = pickle.loads(pickle.dumps(model))
+    assert np.array_equal(again.decision_function(X[90:]), model.decision_function(X[90:]))
+    with pytest.raises(TypeError, match="bidirectional"):
+        ESNClassifier(bidirectional="yes", device="cpu").fit(X, y)
+    with pytest.raises(ValueError, match="components"):
+        ESNClassifier(size=10, components=21, bidirectional=True, device="cpu").fit(X, y)
 
 
 def test_classifier_keeps_label_types(labelled):

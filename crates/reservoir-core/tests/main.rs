@@ -13,6 +13,7 @@ mod lif;
 mod metrics;
 mod random_counter;
 mod readout;
+mod representations;
 mod run_many;
 mod spectral;
 mod spikes;

@@ -8,6 +8,7 @@ use ndarray::{Array1, Array2, ArrayView2};
 use proptest::prelude::*;
 use reservoir_core::features::{FeatureParams, Summary};
 use reservoir_core::fit::fit_ridge;
+use reservoir_core::reservoir::fit_features;
 use reservoir_core::readout::LinearReadout;
 use reservoir_core::{
     cpu_reservoir, Activation, Precision, ReadoutParams, Reservoir, ReservoirConfig,
@@ -136,18 +137,28 @@ proptest! {
         params in reservoir_params(),
         sequences in 4usize..10,
         classes in 2usize..4,
-        summaries in prop::sample::subsequence(vec![Summary::Last, Summary::Mean, Summary::MeanLast], 1..=3),
+        summaries in prop::sample::subsequence(vec![Summary::Last, Summary::Mean, Summary::MeanLast, Summary::ModelSpace], 1..=4),
         last_k in 1usize..4,
         warmup in 0usize..3,
+        bidirectional: bool,
+        components in 0usize..3,
         ridge in 1e-6f64..1.0,
     ) {
         let Some((config, weights)) = built(params) else { return Ok(()) };
         let k = config.input_size();
-        let features = FeatureParams::new().summaries(summaries).last_k(last_k).warmup(warmup).check().expect("features");
+        let unfitted = FeatureParams::new()
+            .summaries(summaries)
+            .last_k(last_k)
+            .warmup(warmup)
+            .bidirectional(bidirectional)
+            .components(components)
+            .check()
+            .expect("features");
         let inputs: Vec<Array2<f64>> = (0..sequences).map(|i| signal(5 + i % 4, k, i as f64)).collect();
         let views: Vec<ArrayView2<f64>> = inputs.iter().map(|u| u.view()).collect();
         let labels: Vec<usize> = (0..sequences).map(|i| i % classes).collect();
         let mut r = reservoir(&config, &weights);
+        let features = fit_features(r.as_mut(), &views, &unfitted).expect("projection");
         let x = r.sequence_features(&views, &features, &mut |_, _| {}).expect("features");
         let Ok(readout) = fit_class_readout(x.view(), &labels, classes, ridge) else {
             return Ok(());

@@ -1,6 +1,8 @@
 //! Model files of older format versions still load: version 1 (written before `device` left
 //! the config) predicts what the old binary predicted and is saved again in today's version;
-//! a version 2 sequence classifier (before the labels' type) loads with none.
+//! a version 2 sequence classifier (before the labels' type) loads with none; version 2 and 3
+//! sequence classifiers (before bidirectional, projected and model-space features) classify
+//! as the old binaries did.
 //!
 //! Fixtures (in `tests/fixtures/`): `series-v1.bin`, a series model from `reservoir fit`
 //! (columns `u` -> `y`, 12 units, spectral radius 0.9, leak rate 0.5, seed 5); `test.csv`, its
@@ -8,7 +10,9 @@
 //! `spike-v1.bin`, a spike classifier (8 units, 3 channels, 2 classes, 2 segments);
 //! `sequence-v2.bin`, a sequence classifier from `reservoir fit --label-column` (columns `a`,
 //! `b`, classes `down`, `up`, 20 units, seed 3); `sequences.csv`, its training sequences;
-//! `classes-v2.csv`, the old binary's predictions on them.
+//! `classes-v2.csv`, the old binary's predictions on them; `sequence-v3.bin`, the same from a
+//! version 3 binary (20 units, seed 4, summaries `mean_last` (last_k 3) and `last`, warm-up 1),
+//! and `classes-v3.csv`, that binary's predictions.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -116,7 +120,7 @@ fn a_version_1_spike_model_loads_with_its_sizes() {
 
 #[test]
 fn saving_a_loaded_version_1_model_writes_todays_version_that_loads_back_equal() {
-    assert_eq!(FORMAT_VERSION, 3);
+    assert_eq!(FORMAT_VERSION, 4);
     let dir = temp_dir("resave");
 
     let series = Model::load(&fixture("series-v1.bin")).unwrap();
@@ -136,10 +140,25 @@ fn saving_a_loaded_version_1_model_writes_todays_version_that_loads_back_equal()
 
 #[test]
 fn a_version_2_sequence_classifier_classifies_as_the_old_binary_did() {
-    let path = fixture("sequence-v2.bin");
-    assert_eq!(version_of(&path), 2);
-    let model = SequenceClassifier::load(&path).unwrap();
+    let model = classifies_as_the_old_binary("sequence-v2.bin", "classes-v2.csv", 2);
     assert_eq!(model.label_dtype, None);
+}
+
+#[test]
+fn a_version_3_sequence_classifier_classifies_as_the_old_binary_did() {
+    let model = classifies_as_the_old_binary("sequence-v3.bin", "classes-v3.csv", 3);
+    assert_eq!(model.features.last_k(), 3);
+    assert_eq!(model.features.warmup(), 1);
+    assert!(!model.features.bidirectional() && model.features.components() == 0);
+}
+
+/// Loads the sequence classifier `file` of format `version`, checks that it classifies the
+/// fixture's sequences as `classes` (the old binary's output) says, and that it saves again
+/// in today's version.
+fn classifies_as_the_old_binary(file: &str, classes: &str, version: u32) -> SequenceClassifier {
+    let path = fixture(file);
+    assert_eq!(version_of(&path), version);
+    let model = SequenceClassifier::load(&path).unwrap();
     assert_eq!(model.classes.names(), ["down", "up"]);
     assert_eq!(model.input_columns, ["a", "b"]);
     let inputs = ["a".to_string(), "b".to_string()];
@@ -160,25 +179,26 @@ fn a_version_2_sequence_classifier_classifies_as_the_old_binary_did() {
         reservoir_core::Par::all(),
     )
     .unwrap();
-    let classes = model
+    let predicted = model
         .classify(reservoir.as_mut(), &file.input_views(), &mut |_, _| {})
         .unwrap();
-    let text = fs::read_to_string(fixture("classes-v2.csv")).unwrap();
+    let text = fs::read_to_string(fixture(classes)).unwrap();
     let expected: Vec<&str> = text
         .lines()
         .skip(1)
         .map(|l| l.split(',').nth(1).unwrap())
         .collect();
-    let got: Vec<&str> = classes
+    let got: Vec<&str> = predicted
         .iter()
         .map(|&c| model.classes.names()[c].as_str())
         .collect();
     assert_eq!(got, expected);
 
     // Saved again, it is today's version and loads back equal.
-    let dir = temp_dir("sequence");
+    let dir = temp_dir(&format!("sequence-v{version}"));
     let again = dir.join("sequence.bin");
     model.save(&again).unwrap();
     assert_eq!(version_of(&again), FORMAT_VERSION);
     assert_eq!(SequenceClassifier::load(&again).unwrap(), model);
+    model
 }

@@ -544,13 +544,18 @@ impl Reservoir for GpuReservoirComputer {
     /// batch) come back, to be divided by their row counts on the host (in f64); the states
     /// never leave the device. Where it runs them one after another, their states are
     /// summarized on the host as the provided method does. `progress` is called after each
-    /// batch (each sequence, one after another).
+    /// batch (each sequence, one after another). Features other than
+    /// [plain](SequenceFeatures::is_plain) ones are the provided method's, from the batched
+    /// runs' states.
     fn sequence_features(
         &mut self,
         sequences: &[ArrayView2<f64>],
         features: &SequenceFeatures,
         progress: &mut dyn FnMut(usize, usize),
     ) -> reservoir_core::Result<Array2<f64>> {
+        if !features.is_plain() {
+            return features_of_runs(self, sequences, features, progress);
+        }
         let Some(math) = self.batch_math(sequences) else {
             // The provided method's way: the states of each run, summarized on the host.
             return features_of_runs(self, sequences, features, progress);

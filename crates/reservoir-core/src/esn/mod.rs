@@ -382,16 +382,16 @@ impl<T: Real> Reservoir for EchoStateNetwork<T> {
         self.reset()
     }
 
-    /// Sums each block's features as its states go by (see `blocks.rs`), without holding any
-    /// sequence's states; with noise, or one sequence, the features of
-    /// [`Reservoir::run_many`].
+    /// Sums each block's [plain](SequenceFeatures::is_plain) features as its states go by
+    /// (see `blocks.rs`), without holding any sequence's states; with noise, one sequence or
+    /// other features, the features of [`Reservoir::run_many`].
     fn sequence_features(
         &mut self,
         sequences: &[ArrayView2<f64>],
         features: &SequenceFeatures,
         progress: &mut dyn FnMut(usize, usize),
     ) -> Result<Array2<f64>> {
-        if self.config.noise_level() > 0.0 || sequences.len() < 2 {
+        if self.config.noise_level() > 0.0 || sequences.len() < 2 || !features.is_plain() {
             return features_of_runs(self, sequences, features, progress);
         }
         let recurrent = Arc::clone(&self.recurrent);

@@ -8,10 +8,13 @@
 
 mod parallel;
 mod stream;
+mod summaries;
 
 pub(crate) use parallel::run_on_threads;
+pub use summaries::{features_of_runs, fit_features};
 
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2, ArrayViewMut2};
+
 
 use crate::checks::{check_inputs, check_pattern};
 use crate::error::Result;
@@ -42,30 +45,6 @@ pub fn run_one_by_one<R: Reservoir + ?Sized>(
         visit(index, states.view())?;
     }
     reservoir.reset()
-}
-
-/// [`Reservoir::sequence_features`] from the states [`Reservoir::run_many`] hands out: the
-/// provided method, and what an override falls back to.
-///
-/// # Errors
-/// As [`Reservoir::sequence_features`].
-pub fn features_of_runs<R: Reservoir + ?Sized>(
-    reservoir: &mut R,
-    sequences: &[ArrayView2<f64>],
-    features: &SequenceFeatures,
-    progress: &mut dyn FnMut(usize, usize),
-) -> Result<Array2<f64>> {
-    for (index, inputs) in sequences.iter().enumerate() {
-        features.check_steps(index, inputs.nrows())?;
-    }
-    let total = sequences.len();
-    let mut rows = Array2::zeros((total, features.width(reservoir.size())));
-    reservoir.run_many(sequences, &mut |index, states| {
-        features.write(states, index, rows.row_mut(index))?;
-        progress(index + 1, total);
-        Ok(())
-    })?;
-    Ok(rows)
 }
 
 /// A driven dynamical system that turns an input sequence (T × K) into states (T × N).

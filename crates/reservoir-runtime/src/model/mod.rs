@@ -6,7 +6,7 @@
 //! | bytes | content |
 //! |---|---|
 //! | 8 | magic: `RSVMODEL` ([`Model`]), `RSVSPIKE` ([`SpikeModel`]) or `RSVSEQCL` ([`SequenceClassifier`]) |
-//! | 4 | format version ([`FORMAT_VERSION`]; versions 1 and 2 are still read) |
+//! | 4 | format version ([`FORMAT_VERSION`]; every earlier version is still read) |
 //! | 8 | payload length in bytes |
 //! | 4 | CRC-32 of the payload |
 //! | n | bincode (standard config) of the model |
@@ -18,7 +18,8 @@
 //!
 //! A model holds what it computes, never where it ran: version 1 files also recorded the
 //! backend of the run, which loading ignores. Version 3 added the labels' type to the
-//! sequence classifier; the other kinds are unchanged since version 2.
+//! sequence classifier, version 4 its bidirectional, projected and model-space features; the
+//! other kinds are unchanged since version 2.
 
 use std::fs;
 use std::io::Read;
@@ -47,8 +48,8 @@ pub use spike::{sample_features, SpikeModel, SPIKE_MAGIC};
 
 /// First eight bytes of every series model file ([`Model`]).
 pub const MAGIC: [u8; 8] = *b"RSVMODEL";
-/// Version of the payload layout this build writes (it reads this and versions 1 and 2).
-pub const FORMAT_VERSION: u32 = 3;
+/// Version of the payload layout this build writes (it reads this and every earlier version).
+pub const FORMAT_VERSION: u32 = 4;
 const HEADER_LEN: usize = 8 + 4 + 8 + 4;
 
 /// Everything needed to reproduce predictions: the reservoir, its weights, the trained readout,
@@ -108,7 +109,7 @@ impl Model {
     /// An I/O error naming the file, or a format error saying whether it is not a model file,
     /// of another format version, truncated, corrupted, or inconsistent.
     pub fn load(path: &Path) -> Result<Self> {
-        let model: Model = load_checked::<_, legacy::ModelV1, Self>(path, &MAGIC)?;
+        let model: Model = load_checked(path, &MAGIC)?;
         consistent(model.validate(), path)?;
         Ok(model)
     }
@@ -123,7 +124,7 @@ impl Model {
     /// A model from the bytes of a model file, checked as [`Model::load`] checks a file;
     /// `origin` names them in errors.
     pub fn from_bytes(bytes: &[u8], origin: &Path) -> Result<Self> {
-        let model: Model = from_bytes_checked::<_, legacy::ModelV1, Self>(bytes, &MAGIC, origin)?;
+        let model: Model = from_bytes_checked(bytes, &MAGIC, origin)?;
         consistent(model.validate(), origin)?;
         Ok(model)
     }
@@ -246,21 +247,42 @@ fn check_length(header: &Header, actual: u64) -> std::result::Result<(), String>
     ))
 }
 
-/// The payload checked against the header's checksum and decoded in the header's version: as
-/// `V1` for version 1, `V2` for version 2, converted.
-fn decode_payload<T, V1, V2>(header: &Header, payload: &[u8]) -> std::result::Result<T, String>
-where
-    T: DeserializeOwned,
-    V1: DeserializeOwned + Into<T>,
-    V2: DeserializeOwned + Into<T>,
-{
+/// A kind of model file's payload in every format version: how a payload of an older version
+/// decodes into today's layout.
+trait Versioned: DeserializeOwned {
+    /// Decodes a payload of format `version` (below [`FORMAT_VERSION`]): the provided method
+    /// for a kind whose layout has not changed since.
+    fn decode_old(
+        version: u32,
+        payload: &[u8],
+    ) -> std::result::Result<(Self, usize), bincode::error::DecodeError> {
+        let _ = version;
+        decode::<Self>(payload)
+    }
+}
+
+impl Versioned for Model {
+    fn decode_old(
+        version: u32,
+        payload: &[u8],
+    ) -> std::result::Result<(Self, usize), bincode::error::DecodeError> {
+        match version {
+            1 => decode::<legacy::ModelV1>(payload).map(|(old, used)| (old.into(), used)),
+            _ => decode::<Self>(payload),
+        }
+    }
+}
+
+/// The payload checked against the header's checksum and decoded in the header's version
+/// ([`Versioned`]).
+fn decode_payload<T: Versioned>(header: &Header, payload: &[u8]) -> std::result::Result<T, String> {
     if crc32fast::hash(payload) != header.checksum {
         return Err("corrupted (checksum mismatch)".into());
     }
-    let (value, used) = match header.version {
-        1 => decode::<V1>(payload).map(|(old, used)| (old.into(), used)),
-        2 => decode::<V2>(payload).map(|(old, used)| (old.into(), used)),
-        _ => decode::<T>(payload),
+    let (value, used) = if header.version < FORMAT_VERSION {
+        T::decode_old(header.version, payload)
+    } else {
+        decode::<T>(payload)
     }
     .map_err(|e| format!("cannot decode the model: {e}"))?;
     if used != payload.len() {
@@ -271,12 +293,7 @@ where
 
 /// Reads a file written by [`stage_checked`] with `magic`, checking the header before decoding
 /// ([`decode_payload`]).
-fn load_checked<T, V1, V2>(path: &Path, magic: &[u8; 8]) -> Result<T>
-where
-    T: DeserializeOwned,
-    V1: DeserializeOwned + Into<T>,
-    V2: DeserializeOwned + Into<T>,
-{
+fn load_checked<T: Versioned>(path: &Path, magic: &[u8; 8]) -> Result<T> {
     let format_error = |message: String| RuntimeError::ModelFormat {
         path: path.to_path_buf(),
         message,
@@ -322,21 +339,16 @@ where
             payload.len()
         )));
     }
-    decode_payload::<T, V1, V2>(&header, &payload).map_err(format_error)
+    decode_payload::<T>(&header, &payload).map_err(format_error)
 }
 
 /// Decodes the bytes of a model file (`bytes`, named `origin` in errors) as [`load_checked`]
 /// decodes a file.
-fn from_bytes_checked<T, V1, V2>(bytes: &[u8], magic: &[u8; 8], origin: &Path) -> Result<T>
-where
-    T: DeserializeOwned,
-    V1: DeserializeOwned + Into<T>,
-    V2: DeserializeOwned + Into<T>,
-{
+fn from_bytes_checked<T: Versioned>(bytes: &[u8], magic: &[u8; 8], origin: &Path) -> Result<T> {
     let parsed = read_header(&bytes[..bytes.len().min(HEADER_LEN)], magic).and_then(|header| {
         let payload = &bytes[HEADER_LEN..];
         check_length(&header, payload.len() as u64)?;
-        decode_payload::<T, V1, V2>(&header, payload)
+        decode_payload::<T>(&header, payload)
     });
     parsed.map_err(|message| RuntimeError::ModelFormat {
         path: origin.to_path_buf(),

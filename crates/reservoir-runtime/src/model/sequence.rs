@@ -6,12 +6,16 @@ use std::path::Path;
 use ndarray::ArrayView2;
 use serde::{Deserialize, Serialize};
 
-use reservoir_core::features::SequenceFeatures;
+use bincode::error::DecodeError;
+use reservoir_core::features::{FeatureParams, SequenceFeatures, Summary};
 use reservoir_core::readout::LinearReadout;
 use reservoir_core::{Reservoir, ReservoirConfig, ReservoirError, ReservoirWeights};
 
 use super::classes::{predict_classes, Classes};
-use super::{consistent, encode, from_bytes_checked, in_memory, load_checked, stage_checked};
+use super::{
+    consistent, decode, encode, from_bytes_checked, in_memory, load_checked, stage_checked,
+    Versioned,
+};
 use crate::error::Result;
 use crate::files::Staged;
 
@@ -43,29 +47,81 @@ pub struct SequenceClassifier {
     pub label_dtype: Option<String>,
 }
 
+/// Sequence features as format versions 1 to 3 stored them: summaries of the states alone.
+#[derive(Deserialize)]
+struct FeaturesV3 {
+    summaries: Vec<Summary>,
+    last_k: usize,
+    warmup: usize,
+}
+
+impl FeaturesV3 {
+    fn into_features(self) -> std::result::Result<SequenceFeatures, DecodeError> {
+        FeatureParams::new()
+            .summaries(self.summaries)
+            .last_k(self.last_k)
+            .warmup(self.warmup)
+            .check()
+            .map_err(|e| DecodeError::OtherString(format!("features: {e}")))
+    }
+}
+
 /// A sequence classifier of format versions 1 and 2, which had no labels' type.
 #[derive(Deserialize)]
-pub(super) struct SequenceClassifierV2 {
+struct SequenceClassifierV2 {
     config: ReservoirConfig,
     weights: ReservoirWeights,
-    features: SequenceFeatures,
+    features: FeaturesV3,
     readout: LinearReadout,
     classes: Classes,
     #[serde(deserialize_with = "super::text::list")]
     input_columns: Vec<String>,
 }
 
-impl From<SequenceClassifierV2> for SequenceClassifier {
-    fn from(old: SequenceClassifierV2) -> Self {
-        SequenceClassifier {
+/// A sequence classifier of format version 3: the labels' type added.
+#[derive(Deserialize)]
+struct SequenceClassifierV3 {
+    config: ReservoirConfig,
+    weights: ReservoirWeights,
+    features: FeaturesV3,
+    readout: LinearReadout,
+    classes: Classes,
+    #[serde(deserialize_with = "super::text::list")]
+    input_columns: Vec<String>,
+    label_dtype: Option<String>,
+}
+
+impl Versioned for SequenceClassifier {
+    fn decode_old(
+        version: u32,
+        payload: &[u8],
+    ) -> std::result::Result<(Self, usize), DecodeError> {
+        let (old, used) = match version {
+            1 | 2 => {
+                let (v2, used) = decode::<SequenceClassifierV2>(payload)?;
+                let v3 = SequenceClassifierV3 {
+                    config: v2.config,
+                    weights: v2.weights,
+                    features: v2.features,
+                    readout: v2.readout,
+                    classes: v2.classes,
+                    input_columns: v2.input_columns,
+                    label_dtype: None,
+                };
+                (v3, used)
+            }
+            _ => decode::<SequenceClassifierV3>(payload)?,
+        };
+        let model = SequenceClassifier {
             config: old.config,
             weights: old.weights,
-            features: old.features,
+            features: old.features.into_features()?,
             readout: old.readout,
             classes: old.classes,
             input_columns: old.input_columns,
-            label_dtype: None,
-        }
+            label_dtype: old.label_dtype,
+        };
+        Ok((model, used))
     }
 }
 
@@ -77,6 +133,11 @@ impl SequenceClassifier {
             && self.config.input_size() == self.weights.input_size()
             && self.input_columns.len() == self.weights.input_size()
             && self.readout.n_features() == self.features.width(n)
+            && self
+                .features
+                .projection()
+                .is_none_or(|p| p.input_width() == self.features.state_width(n))
+            && !self.features.needs_projection()
             && self.readout.n_outputs() == self.classes.len();
         if !consistent {
             return Err(ReservoirError::invalid(
@@ -104,8 +165,7 @@ impl SequenceClassifier {
     /// # Errors
     /// As [`Model::load`](super::Model::load); another kind of model file says what it is.
     pub fn load(path: &Path) -> Result<Self> {
-        let model: SequenceClassifier =
-            load_checked::<_, SequenceClassifierV2, SequenceClassifierV2>(path, &SEQUENCE_MAGIC)?;
+        let model: SequenceClassifier = load_checked(path, &SEQUENCE_MAGIC)?;
         consistent(model.validate(), path)?;
         Ok(model)
     }
@@ -120,11 +180,7 @@ impl SequenceClassifier {
     /// A model from the bytes of a model file, checked as [`SequenceClassifier::load`] checks
     /// a file; `origin` names them in errors.
     pub fn from_bytes(bytes: &[u8], origin: &Path) -> Result<Self> {
-        let model: SequenceClassifier = from_bytes_checked::<
-            _,
-            SequenceClassifierV2,
-            SequenceClassifierV2,
-        >(bytes, &SEQUENCE_MAGIC, origin)?;
+        let model: SequenceClassifier = from_bytes_checked(bytes, &SEQUENCE_MAGIC, origin)?;
         consistent(model.validate(), origin)?;
         Ok(model)
     }

@@ -12,7 +12,7 @@ use reservoir_core::{Reservoir, ReservoirConfig, ReservoirError, ReservoirWeight
 
 use super::classes::predict_classes;
 use super::text::options_as_toml;
-use super::{legacy, load_checked, stage_checked};
+use super::{decode, legacy, load_checked, stage_checked, Versioned};
 use crate::config::SpikeClassificationOptions;
 use crate::error::{Result, RuntimeError};
 use crate::files::Staged;
@@ -53,6 +53,18 @@ impl From<legacy::SpikeModelV1> for SpikeModel {
     }
 }
 
+impl Versioned for SpikeModel {
+    fn decode_old(
+        version: u32,
+        payload: &[u8],
+    ) -> std::result::Result<(Self, usize), bincode::error::DecodeError> {
+        match version {
+            1 => decode::<legacy::SpikeModelV1>(payload).map(|(old, used)| (old.into(), used)),
+            _ => decode::<Self>(payload),
+        }
+    }
+}
+
 impl SpikeModel {
     /// Checks that the parts fit together (channels, units, segments, classes).
     pub fn validate(&self) -> Result<(), ReservoirError> {
@@ -89,7 +101,7 @@ impl SpikeModel {
     /// # Errors
     /// As [`Model::load`](super::Model::load); a series model file says so.
     pub fn load(path: &Path) -> Result<Self> {
-        let model: SpikeModel = load_checked::<_, legacy::SpikeModelV1, Self>(path, &SPIKE_MAGIC)?;
+        let model: SpikeModel = load_checked(path, &SPIKE_MAGIC)?;
         model.validate().map_err(|e| RuntimeError::ModelFormat {
             path: path.to_path_buf(),
             message: format!("inconsistent model: {e}"),

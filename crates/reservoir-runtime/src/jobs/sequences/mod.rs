@@ -22,6 +22,7 @@ pub use series::{add_series, check_series, predict_series, rows_after_washout};
 use reservoir_core::features::SequenceFeatures;
 use reservoir_core::metrics::{nrmse, r2, rmse};
 use reservoir_core::readout::RidgeAccumulator;
+use reservoir_core::reservoir::fit_features;
 use reservoir_core::{ReservoirConfig, ReservoirError, ReservoirWeights};
 
 use crate::config::ExperimentConfig;
@@ -182,37 +183,43 @@ pub fn fit_classifier(
     let (weights, _) = ReservoirWeights::generate(&reservoir_config)?;
     let work = workload(&[train.inputs, test.map_or(&[], |t| t.inputs)]);
     let ridge = config.readout().ridge();
-    let (readout, train_predicted, mut reservoir) =
+    let (readout, train_predicted, features, mut reservoir) =
         match dispatch.echo_state_spread(&reservoir_config, weights.clone(), work)? {
             Built::One(mut reservoir) => {
+                let features = fit_features(reservoir.as_mut(), train.inputs, features)?;
                 let train_x =
-                    reservoir.sequence_features(train.inputs, features, &mut |d, t| {
+                    reservoir.sequence_features(train.inputs, &features, &mut |d, t| {
                         progress("train", d, t)
                     })?;
                 let readout =
                     fit_class_readout(train_x.view(), &train_labels, classes.len(), ridge)?;
                 let predicted = predict_classes(&readout, train_x.view())?;
-                (readout, predicted, Built::One(reservoir))
+                (readout, predicted, features, Built::One(reservoir))
             }
             Built::Spread(mut spread) => {
+                // Every rank fits the projection on the same sample with the same weights.
+                let features = match spread.reservoirs.first_mut() {
+                    Some(first) => fit_features(first, train.inputs, features)?,
+                    None => features.clone(),
+                };
                 let (readout, predicted) = spread::fit_spread(
                     &mut spread,
                     train.inputs,
                     &train_labels,
                     classes.len(),
-                    features,
+                    &features,
                     ridge,
                     &mut |d, t| progress("train", d, t),
                 )?;
                 progress("train", train.inputs.len(), train.inputs.len());
-                (readout, predicted, Built::Spread(spread))
+                (readout, predicted, features, Built::Spread(spread))
             }
         };
     let train_scores = class_scores(&train_labels, &train_predicted, classes.len())?;
     let model = SequenceClassifier {
         config: reservoir_config,
         weights,
-        features: features.clone(),
+        features,
         readout,
         classes,
         input_columns: input_columns.to_vec(),
@@ -231,7 +238,7 @@ pub fn fit_classifier(
                         spread,
                         &model.readout,
                         t.inputs,
-                        features,
+                        &model.features,
                         &mut |d, n| progress("test", d, n),
                     )?;
                     progress("test", t.inputs.len(), t.inputs.len());

@@ -13,6 +13,7 @@ use serde::Serialize;
 
 use reservoir_core::lanes::Lane;
 use reservoir_core::readout::RidgeAccumulator;
+use reservoir_core::reservoir::fit_features;
 use reservoir_core::{ConfigError, Reservoir, ReservoirError, ReservoirWeights};
 
 use super::{
@@ -261,10 +262,12 @@ pub fn sweep_classifier(
         grid: &grid,
     };
     search.run(dispatch, |index, reservoir| {
-        let features =
-            reservoir.sequence_features(train.inputs, config.features(), &mut |d, t| {
-                progress("sweep", index * t + d, lanes * t)
-            })?;
+        // A projection is fitted on every training sequence, unsupervised; the labels of the
+        // held-out folds play no part in it.
+        let fitted = fit_features(reservoir, train.inputs, config.features())?;
+        let features = reservoir.sequence_features(train.inputs, &fitted, &mut |d, t| {
+            progress("sweep", index * t + d, lanes * t)
+        })?;
         Ok(grid
             .ridges
             .par_iter()

@@ -1,0 +1,174 @@
+//! Sequence features from a reservoir's runs, whatever they ask for: summaries of the states
+//! as they go by, the time-reversed sequence's states beside the forward ones, a projection
+//! onto principal components (fitted here on training sequences), the model space.
+
+use ndarray::{concatenate, s, Array2, ArrayView2, Axis};
+
+use super::Reservoir;
+use crate::error::{ReservoirError, Result};
+use crate::features::{SequenceFeatures, StateCovariance};
+
+/// States held at once while features need each sequence's states whole (f64 values): the
+/// sequences are run in chunks of about this many.
+const CHUNK_VALUES: usize = 1 << 24;
+
+/// Training states the projection is fitted on, at most: sequences evenly spaced through the
+/// training set until about this many rows (their covariance costs rows × width²).
+const PROJECTION_ROWS: usize = 20_000;
+
+/// [`Reservoir::sequence_features`] from the states [`Reservoir::run_many`] hands out: the
+/// provided method, and what an override falls back to for features it does not sum itself
+/// (any but [plain](SequenceFeatures::is_plain) ones).
+///
+/// Bidirectional features without a projection or a model space ask the reservoir for the
+/// plain features of each direction (so a backend's own summing serves both); the others run
+/// the sequences in chunks and hand each one's states, forward beside reversed, to
+/// [`SequenceFeatures::write`].
+///
+/// # Errors
+/// As [`Reservoir::sequence_features`]; features whose projection is still to be fitted
+/// ([`fit_features`]).
+pub fn features_of_runs<R: Reservoir + ?Sized>(
+    reservoir: &mut R,
+    sequences: &[ArrayView2<f64>],
+    features: &SequenceFeatures,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<Array2<f64>> {
+    for (index, inputs) in sequences.iter().enumerate() {
+        features.check_steps(index, inputs.nrows())?;
+    }
+    if features.needs_projection() {
+        return Err(ReservoirError::invalid(
+            "sequence features",
+            "the projection onto principal components has not been fitted",
+        ));
+    }
+    let (total, n) = (sequences.len(), reservoir.size());
+    if features.bidirectional() && features.one_direction().is_plain() {
+        return both_directions(reservoir, sequences, features, progress);
+    }
+    let mut rows = Array2::zeros((total, features.width(n)));
+    each_state_matrix(reservoir, sequences, features.bidirectional(), &mut |index, states| {
+        features.write(states, index, rows.row_mut(index))?;
+        progress(index + 1, total);
+        Ok(())
+    })?;
+    Ok(rows)
+}
+
+/// Bidirectional features summed by the reservoir itself, one direction at a time: each
+/// summary's forward values, then the reversed sequence's, as [`SequenceFeatures::write`]
+/// lays them out on the two directions' states side by side.
+fn both_directions<R: Reservoir + ?Sized>(
+    reservoir: &mut R,
+    sequences: &[ArrayView2<f64>],
+    features: &SequenceFeatures,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<Array2<f64>> {
+    let total = sequences.len();
+    let one = features.one_direction();
+    let forward = reservoir.sequence_features(sequences, &one, &mut |d, _| progress(d / 2, total))?;
+    let reversed = reversed_copies(sequences);
+    let views: Vec<ArrayView2<f64>> = reversed.iter().map(|r| r.view()).collect();
+    let backward = reservoir.sequence_features(&views, &one, &mut |d, _| {
+        progress(total.div_ceil(2) + d / 2, total)
+    })?;
+    let n = reservoir.size();
+    let blocks = forward.ncols() / n.max(1);
+    let mut parts = Vec::with_capacity(2 * blocks);
+    for k in 0..blocks {
+        parts.push(forward.slice(s![.., k * n..(k + 1) * n]));
+        parts.push(backward.slice(s![.., k * n..(k + 1) * n]));
+    }
+    concatenate(Axis(1), &parts).map_err(|e| ReservoirError::invalid("sequence features", e.to_string()))
+}
+
+/// Copies of `sequences` with their steps in reverse order.
+fn reversed_copies(sequences: &[ArrayView2<f64>]) -> Vec<Array2<f64>> {
+    sequences
+        .iter()
+        .map(|u| u.slice(s![..;-1, ..]).to_owned())
+        .collect()
+}
+
+/// Hands `visit` the states of each sequence (T × N, or T × 2N with the reversed sequence's
+/// states beside the forward ones when `bidirectional`), in order, every sequence run from the
+/// zero state; the sequences run in chunks of about [`CHUNK_VALUES`] state values.
+fn each_state_matrix<R: Reservoir + ?Sized>(
+    reservoir: &mut R,
+    sequences: &[ArrayView2<f64>],
+    bidirectional: bool,
+    visit: &mut dyn FnMut(usize, ArrayView2<f64>) -> Result<()>,
+) -> Result<()> {
+    if !bidirectional {
+        return reservoir.run_many(sequences, visit);
+    }
+    let n = reservoir.size().max(1);
+    let mut first = 0;
+    while first < sequences.len() {
+        let mut end = first;
+        let mut values = 0usize;
+        while end < sequences.len() && (end == first || values < CHUNK_VALUES) {
+            values = values.saturating_add(sequences[end].nrows().saturating_mul(2 * n));
+            end += 1;
+        }
+        let chunk = &sequences[first..end];
+        let mut forward: Vec<Array2<f64>> = Vec::with_capacity(chunk.len());
+        reservoir.run_many(chunk, &mut |_, states| {
+            forward.push(states.to_owned());
+            Ok(())
+        })?;
+        let reversed = reversed_copies(chunk);
+        let views: Vec<ArrayView2<f64>> = reversed.iter().map(|r| r.view()).collect();
+        reservoir.run_many(&views, &mut |i, backward| {
+            let forward = forward.get(i).ok_or_else(|| {
+                ReservoirError::invalid("run_many", "a sequence of the chunk was not run")
+            })?;
+            let both = concatenate(Axis(1), &[forward.view(), backward])
+                .map_err(|e| ReservoirError::invalid("sequence features", e.to_string()))?;
+            visit(first + i, both.view())
+        })?;
+        first = end;
+    }
+    Ok(())
+}
+
+/// `features` ready to compute: when they ask for principal components, the projection
+/// fitted on the states (forward beside reversed when bidirectional, after each sequence's
+/// warm-up) of training `sequences`, evenly spaced through them up to about
+/// [`PROJECTION_ROWS`] rows; otherwise the features as they are. The reservoir is left reset.
+///
+/// # Errors
+/// More components than the states' width (naming `components`), a sequence too short for
+/// the features, any error of the runs or of the eigendecomposition.
+pub fn fit_features<R: Reservoir + ?Sized>(
+    reservoir: &mut R,
+    sequences: &[ArrayView2<f64>],
+    features: &SequenceFeatures,
+) -> Result<SequenceFeatures> {
+    if !features.needs_projection() {
+        return Ok(features.clone());
+    }
+    let width = features.state_width(reservoir.size());
+    if features.components() > width {
+        return Err(ReservoirError::invalid(
+            "features.components",
+            format!(
+                "{} components of states {width} wide: at most {width}",
+                features.components()
+            ),
+        ));
+    }
+    for (index, inputs) in sequences.iter().enumerate() {
+        features.check_steps(index, inputs.nrows())?;
+    }
+    let rows: usize = sequences.iter().map(|u| u.nrows()).sum();
+    let every = rows.div_ceil(PROJECTION_ROWS).max(1);
+    let sample: Vec<ArrayView2<f64>> = sequences.iter().step_by(every).copied().collect();
+    let mut sums = StateCovariance::new(width)?;
+    let warmup = features.warmup();
+    each_state_matrix(reservoir, &sample, features.bidirectional(), &mut |_, states| {
+        sums.add(states.slice(s![warmup.min(states.nrows()).., ..]))
+    })?;
+    features.with_projection(sums.projection(features.components())?)
+}
