@@ -209,6 +209,53 @@ BENCHES = {
             "installed and `pip install reservoirpy==0.4.2`)"
         ),
     ),
+    "ngrc_forecast": (
+        "Next-generation reservoir computing: closed-loop forecasts",
+        (
+            "Gauthier et al.'s (Nature Communications 2021) forecasting set-ups with our "
+            "`reservoir.NVAR` and `Readout.ridge`: Lorenz-63 (k = 2, linear and quadratic "
+            "features and a constant, ridge 2.5e-6, 10 time units of training) and the "
+            "double-scroll circuit (k = 2, linear and cubic features, ridge 1e-3), the readout "
+            "predicting the increment and run closed-loop from the last training point. Valid "
+            "prediction time (normalised error above 0.3) in Lyapunov times and the paper's "
+            "NRMSE over one Lyapunov time, mean and std over 10 seeded trajectories, on two "
+            "ground truths: an accurate RK4 and scipy's RK23 at default tolerances, which the "
+            "paper's code integrates with. On accurate Lorenz-63 data the paper's ridge gives a "
+            "closed loop that diverges; its figures hold on the RK23 data."
+        ),
+        "`python3 benches/python/ngrc_forecast.py` (with the package installed, and scipy)",
+    ),
+    "sequence_representations": (
+        "Sequence classification by representation",
+        (
+            "Every representation of a sequence's states on the bundled real datasets "
+            "(examples/data: Japanese Vowels, handwritten digits, BasicMotions, Epilepsy), each "
+            "given the same search: `reservoir sweep` over spectral radius, leak rate, input "
+            "scaling and ridge on 5 stratified folds of the training sequences (the grid of the "
+            "dataset's sweep.toml), the best refitted on every training sequence and scored "
+            "once on the test file. N = 500. For reference, Fawaz et al. (2019) report TWIESN "
+            "at 0.965 on Japanese Vowels."
+        ),
+        (
+            "`python3 benches/python/sequence_representations.py` (after `cargo build "
+            "--release -p reservoir-cli`)"
+        ),
+    ),
+    "representation_speed": (
+        "Sequence representations: what they cost",
+        (
+            "`reservoir fit` on synthetic sequences (8 channels, 5 classes, the set of "
+            "sequences_vs_reservoirpy.py; N = 500 as benches/python/esn500.toml) with each "
+            "representation: `fit_seconds` (from the weights to the last test prediction: the "
+            "runs, any projection's fit, the features and the one-hot readout's solve) and its "
+            "ratio to the last state's. With 75 components the model space has 5,700 features, "
+            "and the readout's solve on them takes most of the difference."
+        ),
+        (
+            "`python3 benches/python/sequence_representations.py --speed 10000,100 "
+            "[--device cpu|cuda] [--repeat R]`"
+        ),
+    ),
     "sequences_vs_reservoirpy": (
         "Sequence classification against ReservoirPy",
         (

@@ -249,7 +249,7 @@ pub mod model {
     use std::path::Path;
 
     use ndarray::Array2;
-    use reservoir_core::{cpu_reservoir, Reservoir};
+    use reservoir_core::{cpu_reservoir, Par, Reservoir};
     use reservoir_runtime::model::{Model, SequenceClassifier, SpikeModel};
     use reservoir_runtime::Result;
 
@@ -299,9 +299,9 @@ pub mod model {
         let mut accepted = false;
         if let Ok(model) = Model::load(&path) {
             resaves_the_same(&model, Model::save, Model::load);
-            if let Some(mut reservoir) = reservoir_of(&model.config, &model.weights) {
+            if let Ok(mut reservoir) = model.architecture.cpu(&model.weights, Par::Seq) {
                 let _ = reservoir.set_state(model.state.view());
-                let inputs = Array2::from_elem((3, model.config.input_size()), 0.5);
+                let inputs = Array2::from_elem((3, model.architecture.input_size()), 0.5);
                 if let Ok(states) = reservoir.run(inputs.view()) {
                     let _ = model.readout.predict(states.view());
                 }
@@ -320,8 +320,8 @@ pub mod model {
             resaves_the_same(&model, SequenceClassifier::save, SequenceClassifier::load);
             let steps = model.features.min_steps().max(1);
             if steps <= MAX_STEPS {
-                if let Some(mut reservoir) = reservoir_of(&model.config, &model.weights) {
-                    let inputs = Array2::from_elem((steps, model.config.input_size()), 0.25);
+                if let Ok(mut reservoir) = model.architecture.cpu(&model.weights, Par::Seq) {
+                    let inputs = Array2::from_elem((steps, model.architecture.input_size()), 0.25);
                     let _ = model.classify(reservoir.as_mut(), &[inputs.view()], &mut |_, _| {});
                 }
             }
@@ -335,7 +335,7 @@ pub mod model {
         config: &reservoir_core::ReservoirConfig,
         weights: &reservoir_core::ReservoirWeights,
     ) -> Option<Box<dyn Reservoir>> {
-        cpu_reservoir(config, weights.clone(), reservoir_core::Par::Seq).ok()
+        cpu_reservoir(config, weights.clone(), Par::Seq).ok()
     }
 
     /// A loaded model saves, the saved file loads, and saving that gives the same bytes

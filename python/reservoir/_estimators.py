@@ -42,8 +42,8 @@ _FLOATS = (
     "ridge",
     "model_ridge",
 )
-_STRINGS = ("activation", "weight_distribution", "precision", "device", "gpu_matmul")
-_BOOLEANS = ("bidirectional",)
+_STRINGS = ("activation", "weight_distribution", "precision", "device", "gpu_matmul", "kind")
+_BOOLEANS = ("bidirectional", "input_to_readout", "input_to_all")
 
 
 def _checked_type(name, value):
@@ -85,6 +85,15 @@ class _EchoStateEstimator(BaseEstimator):
             "devices": self.devices,
             "gpu_matmul": get("gpu_matmul"),
             "reservoir": {key: get(key) for key in _RESERVOIR_KEYS},
+            "model": {
+                "reservoir": get("kind"),
+                "input_to_readout": get("input_to_readout"),
+                "layers": self.layers,
+                "input_to_all": get("input_to_all"),
+                "readout_layers": self.readout_layers,
+                "nvar": self.nvar,
+                "plasticity": self.plasticity,
+            },
             "readout": {"ridge": get("ridge"), **self._readout_extra(get)},
             **self._extra_tables(get),
         }
@@ -185,7 +194,11 @@ class ESNRegressor(RegressorMixin, _EchoStateEstimator):
     `"cuda:N"`); `devices` (`"all"` or a list of GPU indices) splits a large dense
     reservoir's W over several GPUs; `gpu_matmul` (`"f32"`, `"tf32"` or `"f16"`) is the
     arithmetic of W·X where a GPU steps many series together (the tensor cores for the last
-    two; `"f16"` needs `activation="tanh"`).
+    two; `"f16"` needs `activation="tanh"`). The model's other parts are the `[model]` table's:
+    `kind` (`"echo_state"`, `"deep_echo_state"` with `layers`, a list of dicts of layer
+    settings, `input_to_all` and `readout_layers`, or `"nvar"` with `nvar`, a dict of
+    `delay`, `order` and `strides`), `input_to_readout` (the input beside the states in the
+    readout's features) and `plasticity` (a dict of intrinsic-plasticity settings).
     """
 
     def __init__(
@@ -204,6 +217,13 @@ class ESNRegressor(RegressorMixin, _EchoStateEstimator):
         seed=42,
         ridge=1e-6,
         washout=100,
+        kind="echo_state",
+        layers=None,
+        input_to_all=False,
+        readout_layers=None,
+        nvar=None,
+        input_to_readout=False,
+        plasticity=None,
         device="auto",
         devices=None,
         gpu_matmul="f32",
@@ -222,6 +242,13 @@ class ESNRegressor(RegressorMixin, _EchoStateEstimator):
         self.seed = seed
         self.ridge = ridge
         self.washout = washout
+        self.kind = kind
+        self.layers = layers
+        self.input_to_all = input_to_all
+        self.readout_layers = readout_layers
+        self.nvar = nvar
+        self.input_to_readout = input_to_readout
+        self.plasticity = plasticity
         self.device = device
         self.devices = devices
         self.gpu_matmul = gpu_matmul
@@ -370,7 +397,9 @@ class ESNClassifier(ClassifierMixin, _EchoStateEstimator):
     `devices` (`"all"` or a list of GPU indices) spreads the sequences over several GPUs,
     their ridge sums added through NCCL; `gpu_matmul` (`"f32"`, `"tf32"` or `"f16"`) is the
     arithmetic of W·X where a GPU steps many sequences together (the tensor cores for the
-    last two; `"f16"` needs `activation="tanh"`).
+    last two; `"f16"` needs `activation="tanh"`). `kind`, `layers`, `input_to_all`,
+    `readout_layers`, `nvar`, `input_to_readout` and `plasticity` describe the model as for
+    `ESNRegressor`.
     """
 
     def __init__(
@@ -394,6 +423,13 @@ class ESNClassifier(ClassifierMixin, _EchoStateEstimator):
         bidirectional=False,
         components=0,
         model_ridge=1.0,
+        kind="echo_state",
+        layers=None,
+        input_to_all=False,
+        readout_layers=None,
+        nvar=None,
+        input_to_readout=False,
+        plasticity=None,
         device="auto",
         devices=None,
         gpu_matmul="f32",
@@ -417,6 +453,13 @@ class ESNClassifier(ClassifierMixin, _EchoStateEstimator):
         self.bidirectional = bidirectional
         self.components = components
         self.model_ridge = model_ridge
+        self.kind = kind
+        self.layers = layers
+        self.input_to_all = input_to_all
+        self.readout_layers = readout_layers
+        self.nvar = nvar
+        self.input_to_readout = input_to_readout
+        self.plasticity = plasticity
         self.device = device
         self.devices = devices
         self.gpu_matmul = gpu_matmul

@@ -31,6 +31,10 @@ def load(path):
     model = _engine.load(os.fspath(path))
     params = dict(model.reservoir_params)
     params.pop("input_size", None)
+    described = dict(model.model_params)
+    kind = described.pop("reservoir")
+    nvar = described.pop("nvar")
+    params.update(kind=kind, nvar=nvar if kind == "nvar" else None, **described)
     if isinstance(model, _engine.ClassifierModel):
         features = model.feature_params
         estimator = ESNClassifier(
@@ -38,6 +42,9 @@ def load(path):
             features=list(features["summaries"]),
             last_k=features["last_k"],
             warmup=features["warmup"],
+            bidirectional=features["bidirectional"],
+            components=features["components"],
+            model_ridge=features["model_ridge"],
         )
         classes = _labels_from_names(model.classes, model.label_dtype)
         estimator._adopt(model, np.unique(classes))

@@ -16,6 +16,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use pyo3::types::PyDict;
 use reservoir_core::features::FeatureParams;
+use reservoir_runtime::config::ModelParams;
 use reservoir_runtime::jobs::predict::{generate, predict_rows};
 use reservoir_runtime::jobs::sequences::{self, predict_series, Labelled, Series};
 use reservoir_runtime::model::{Model, SequenceClassifier, SEQUENCE_MAGIC, SPIKE_MAGIC};
@@ -191,7 +192,7 @@ impl SeriesModel {
         let inputs = views(&inputs);
         let (predictions, placed) = py.detach(|| {
             self.runner.with(
-                &self.model.config,
+                &self.model.architecture,
                 &self.model.weights,
                 device,
                 &inputs,
@@ -233,7 +234,7 @@ impl SeriesModel {
         let work: Vec<_> = context.iter().copied().collect();
         let (values, placed) = py.detach(|| {
             self.runner.with(
-                &self.model.config,
+                &self.model.architecture,
                 &self.model.weights,
                 device,
                 &work,
@@ -267,7 +268,13 @@ impl SeriesModel {
     /// The reservoir's parameters (a `[reservoir]` table).
     #[getter]
     fn reservoir_params<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        to_python(py, &self.model.config.to_params())
+        to_python(py, &ModelParams::describing(&self.model.architecture).0)
+    }
+
+    /// The model's reservoir kind, links and plasticity (a `[model]` table).
+    #[getter]
+    fn model_params<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_python(py, &ModelParams::describing(&self.model.architecture).1)
     }
 
     /// Names of the input columns.
@@ -315,7 +322,7 @@ impl ClassifierModel {
         let inputs = views(inputs);
         py.detach(|| {
             self.runner.with(
-                &self.model.config,
+                &self.model.architecture,
                 &self.model.weights,
                 device,
                 &inputs,
@@ -354,7 +361,13 @@ impl ClassifierModel {
     /// The reservoir's parameters (a `[reservoir]` table).
     #[getter]
     fn reservoir_params<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        to_python(py, &self.model.config.to_params())
+        to_python(py, &ModelParams::describing(&self.model.architecture).0)
+    }
+
+    /// The model's reservoir kind, links and plasticity (a `[model]` table).
+    #[getter]
+    fn model_params<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_python(py, &ModelParams::describing(&self.model.architecture).1)
     }
 
     /// What the readout sees of a sequence (a `[features]` table).

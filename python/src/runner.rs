@@ -6,7 +6,8 @@ use std::sync::Mutex;
 use ndarray::ArrayView2;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::PyResult;
-use reservoir_core::{Reservoir, ReservoirConfig, ReservoirWeights};
+use reservoir_core::architecture::{Architecture, ArchitectureWeights};
+use reservoir_core::Reservoir;
 use reservoir_runtime::{Device, Dispatch};
 
 use crate::arrays::workload;
@@ -25,13 +26,13 @@ struct Built {
 }
 
 impl Runner {
-    /// Runs `body` on the reservoir of `config` and `weights` on `device` (built when none is
-    /// kept for it; `sequences` are the work `auto` weighs); returns its result and where it
-    /// ran (`cpu`, `cuda:N`).
+    /// Runs `body` on the reservoir `architecture` describes, on its `weights`, on `device`
+    /// (built when none is kept for it; `sequences` are the work `auto` weighs); returns its
+    /// result and where it ran (`cpu`, `cuda:N`).
     pub fn with<T>(
         &self,
-        config: &ReservoirConfig,
-        weights: &ReservoirWeights,
+        architecture: &Architecture,
+        weights: &ArchitectureWeights,
         device: Device,
         sequences: &[ArrayView2<f64>],
         body: impl FnOnce(&mut dyn Reservoir) -> PyResult<T>,
@@ -43,7 +44,7 @@ impl Runner {
         if built.as_ref().is_none_or(|b| b.asked != device) {
             let mut dispatch = Dispatch::new(device);
             let reservoir = dispatch
-                .echo_state(config, weights.clone(), workload(sequences))
+                .build(architecture, weights, workload(sequences))
                 .py_err()?;
             let placed = placed(&dispatch);
             *built = Some(Built {

@@ -95,6 +95,36 @@ def test_classifier_representations(labelled):
         ESNClassifier(size=10, components=21, bidirectional=True, device="cpu").fit(X, y)
 
 
+@pytest.mark.parametrize(
+    "model",
+    [
+        dict(kind="deep_echo_state", layers=[dict(size=60), dict(size=40, leak_rate=0.5)]),
+        dict(kind="nvar", nvar=dict(delay=3, order=2)),
+        dict(input_to_readout=True, plasticity=dict(learning_rate=1e-3)),
+    ],
+)
+def test_every_model_kind_fits_pickles_and_loads(narma, tmp_path, model):
+    u, y = narma
+    fitted = ESNRegressor(**SMALL, **model).fit(u[:1000], y[:1000])
+    assert fitted.score(u[1000:1500], y[1000:1500]) > 0.5
+    again = pickle.loads(pickle.dumps(fitted))
+    assert np.array_equal(again.predict(u[1000:1200]), fitted.predict(u[1000:1200]))
+    reservoir.save(fitted, tmp_path / "model.bin")
+    loaded = reservoir.load(tmp_path / "model.bin")
+    assert loaded.get_params()["kind"] == fitted.kind
+    assert np.array_equal(loaded.predict(u[1000:1200]), fitted.predict(u[1000:1200]))
+
+
+def test_model_parameters_are_checked(narma):
+    u, y = narma
+    with pytest.raises(ValueError, match="model.layers"):
+        ESNRegressor(**SMALL, kind="deep_echo_state").fit(u[:300], y[:300])
+    with pytest.raises(ValueError, match="model.plasticity"):
+        ESNRegressor(**SMALL, kind="nvar", plasticity=dict()).fit(u[:300], y[:300])
+    with pytest.raises(TypeError, match="input_to_readout"):
+        ESNRegressor(**SMALL, input_to_readout=1).fit(u[:300], y[:300])
+
+
 def test_classifier_keeps_label_types(labelled):
     X, y = labelled
     numeric = np.where(y == "up", 1, 0)

@@ -6,6 +6,7 @@ mod common;
 
 mod batched_parity;
 mod collectives;
+mod architectures_parity;
 mod conformance;
 mod device_faults;
 mod encoding_detection_parity;

@@ -229,7 +229,7 @@ fn fit_series_file(args: &FitArgs, inputs: Vec<String>, targets: Vec<String>) ->
         test: args.test.as_ref().map(|p| p.display().to_string()),
         inputs,
         targets,
-        size: outcome.model.config.size(),
+        size: outcome.model.architecture.reservoir().state_size(),
         backend: device::only_placement(&dispatch),
         washout: config.readout().washout(),
         n_train: train_inputs.nrows(),

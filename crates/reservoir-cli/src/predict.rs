@@ -155,7 +155,7 @@ fn read_model_inputs(args: &PredictArgs, columns: &[String], k: usize) -> Result
 fn classify(args: &PredictArgs) -> Result<()> {
     let model =
         SequenceClassifier::load(&args.model).map_err(|e| CliError::reading("model file", e))?;
-    let file = read_model_inputs(args, &model.input_columns, model.config.input_size())?;
+    let file = read_model_inputs(args, &model.input_columns, model.architecture.input_size())?;
     let views: Vec<ArrayView2<f64>> = file.inputs.iter().map(|u| u.view()).collect();
     let mut dispatch = Dispatch::new(args.device.or(Device::Auto));
     let bar = progress::bar("classifying", views.len(), "sequences");
@@ -199,7 +199,7 @@ fn classify(args: &PredictArgs) -> Result<()> {
 
 /// `reservoir predict` with a series model on many series, each from the zero state.
 fn predict_many(args: &PredictArgs, model: Model) -> Result<()> {
-    let file = read_model_inputs(args, &model.input_columns, model.config.input_size())?;
+    let file = read_model_inputs(args, &model.input_columns, model.architecture.input_size())?;
     let views: Vec<ArrayView2<f64>> = file.inputs.iter().map(|u| u.view()).collect();
     let mut dispatch = Dispatch::new(args.device.or(Device::Auto));
     let bar = progress::bar("predicting", views.len(), "series");

@@ -34,9 +34,11 @@
 #![warn(missing_docs)]
 
 mod activation;
+pub mod architecture;
 mod bytes;
 pub mod checks;
 pub mod config;
+pub mod deep;
 pub mod detection;
 pub mod encoding;
 pub mod error;
@@ -46,10 +48,12 @@ pub mod fit;
 pub mod forecast;
 pub mod lanes;
 pub mod lif;
+pub mod links;
 pub mod memory;
 pub mod metrics;
 pub mod nvar;
 mod par;
+pub mod plasticity;
 pub mod random;
 pub mod readout;
 pub mod real;
@@ -63,8 +67,11 @@ pub use config::{
     Activation, Precision, ReadoutConfig, ReadoutParams, ReservoirConfig, ReservoirParams,
     WeightDistribution,
 };
+pub use deep::DeepReservoir;
 pub use error::{ConfigError, ReservoirError, Result};
 pub use esn::{cpu_reservoir, EchoStateNetwork};
+pub use links::WithInput;
+pub use nvar::NvarReservoir;
 pub use par::Par;
 pub use reservoir::Reservoir;
 pub use sparse::CsrMatrix;

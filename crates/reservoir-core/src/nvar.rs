@@ -21,14 +21,21 @@
 //! assert_eq!(features.row(1).to_vec(), vec![3.0, 2.0, 9.0, 6.0, 4.0]);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! [`NvarReservoir`] is the same features behind the [`Reservoir`] trait, so every job that
+//! runs a reservoir (fits, forecasts, many sequences) runs NVAR.
 
-use ndarray::{Array2, ArrayView2};
+use std::sync::Arc;
+
+use ndarray::{Array1, Array2, ArrayView1, ArrayView2, ArrayViewMut2};
 use serde::{Deserialize, Serialize};
 
-use crate::checks::check_inputs;
+use crate::checks::{check_inputs, check_run, check_state};
 use crate::config::{check, checked_conversions};
-use crate::error::{ConfigError, Result};
+use crate::error::{ConfigError, ReservoirError, Result};
 use crate::memory::try_vec;
+use crate::par::Par;
+use crate::reservoir::{run_on_threads, Reservoir, SequenceVisitor};
 
 /// Most features a step may have (linear and nonlinear together): a million f64 values a row.
 pub const MAX_FEATURES: usize = 1 << 20;
@@ -194,8 +201,9 @@ impl NvarConfig {
 #[derive(Debug, Clone)]
 pub struct Nvar {
     config: NvarConfig,
-    /// Index tuples of the monomials, `order` indices each, in ReservoirPy's order.
-    monomials: Vec<u32>,
+    /// Index tuples of the monomials, `order` indices each, in ReservoirPy's order (shared by
+    /// clones, which `run_many` runs sequences on).
+    monomials: Arc<[u32]>,
     /// The last `delay · strides` inputs, a ring: row `newest` is the latest.
     store: Array2<f64>,
     newest: usize,
@@ -223,10 +231,9 @@ impl Nvar {
         let store = try_vec("NVAR input store", rows * config.input_size(), 0.0)?;
         Ok(Self {
             config: config.clone(),
-            monomials,
-            store: Array2::from_shape_vec((rows, config.input_size()), store).map_err(|e| {
-                crate::error::ReservoirError::invalid("NVAR input store", e.to_string())
-            })?,
+            monomials: monomials.into(),
+            store: Array2::from_shape_vec((rows, config.input_size()), store)
+                .map_err(|e| ReservoirError::invalid("NVAR input store", e.to_string()))?,
             newest: 0,
         })
     }
@@ -249,39 +256,184 @@ impl Nvar {
     /// Inputs of the wrong width, not finite or beyond ±[`crate::checks::MAX_INPUT`]; out of
     /// memory for the features.
     pub fn run(&mut self, inputs: ArrayView2<f64>) -> Result<Array2<f64>> {
-        let k = self.config.input_size();
-        check_inputs(k, &inputs)?;
-        let (width, linear, order) = (
-            self.config.width(),
-            self.config.linear_width(),
-            self.config.order(),
-        );
-        let (rows, strides) = (self.store.nrows(), self.config.strides());
+        check_inputs(self.config.input_size(), &inputs)?;
+        let width = self.config.width();
         let mut values = try_vec("NVAR features", inputs.nrows() * width, 0.0)?;
         for (row, out) in inputs
             .rows()
             .into_iter()
             .zip(values.chunks_exact_mut(width))
         {
-            self.newest = (self.newest + rows - 1) % rows;
-            self.store.row_mut(self.newest).assign(&row);
-            for d in 0..self.config.delay() {
-                let past = self.store.row((self.newest + d * strides) % rows);
-                for (o, &v) in out[d * k..(d + 1) * k].iter_mut().zip(past) {
-                    *o = v;
-                }
-            }
-            let (lin, nonlin) = out.split_at_mut(linear);
-            for (o, tuple) in nonlin.iter_mut().zip(self.monomials.chunks_exact(order)) {
-                let mut product = lin[tuple[0] as usize];
-                for &i in &tuple[1..] {
-                    product *= lin[i as usize];
-                }
-                *o = product;
-            }
+            self.step(row, out);
         }
         Array2::from_shape_vec((inputs.nrows(), width), values)
-            .map_err(|e| crate::error::ReservoirError::invalid("NVAR features", e.to_string()))
+            .map_err(|e| ReservoirError::invalid("NVAR features", e.to_string()))
+    }
+
+    /// Takes in one input (K values, checked) and writes the features it gives to `out`
+    /// (width values).
+    fn step(&mut self, input: ArrayView1<f64>, out: &mut [f64]) {
+        let (k, linear, order) = (
+            self.config.input_size(),
+            self.config.linear_width(),
+            self.config.order(),
+        );
+        let (rows, strides) = (self.store.nrows(), self.config.strides());
+        self.newest = (self.newest + rows - 1) % rows;
+        self.store.row_mut(self.newest).assign(&input);
+        for d in 0..self.config.delay() {
+            let past = self.store.row((self.newest + d * strides) % rows);
+            for (o, &v) in out[d * k..(d + 1) * k].iter_mut().zip(past) {
+                *o = v;
+            }
+        }
+        let (lin, nonlin) = out.split_at_mut(linear);
+        for (o, tuple) in nonlin.iter_mut().zip(self.monomials.chunks_exact(order)) {
+            let mut product = lin[tuple[0] as usize];
+            for &i in &tuple[1..] {
+                product *= lin[i as usize];
+            }
+            *o = product;
+        }
+    }
+
+    /// Makes `linear` (a linear part: `delay · K` values, newest input first) the inputs seen,
+    /// where the store holds exactly those (`strides` 1); `false`, and nothing changed, where
+    /// it holds inputs between them that a linear part does not carry.
+    fn restore(&mut self, linear: &[f64]) -> bool {
+        if self.config.strides() != 1 {
+            return false;
+        }
+        let k = self.config.input_size();
+        for (mut row, values) in self
+            .store
+            .rows_mut()
+            .into_iter()
+            .zip(linear.chunks_exact(k))
+        {
+            for (s, &v) in row.iter_mut().zip(values) {
+                *s = v;
+            }
+        }
+        self.newest = 0;
+        true
+    }
+}
+
+/// NVAR as a [`Reservoir`]: N ([`Reservoir::size`]) is the feature width, K the input
+/// channels, and the states of a run are its features, one row a step.
+///
+/// **The state** is the last step's features (zero after [`Reservoir::reset`], as are the
+/// features of zero inputs), so that, as of every reservoir, it is the last row of a run. What
+/// the next steps depend on is the past inputs alone, and the linear part of the features is
+/// exactly those when `strides` is 1: [`Reservoir::set_state`] then restores the past inputs
+/// from the state's linear part, and `state` gives back the vector set (its nonlinear part
+/// plays no part in the next steps, being the monomials of the linear part in any state a run
+/// reaches). With `strides` above 1 the reservoir also remembers the inputs between those of
+/// the linear part, which no state of N values carries, so `set_state` is refused there.
+#[derive(Debug, Clone)]
+pub struct NvarReservoir {
+    nvar: Nvar,
+    /// The state: the last step's features, or the vector set.
+    features: Vec<f64>,
+    /// The threads `run_many` spreads sequences over.
+    par: Par,
+}
+
+impl NvarReservoir {
+    /// An NVAR reservoir with no inputs seen, running on one thread.
+    ///
+    /// # Errors
+    /// Out of memory for the monomials' indices, the store or the state.
+    pub fn new(config: &NvarConfig) -> Result<Self> {
+        Ok(Self {
+            nvar: Nvar::new(config)?,
+            features: try_vec("NVAR state", config.width(), 0.0)?,
+            par: Par::Seq,
+        })
+    }
+
+    /// Lets `run_many` run sequences on the threads of `par` (the same bits as on one).
+    pub fn with_par(mut self, par: Par) -> Self {
+        self.par = par;
+        self
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &NvarConfig {
+        self.nvar.config()
+    }
+}
+
+impl Reservoir for NvarReservoir {
+    fn size(&self) -> usize {
+        self.nvar.config().width()
+    }
+
+    fn input_size(&self) -> usize {
+        self.nvar.config().input_size()
+    }
+
+    fn par(&self) -> Par {
+        self.par
+    }
+
+    fn set_par(&mut self, par: Par) {
+        self.par = par;
+    }
+
+    fn reset(&mut self) -> Result<()> {
+        self.nvar.reset();
+        self.features.fill(0.0);
+        Ok(())
+    }
+
+    fn state(&self) -> Result<Array1<f64>> {
+        Ok(Array1::from(self.features.clone()))
+    }
+
+    /// Restores the past inputs from the state's linear part (see [`NvarReservoir`]).
+    ///
+    /// # Errors
+    /// As every reservoir's; and an invalid-input error, the state unchanged, when `strides`
+    /// is above 1.
+    fn set_state(&mut self, state: ArrayView1<f64>) -> Result<()> {
+        check_state(self.size(), &state)?;
+        let values = state.to_vec();
+        let linear = &values[..self.nvar.config().linear_width()];
+        if !self.nvar.restore(linear) {
+            return Err(ReservoirError::invalid(
+                "NVAR state",
+                format!(
+                    "with strides {} the NVAR remembers inputs that its features do not hold, \
+                     so no state of features can be set (only strides 1 allows set_state)",
+                    self.nvar.config().strides()
+                ),
+            ));
+        }
+        self.features = values;
+        Ok(())
+    }
+
+    fn run_into(&mut self, inputs: ArrayView2<f64>, mut states: ArrayViewMut2<f64>) -> Result<()> {
+        check_run(self.size(), self.input_size(), &inputs, &states)?;
+        for (row, mut out) in inputs.rows().into_iter().zip(states.rows_mut()) {
+            self.nvar.step(row, &mut self.features);
+            for (o, &f) in out.iter_mut().zip(&self.features) {
+                *o = f;
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs the sequences on clones sharing the monomials' indices, on the threads of
+    /// [`Reservoir::par`]: the same bits as one after another.
+    fn run_many(
+        &mut self,
+        sequences: &[ArrayView2<f64>],
+        visit: &mut SequenceVisitor<'_>,
+    ) -> Result<()> {
+        run_on_threads(self, sequences, visit)
     }
 }
 

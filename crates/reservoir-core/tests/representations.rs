@@ -37,7 +37,9 @@ fn reservoir() -> EchoStateNetwork<f64> {
         .seed(9)
         .check()
         .unwrap();
-    EchoStateNetwork::new(&config).unwrap().with_par(Par::rayon(2))
+    EchoStateNetwork::new(&config)
+        .unwrap()
+        .with_par(Par::rayon(2))
 }
 
 /// The definition: each sequence run alone from zero, forward (and reversed beside it).
@@ -68,12 +70,17 @@ fn by_definition(
 
 fn max_difference(a: &Array2<f64>, b: &Array2<f64>) -> f64 {
     assert_eq!(a.dim(), b.dim());
-    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f64::max)
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f64::max)
 }
 
 #[test]
 fn bidirectional_features_are_both_directions_side_by_side() {
-    let data = sequences(fresh_seed("bidirectional_features_are_both_directions_side_by_side"));
+    let data = sequences(fresh_seed(
+        "bidirectional_features_are_both_directions_side_by_side",
+    ));
     let mut esn = reservoir();
     let features = FeatureParams::new()
         .summaries(vec![Summary::Last, Summary::Mean])
@@ -118,7 +125,10 @@ fn projected_model_space_features_follow_their_definition() {
     assert_eq!((projection.input_width(), projection.components()), (80, 6));
     assert_eq!(features.width(40), 6 * 6 + 6 + 6);
     // Fitted again on the same sequences: the same bits.
-    assert_eq!(fit_features(&mut esn, &views(&data), &unfitted).unwrap(), features);
+    assert_eq!(
+        fit_features(&mut esn, &views(&data), &unfitted).unwrap(),
+        features
+    );
 
     let got = esn
         .sequence_features(&views(&data), &features, &mut |_, _| {})
@@ -137,7 +147,10 @@ fn projected_model_space_features_follow_their_definition() {
     let row = got.row(0);
     let weights = row.slice(s![..36]).into_shape_with_order((6, 6)).unwrap();
     let bias = row.slice(s![36..42]);
-    let fitted_next = projected.slice(s![1..projected.nrows() - 1, ..]).dot(&weights) + bias;
+    let fitted_next = projected
+        .slice(s![1..projected.nrows() - 1, ..])
+        .dot(&weights)
+        + bias;
     let residual = &fitted_next - &projected.slice(s![2.., ..]);
     let spread = projected.slice(s![2.., ..]).std(0.0);
     assert!(
@@ -167,7 +180,10 @@ fn too_many_components_and_too_short_sequences_are_named() {
         .sequence_features(&views(&short), &model_space, &mut |_, _| {})
         .unwrap_err()
         .to_string();
-    assert!(error.contains("sequence 1") && error.contains("at least 5"), "{error}");
+    assert!(
+        error.contains("sequence 1") && error.contains("at least 5"),
+        "{error}"
+    );
     assert!(FeatureParams::new().model_ridge(0.0).check().is_err());
     assert!(FeatureParams::new().model_ridge(f64::NAN).check().is_err());
 }

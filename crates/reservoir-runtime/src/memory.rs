@@ -5,25 +5,31 @@
 //! Each large buffer is also checked where it is allocated ([`reservoir_core::memory`]); the
 //! job's sum catches parts that fit alone but not together.
 
+use reservoir_core::architecture::Architecture;
 use reservoir_core::memory::{bytes_of, ensure_available, Bytes};
 use reservoir_core::readout::ridge_bytes;
 use reservoir_core::weights::weights_bytes;
-use reservoir_core::ReservoirConfig;
 
 use crate::error::Result;
 
-/// An out-of-memory error, before anything is drawn, when an echo-state reservoir of `config`
-/// and a ridge readout of `features` features (N for a series; more for a sequence
-/// classifier's features) onto `outputs` outputs, with `rows` × `features` values held, cannot
-/// fit in the memory available now together.
+/// An out-of-memory error, before anything is drawn, when the weights of `architecture`'s
+/// echo-state networks and a ridge readout of `features` features (N for a series; more for a
+/// sequence classifier's features) onto `outputs` outputs, with `rows` × `features` values
+/// held, cannot fit in the memory available now together.
 pub fn ensure_fit_fits(
-    config: &ReservoirConfig,
+    architecture: &Architecture,
     features: usize,
     outputs: usize,
     rows: usize,
 ) -> Result<()> {
+    let weights = architecture
+        .echo_state_configs()
+        .into_iter()
+        .fold(0u64, |sum, config| {
+            sum.saturating_add(weights_bytes(config))
+        });
     JobMemory::default()
-        .add("weights", weights_bytes(config))
+        .add("weights", weights)
         .add("ridge sums", ridge_bytes(features, outputs))
         .add("features", bytes_of(rows, features).saturating_mul(8))
         .ensure()

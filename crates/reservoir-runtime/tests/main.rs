@@ -3,6 +3,7 @@
 mod common;
 
 mod accuracy;
+mod architectures;
 mod config_round_trip;
 mod configs;
 mod csv_round_trip;

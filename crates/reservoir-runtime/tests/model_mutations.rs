@@ -2,6 +2,7 @@
 //! the header passes) is refused with an error or loads as a consistent model: it never
 //! panics, whatever byte was changed.
 
+use reservoir_core::architecture::{Architecture, ArchitectureWeights, ReservoirKind};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use ndarray::Array2;
@@ -28,8 +29,8 @@ fn series_model() -> Model {
     let readout = LinearReadout::new(Array2::from_elem((12, 1), 0.5), ndarray::arr1(&[0.1]))
         .expect("readout");
     Model {
-        config,
-        weights,
+        architecture: Architecture::new(ReservoirKind::EchoState(config)),
+        weights: ArchitectureWeights::EchoState(weights),
         readout,
         state: ndarray::Array1::zeros(12),
         input_columns: vec!["a".into(), "b".into()],
@@ -39,7 +40,9 @@ fn series_model() -> Model {
 
 fn classifier() -> SequenceClassifier {
     let Model {
-        config, weights, ..
+        architecture,
+        weights,
+        ..
     } = series_model();
     let features = FeatureParams::new()
         .summaries(vec![Summary::Last, Summary::MeanLast])
@@ -48,7 +51,7 @@ fn classifier() -> SequenceClassifier {
     let readout = LinearReadout::new(Array2::from_elem((24, 3), 0.5), ndarray::arr1(&[0.0; 3]))
         .expect("readout");
     SequenceClassifier {
-        config,
+        architecture,
         weights,
         features,
         readout,

@@ -2,14 +2,15 @@
 //! hyper-parameters and seed, saved and loaded, is the same model, predicts the same numbers
 //! bit for bit, and saves again to the same bytes.
 
+use reservoir_core::architecture::{Architecture, ArchitectureWeights, ReservoirKind};
 use std::path::Path;
 
 use ndarray::{Array1, Array2, ArrayView2};
 use proptest::prelude::*;
 use reservoir_core::features::{FeatureParams, Summary};
 use reservoir_core::fit::fit_ridge;
-use reservoir_core::reservoir::fit_features;
 use reservoir_core::readout::LinearReadout;
+use reservoir_core::reservoir::fit_features;
 use reservoir_core::{
     cpu_reservoir, Activation, Precision, ReadoutParams, Reservoir, ReservoirConfig,
     ReservoirParams, ReservoirWeights,
@@ -87,7 +88,10 @@ fn round_trip<M>(
 
 /// The predictions of a series model over `inputs`, from its saved state, as bits.
 fn predicted_bits(model: &Model, inputs: ArrayView2<'_, f64>) -> Vec<u64> {
-    let mut r = reservoir(&model.config, &model.weights);
+    let mut r = model
+        .architecture
+        .cpu(&model.weights, reservoir_core::Par::all())
+        .expect("reservoir");
     r.set_state(model.state.view()).expect("state");
     let states = r.run(inputs).expect("run");
     let predictions = model.readout.predict(states.view()).expect("predict");
@@ -117,8 +121,8 @@ proptest! {
             return Ok(());
         };
         let model = Model {
-            config,
-            weights,
+            architecture: Architecture::new(ReservoirKind::EchoState(config)),
+            weights: ArchitectureWeights::EchoState(weights),
             readout: fit.readout,
             state: r.state().expect("state"),
             input_columns: (0..k).map(|j| format!("u{j}")).collect(),
@@ -164,8 +168,8 @@ proptest! {
             return Ok(());
         };
         let model = SequenceClassifier {
-            config,
-            weights,
+            architecture: Architecture::new(ReservoirKind::EchoState(config)),
+            weights: ArchitectureWeights::EchoState(weights),
             features,
             readout,
             classes: Classes::from_names((0..classes).map(|c| format!("class {c}")).collect()).expect("classes"),
@@ -177,14 +181,15 @@ proptest! {
         prop_assert_eq!(&loaded, &model);
         prop_assert_eq!(first, second);
         let scores = |m: &SequenceClassifier| -> Vec<u64> {
-            let mut r = reservoir(&m.config, &m.weights);
+            let mut r = m.architecture.cpu(&m.weights, reservoir_core::Par::all()).expect("reservoir");
             let x = r.sequence_features(&views, &m.features, &mut |_, _| {}).expect("features");
             let y = m.readout.predict(x.view()).expect("predict");
             y.iter().map(|v| v.to_bits()).collect()
         };
         prop_assert_eq!(scores(&loaded), scores(&model));
         let classify = |m: &SequenceClassifier| {
-            m.classify(reservoir(&m.config, &m.weights).as_mut(), &views, &mut |_, _| {}).expect("classify")
+            let mut r = m.architecture.cpu(&m.weights, reservoir_core::Par::all()).expect("reservoir");
+            m.classify(r.as_mut(), &views, &mut |_, _| {}).expect("classify")
         };
         prop_assert_eq!(classify(&loaded), classify(&model));
     }

@@ -61,22 +61,21 @@ fn a_version_1_series_model_predicts_bit_for_bit_what_the_old_binary_did() {
     let path = fixture("series-v1.bin");
     assert_eq!(version_of(&path), 1);
     let model = Model::load(&path).unwrap();
-    assert_eq!(model.config.size(), 12);
-    assert_eq!(model.config.input_size(), 1);
-    assert_eq!(model.config.spectral_radius(), 0.9);
-    assert_eq!(model.config.leak_rate(), 0.5);
-    assert_eq!(model.config.seed(), 5);
+    let config = model.architecture.echo_state().unwrap();
+    assert_eq!(config.size(), 12);
+    assert_eq!(config.input_size(), 1);
+    assert_eq!(config.spectral_radius(), 0.9);
+    assert_eq!(config.leak_rate(), 0.5);
+    assert_eq!(config.seed(), 5);
     assert_eq!(model.input_columns, vec!["u".to_string()]);
     assert_eq!(model.target_columns, vec!["y".to_string()]);
 
     let u = column("test.csv", "u");
     let inputs = Array2::from_shape_vec((u.len(), 1), u).unwrap();
-    let mut reservoir = cpu_reservoir(
-        &model.config,
-        model.weights.clone(),
-        reservoir_core::Par::all(),
-    )
-    .unwrap();
+    let mut reservoir = model
+        .architecture
+        .cpu(&model.weights, reservoir_core::Par::all())
+        .unwrap();
     reservoir.set_state(model.state.view()).unwrap();
     let states = reservoir.run(inputs.view()).unwrap();
     let predictions = model.readout.predict(states.view()).unwrap();
@@ -173,12 +172,10 @@ fn classifies_as_the_old_binary(file: &str, classes: &str, version: u32) -> Sequ
         },
     )
     .unwrap();
-    let mut reservoir = cpu_reservoir(
-        &model.config,
-        model.weights.clone(),
-        reservoir_core::Par::all(),
-    )
-    .unwrap();
+    let mut reservoir = model
+        .architecture
+        .cpu(&model.weights, reservoir_core::Par::all())
+        .unwrap();
     let predicted = model
         .classify(reservoir.as_mut(), &file.input_views(), &mut |_, _| {})
         .unwrap();

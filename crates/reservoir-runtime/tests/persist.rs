@@ -1,5 +1,6 @@
 //! Model files: round trip, and clear errors for foreign, truncated and corrupted files.
 
+use reservoir_core::architecture::{Architecture, ArchitectureWeights, ReservoirKind};
 use std::fs;
 use std::path::PathBuf;
 
@@ -22,8 +23,8 @@ fn trained_model() -> Model {
     let u = Array2::from_shape_fn((300, 1), |(t, _)| (t as f64 * 0.2).sin());
     let fit = fit_ridge(r.as_mut(), u.view(), u.view(), &ReadoutConfig::default()).unwrap();
     Model {
-        config,
-        weights,
+        architecture: Architecture::new(ReservoirKind::EchoState(config)),
+        weights: ArchitectureWeights::EchoState(weights),
         readout: fit.readout,
         state: r.state().unwrap(),
         input_columns: vec!["u".into()],

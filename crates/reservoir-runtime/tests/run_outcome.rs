@@ -1,6 +1,7 @@
 //! `run::run_full`: progress calls, the kept model and the test data agree with the
 //! report, and `jobs::run::run` reports the same scores.
 
+use reservoir_core::architecture::ArchitectureWeights;
 use std::collections::BTreeMap;
 
 use reservoir_core::metrics::nrmse;
@@ -97,10 +98,11 @@ fn series_run_keeps_the_readout_and_the_test_predictions() {
         ),
         (&["u".to_string()][..], &["y".to_string()][..])
     );
-    assert_eq!(model.config.input_size(), 1);
+    assert_eq!(model.architecture.input_size(), 1);
     // The stored weights are the reservoir's, the ones the config and seed generate.
-    let (generated, _) = ReservoirWeights::generate(&model.config).unwrap();
-    assert_eq!(model.weights, generated);
+    let (generated, _) =
+        ReservoirWeights::generate(model.architecture.echo_state().unwrap()).unwrap();
+    assert_eq!(model.weights, ArchitectureWeights::EchoState(generated));
 }
 
 #[test]

@@ -15,7 +15,6 @@ pub use summaries::{features_of_runs, fit_features};
 
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2, ArrayViewMut2};
 
-
 use crate::checks::{check_inputs, check_pattern};
 use crate::error::Result;
 use crate::features::SequenceFeatures;

@@ -48,11 +48,16 @@ pub fn features_of_runs<R: Reservoir + ?Sized>(
         return both_directions(reservoir, sequences, features, progress);
     }
     let mut rows = Array2::zeros((total, features.width(n)));
-    each_state_matrix(reservoir, sequences, features.bidirectional(), &mut |index, states| {
-        features.write(states, index, rows.row_mut(index))?;
-        progress(index + 1, total);
-        Ok(())
-    })?;
+    each_state_matrix(
+        reservoir,
+        sequences,
+        features.bidirectional(),
+        &mut |index, states| {
+            features.write(states, index, rows.row_mut(index))?;
+            progress(index + 1, total);
+            Ok(())
+        },
+    )?;
     Ok(rows)
 }
 
@@ -67,7 +72,8 @@ fn both_directions<R: Reservoir + ?Sized>(
 ) -> Result<Array2<f64>> {
     let total = sequences.len();
     let one = features.one_direction();
-    let forward = reservoir.sequence_features(sequences, &one, &mut |d, _| progress(d / 2, total))?;
+    let forward =
+        reservoir.sequence_features(sequences, &one, &mut |d, _| progress(d / 2, total))?;
     let reversed = reversed_copies(sequences);
     let views: Vec<ArrayView2<f64>> = reversed.iter().map(|r| r.view()).collect();
     let backward = reservoir.sequence_features(&views, &one, &mut |d, _| {
@@ -80,7 +86,8 @@ fn both_directions<R: Reservoir + ?Sized>(
         parts.push(forward.slice(s![.., k * n..(k + 1) * n]));
         parts.push(backward.slice(s![.., k * n..(k + 1) * n]));
     }
-    concatenate(Axis(1), &parts).map_err(|e| ReservoirError::invalid("sequence features", e.to_string()))
+    concatenate(Axis(1), &parts)
+        .map_err(|e| ReservoirError::invalid("sequence features", e.to_string()))
 }
 
 /// Copies of `sequences` with their steps in reverse order.
@@ -167,8 +174,11 @@ pub fn fit_features<R: Reservoir + ?Sized>(
     let sample: Vec<ArrayView2<f64>> = sequences.iter().step_by(every).copied().collect();
     let mut sums = StateCovariance::new(width)?;
     let warmup = features.warmup();
-    each_state_matrix(reservoir, &sample, features.bidirectional(), &mut |_, states| {
-        sums.add(states.slice(s![warmup.min(states.nrows()).., ..]))
-    })?;
+    each_state_matrix(
+        reservoir,
+        &sample,
+        features.bidirectional(),
+        &mut |_, states| sums.add(states.slice(s![warmup.min(states.nrows()).., ..])),
+    )?;
     features.with_projection(sums.projection(features.components())?)
 }

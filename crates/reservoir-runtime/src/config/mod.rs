@@ -3,6 +3,7 @@
 //! file says) and [`ExperimentConfig`] (what `check()` made of it). One file serves `reservoir
 //! run`, `fit` and `sweep`, so a task's reservoir can be refitted on exported data unchanged.
 
+use reservoir_core::architecture::Architecture;
 use reservoir_core::detection::{DetectorOptions, DetectorParams};
 use reservoir_core::features::{FeatureParams, SequenceFeatures};
 use reservoir_core::lif::{LifConfig, LifParams};
@@ -16,11 +17,13 @@ use crate::device::{Device, Devices};
 use crate::error::{Result, RuntimeError};
 
 mod folds;
+mod model;
 mod spikes;
 mod sweep;
 mod task;
 
 pub use folds::Validation;
+pub use model::{ModelConfig, ModelParams, NvarTable, ReservoirChoice};
 pub use spikes::{SpikeClassificationOptions, SpikeClassificationParams};
 use sweep::check_gpu_matmul;
 pub use sweep::{SweepConfig, SweepParams, DEFAULT_FOLDS};
@@ -50,6 +53,8 @@ pub struct ExperimentParams {
     pub task: Option<TaskParams>,
     /// The `[reservoir]` table.
     pub reservoir: ReservoirParams,
+    /// The `[model]` table: the reservoir kind, links and plasticity.
+    pub model: ModelParams,
     /// The `[readout]` table.
     pub readout: ReadoutParams,
     /// The `[features]` table: what a sequence classifier's readout sees of each sequence.
@@ -75,6 +80,7 @@ pub struct ExperimentConfig {
     gpu_matmul: GemmMath,
     task: Option<TaskConfig>,
     reservoir: ReservoirConfig,
+    model: ModelConfig,
     readout: ReadoutConfig,
     features: SequenceFeatures,
     lif: Option<LifConfig>,
@@ -90,6 +96,7 @@ impl From<ExperimentConfig> for ExperimentParams {
             gpu_matmul: (config.gpu_matmul != GemmMath::F32).then_some(config.gpu_matmul),
             task: config.task.map(Into::into),
             reservoir: config.reservoir.into(),
+            model: config.model.into(),
             readout: config.readout.into(),
             features: config.features.into(),
             lif: config.lif.map(Into::into),
@@ -310,6 +317,7 @@ impl ExperimentParams {
             .reservoir
             .check()
             .map_err(|e| e.prefixed("reservoir"))?;
+        let model = self.model.check(&reservoir)?;
         let readout = self.readout.check().map_err(|e| e.prefixed("readout"))?;
         let features = self.features.check().map_err(|e| e.prefixed("features"))?;
         let lif = self
@@ -342,6 +350,7 @@ impl ExperimentParams {
             gpu_matmul,
             task,
             reservoir,
+            model,
             readout,
             features,
             lif,
@@ -403,6 +412,43 @@ impl ExperimentConfig {
     /// The `[reservoir]` table.
     pub fn reservoir(&self) -> &ReservoirConfig {
         &self.reservoir
+    }
+
+    /// The `[model]` table.
+    pub fn model(&self) -> &ModelConfig {
+        &self.model
+    }
+
+    /// The description of this config's model on `k` input channels: the `[model]` table's
+    /// reservoir kind and links, around the `[reservoir]` table's echo-state network.
+    ///
+    /// # Errors
+    /// A [`ConfigError`] naming the field that breaks a rule for this input width.
+    pub fn architecture(&self, k: usize) -> Result<Architecture, ConfigError> {
+        self.model.architecture(&self.reservoir, k)
+    }
+
+    /// The echo-state network a sweep's lanes vary, on `k` input channels: a sweep runs one
+    /// network alone, so the `[model]` table must keep its defaults.
+    ///
+    /// # Errors
+    /// A [`ConfigError`] naming `model` when it asks for another reservoir, a link or
+    /// plasticity; one naming the `[reservoir]` field that breaks a rule for `k` inputs.
+    pub fn lanes_base(&self, k: usize) -> Result<ReservoirConfig, ConfigError> {
+        let architecture = self.architecture(k)?;
+        match architecture.echo_state() {
+            Some(esn)
+                if !architecture.input_to_readout() && architecture.plasticity().is_none() =>
+            {
+                Ok(esn.clone())
+            }
+            _ => Err(ConfigError::new(
+                "model",
+                "a sweep varies one echo-state network: keep reservoir = \"echo_state\", \
+                 without input_to_readout or plasticity",
+                architecture.reservoir().name(),
+            )),
+        }
     }
 
     /// The `[readout]` table.

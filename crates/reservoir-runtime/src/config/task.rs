@@ -2,11 +2,12 @@
 
 use std::convert::Infallible;
 
+use reservoir_core::architecture::Architecture;
 use reservoir_core::lif::LifConfig;
 use reservoir_core::memory::bytes_of;
 use reservoir_core::readout::ridge_bytes;
 use reservoir_core::weights::weights_bytes;
-use reservoir_core::{ConfigError, ReadoutConfig, ReservoirConfig};
+use reservoir_core::{ConfigError, ReadoutConfig};
 use serde::{Deserialize, Serialize};
 
 use super::spikes::{self, SpikeClassificationOptions, SpikeClassificationParams};
@@ -180,7 +181,7 @@ impl TaskConfig {
     /// The host memory of a time-series task on the echo-state reservoir `esn` at its peak:
     /// weights, ridge sums, the task's rows and the test predictions (the spike task's is
     /// estimated by its own run).
-    pub(crate) fn memory(&self, esn: &ReservoirConfig, washout: usize) -> JobMemory {
+    pub(crate) fn memory(&self, architecture: &Architecture, washout: usize) -> JobMemory {
         let (rows, values, outputs, test) = match self {
             Task::Narma10 { train, test, .. } => (train + test, 4, 1, *test),
             Task::MackeyGlass { train, test, .. } => (train + test + 1, 4, 1, *test),
@@ -196,9 +197,15 @@ impl TaskConfig {
             ),
             Task::SpikeClassification(_) => (0, 0, 0, 0),
         };
+        let weights = architecture
+            .echo_state_configs()
+            .into_iter()
+            .fold(0u64, |sum, config| {
+                sum.saturating_add(weights_bytes(config))
+            });
         JobMemory::default()
-            .add("weights", weights_bytes(esn))
-            .add("ridge sums", ridge_bytes(esn.size(), outputs))
+            .add("weights", weights)
+            .add("ridge sums", ridge_bytes(architecture.size(), outputs))
             .add("task data", bytes_of(rows, values).saturating_mul(8))
             .add("predictions", bytes_of(test, outputs).saturating_mul(16))
     }

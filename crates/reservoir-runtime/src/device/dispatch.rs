@@ -5,9 +5,12 @@ use gpu_reservoir::{
     shards_pay, Collective, GemmMath, GpuDevice, GpuLaneRunner, GpuLifNetwork,
     GpuReservoirComputer, MultiGpuLaneRunner, ShardedReservoir, Startup, LANE_GROUP,
 };
+use reservoir_core::architecture::{Architecture, ArchitectureWeights};
 use reservoir_core::lanes::{CpuLaneRunner, LaneRunner};
 use reservoir_core::lif::{LifConfig, LifNetwork, LifWeights};
-use reservoir_core::{cpu_reservoir, Par, Reservoir, ReservoirConfig, ReservoirWeights};
+use reservoir_core::{
+    cpu_reservoir, Par, Reservoir, ReservoirConfig, ReservoirError, ReservoirWeights,
+};
 
 use super::cost::{Shape, Workload};
 use super::launch::Launch;
@@ -146,6 +149,34 @@ impl Dispatch {
             GpuReservoirComputer::from_weights(config, weights, &device)?
                 .with_batch_math(self.batch_math)?,
         ))
+    }
+
+    /// The reservoir `architecture` describes, on its `weights`, for a job of `work`: each
+    /// echo-state network placed as [`Dispatch::echo_state`] places it (the layers of a deep
+    /// stack each on its own), NVAR on the CPU, the links around them.
+    ///
+    /// # Errors
+    /// As [`Dispatch::echo_state`]; weights that do not fit the description.
+    pub fn build(
+        &mut self,
+        architecture: &Architecture,
+        weights: &ArchitectureWeights,
+        work: Workload,
+    ) -> Result<Box<dyn Reservoir>> {
+        // The first error of placing a network, kept whole (the builder's own is the core's).
+        let mut placing = None;
+        let built = architecture.build(weights, Par::all(), |config, w| {
+            self.echo_state(config, w, work).map_err(|e| {
+                let core = ReservoirError::invalid("reservoir", e.to_string());
+                placing.get_or_insert(e);
+                core
+            })
+        });
+        match (built, placing) {
+            (Ok(reservoir), _) => Ok(reservoir),
+            (Err(_), Some(e)) => Err(e),
+            (Err(e), None) => Err(e.into()),
+        }
     }
 
     /// The echo-state reservoir of a job of many sequences: on the CPU as

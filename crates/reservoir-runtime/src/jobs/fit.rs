@@ -9,13 +9,12 @@ use ndarray::{s, Array2, ArrayView2};
 
 use reservoir_core::fit::fit_ridge_with_progress;
 use reservoir_core::metrics::{nrmse, r2, rmse};
-use reservoir_core::ReservoirWeights;
 
 use super::predict::predict_rows;
 use super::sequences::{SeriesScores, StageProgress};
 use crate::config::ExperimentConfig;
 use crate::device::{Dispatch, Workload};
-use crate::error::{DataError, Result};
+use crate::error::{DataError, Result, RuntimeError};
 use crate::memory::ensure_fit_fits;
 use crate::model::Model;
 
@@ -90,26 +89,23 @@ pub fn fit_one_series(
     dispatch: &mut Dispatch,
     progress: &mut StageProgress<'_>,
 ) -> Result<OneSeriesOutcome> {
-    let reservoir_config = job
+    let architecture = job
         .config
-        .reservoir()
-        .to_params()
-        .input_size(job.input_columns.len())
-        .check()
-        .map_err(|e| e.prefixed("reservoir"))?;
+        .architecture(job.input_columns.len())
+        .map_err(RuntimeError::from)?;
     check_rows(job)?;
     ensure_fit_fits(
-        &reservoir_config,
-        reservoir_config.size(),
+        &architecture,
+        architecture.size(),
         job.target_columns.len(),
         0,
     )?;
     let started = Instant::now();
-    let (weights, _) = ReservoirWeights::generate(&reservoir_config)?;
     let (train, test) = (job.train, job.test);
+    let weights = architecture.generate(&[train.inputs])?;
     let rows = train.inputs.nrows() + test.map_or(0, |t| t.inputs.nrows());
     let work = Workload::single(rows);
-    let mut reservoir = dispatch.echo_state(&reservoir_config, weights.clone(), work)?;
+    let mut reservoir = dispatch.build(&architecture, &weights, work)?;
     let fit = fit_ridge_with_progress(
         reservoir.as_mut(),
         train.inputs,
@@ -140,7 +136,7 @@ pub fn fit_one_series(
     let (test, test_predictions) = tested.unzip();
     Ok(OneSeriesOutcome {
         model: Model {
-            config: reservoir_config,
+            architecture,
             weights,
             readout: fit.readout,
             state,

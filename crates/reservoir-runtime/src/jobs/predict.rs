@@ -55,7 +55,7 @@ pub fn predict_one_series(
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<Array2<f64>> {
     let work = Workload::single(inputs.nrows());
-    let mut reservoir = dispatch.echo_state(&model.config, model.weights.clone(), work)?;
+    let mut reservoir = dispatch.build(&model.architecture, &model.weights, work)?;
     if !reset {
         reservoir.set_state(model.state.view())?;
     }
@@ -117,7 +117,7 @@ pub fn predict_many_series(
     dispatch: &mut Dispatch,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<Vec<Array2<f64>>> {
-    let mut reservoir = dispatch.echo_state(&model.config, model.weights.clone(), work(inputs))?;
+    let mut reservoir = dispatch.build(&model.architecture, &model.weights, work(inputs))?;
     Ok(predict_series(
         reservoir.as_mut(),
         &model.readout,
@@ -137,7 +137,7 @@ pub fn classify_sequences(
     dispatch: &mut Dispatch,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<Vec<usize>> {
-    let mut reservoir = dispatch.echo_state(&model.config, model.weights.clone(), work(inputs))?;
+    let mut reservoir = dispatch.build(&model.architecture, &model.weights, work(inputs))?;
     Ok(model.classify(reservoir.as_mut(), inputs, progress)?)
 }
 

@@ -11,7 +11,7 @@ use reservoir_core::readout::SumScores;
 use reservoir_core::{ConfigError, ReservoirConfig, ReservoirError};
 use serde::Serialize;
 
-use super::run::{series_reservoir, series_task};
+use super::run::series_task;
 use crate::config::{ExperimentConfig, SweepConfig, TaskConfig};
 use crate::device::{Dispatch, Placement, Workload};
 use crate::error::Result;
@@ -232,7 +232,7 @@ fn sweep_in_batches(
         )
         .into());
     }
-    let base = series_reservoir(config)?;
+    let base = config.lanes_base(1)?;
     let lanes = sweep.lanes(&base)?;
     let ridges = sweep.ridges(config.readout());
     let rows = series_task(config, task)?;

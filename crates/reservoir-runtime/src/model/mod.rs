@@ -18,8 +18,9 @@
 //!
 //! A model holds what it computes, never where it ran: version 1 files also recorded the
 //! backend of the run, which loading ignores. Version 3 added the labels' type to the
-//! sequence classifier, version 4 its bidirectional, projected and model-space features; the
-//! other kinds are unchanged since version 2.
+//! sequence classifier; version 4 the model description (reservoir kind, links, plasticity)
+//! to the series model and the sequence classifier, and the classifier's bidirectional,
+//! projected and model-space features. The spike classifier is unchanged since version 2.
 
 use std::fs;
 use std::io::Read;
@@ -29,6 +30,7 @@ use ndarray::Array1;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+use reservoir_core::architecture::{Architecture, ArchitectureWeights, ReservoirKind};
 use reservoir_core::readout::LinearReadout;
 use reservoir_core::{ReservoirConfig, ReservoirError, ReservoirWeights};
 
@@ -52,14 +54,15 @@ pub const MAGIC: [u8; 8] = *b"RSVMODEL";
 pub const FORMAT_VERSION: u32 = 4;
 const HEADER_LEN: usize = 8 + 4 + 8 + 4;
 
-/// Everything needed to reproduce predictions: the reservoir, its weights, the trained readout,
-/// the state to continue from, and the names of the data columns it was trained on.
+/// Everything needed to reproduce predictions: the model's description, its weights, the
+/// trained readout, the state to continue from, and the names of the data columns it was
+/// trained on.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Model {
-    /// The reservoir configuration (seed included).
-    pub config: ReservoirConfig,
+    /// The model's description: its reservoir (seed included), links and plasticity.
+    pub architecture: Architecture,
     /// The reservoir's weights, stored rather than regenerated.
-    pub weights: ReservoirWeights,
+    pub weights: ArchitectureWeights,
     /// The trained readout.
     pub readout: LinearReadout,
     /// The reservoir state at the end of the last run (training, or test when given).
@@ -73,19 +76,19 @@ pub struct Model {
 }
 
 impl Model {
-    /// Checks that the parts fit together (sizes of config, weights, readout, state, names).
+    /// Checks that the parts fit together (the weights to the description; sizes of the
+    /// readout, state and names).
     pub fn validate(&self) -> Result<(), ReservoirError> {
-        let n = self.weights.size();
-        let consistent = self.config.size() == n
-            && self.config.input_size() == self.weights.input_size()
-            && self.readout.n_features() == n
+        self.architecture.check_weights(&self.weights)?;
+        let n = self.architecture.size();
+        let consistent = self.readout.n_features() == n
             && self.state.len() == n
-            && self.input_columns.len() == self.weights.input_size()
+            && self.input_columns.len() == self.architecture.input_size()
             && self.target_columns.len() == self.readout.n_outputs();
         if !consistent {
             return Err(ReservoirError::invalid(
                 "model",
-                "config, weights, readout, state and column names disagree on sizes",
+                "reservoir, readout, state and column names disagree on sizes",
             ));
         }
         Ok(())
@@ -146,9 +149,35 @@ fn in_memory(message: String) -> RuntimeError {
     }
 }
 
+/// A series model of format versions 2 and 3: one echo-state network.
+#[derive(Deserialize)]
+struct ModelV3 {
+    config: ReservoirConfig,
+    weights: ReservoirWeights,
+    readout: LinearReadout,
+    state: Array1<f64>,
+    #[serde(deserialize_with = "text::list")]
+    input_columns: Vec<String>,
+    #[serde(deserialize_with = "text::list")]
+    target_columns: Vec<String>,
+}
+
+impl From<ModelV3> for Model {
+    fn from(old: ModelV3) -> Self {
+        Model {
+            architecture: Architecture::new(ReservoirKind::EchoState(old.config)),
+            weights: ArchitectureWeights::EchoState(old.weights),
+            readout: old.readout,
+            state: old.state,
+            input_columns: old.input_columns,
+            target_columns: old.target_columns,
+        }
+    }
+}
+
 impl From<legacy::ModelV1> for Model {
     fn from(old: legacy::ModelV1) -> Self {
-        Model {
+        ModelV3 {
             config: old.config.0,
             weights: old.weights,
             readout: old.readout,
@@ -156,6 +185,7 @@ impl From<legacy::ModelV1> for Model {
             input_columns: old.input_columns,
             target_columns: old.target_columns,
         }
+        .into()
     }
 }
 
@@ -268,7 +298,7 @@ impl Versioned for Model {
     ) -> std::result::Result<(Self, usize), bincode::error::DecodeError> {
         match version {
             1 => decode::<legacy::ModelV1>(payload).map(|(old, used)| (old.into(), used)),
-            _ => decode::<Self>(payload),
+            _ => decode::<ModelV3>(payload).map(|(old, used)| (old.into(), used)),
         }
     }
 }

@@ -7,6 +7,7 @@ use ndarray::ArrayView2;
 use serde::{Deserialize, Serialize};
 
 use bincode::error::DecodeError;
+use reservoir_core::architecture::{Architecture, ArchitectureWeights, ReservoirKind};
 use reservoir_core::features::{FeatureParams, SequenceFeatures, Summary};
 use reservoir_core::readout::LinearReadout;
 use reservoir_core::{Reservoir, ReservoirConfig, ReservoirError, ReservoirWeights};
@@ -28,10 +29,11 @@ pub const SEQUENCE_MAGIC: [u8; 8] = *b"RSVSEQCL";
 /// states are summarized by `features`, and the class is the readout's largest output.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SequenceClassifier {
-    /// The echo-state reservoir's configuration (`input_size` = the input columns).
-    pub config: ReservoirConfig,
+    /// The model's description: its reservoir (`input_size` = the input columns), links and
+    /// plasticity.
+    pub architecture: Architecture,
     /// The reservoir's weights, stored rather than regenerated.
-    pub weights: ReservoirWeights,
+    pub weights: ArchitectureWeights,
     /// How a sequence's states become the readout's features.
     pub features: SequenceFeatures,
     /// One-hot ridge readout: features → one output per class.
@@ -92,10 +94,7 @@ struct SequenceClassifierV3 {
 }
 
 impl Versioned for SequenceClassifier {
-    fn decode_old(
-        version: u32,
-        payload: &[u8],
-    ) -> std::result::Result<(Self, usize), DecodeError> {
+    fn decode_old(version: u32, payload: &[u8]) -> std::result::Result<(Self, usize), DecodeError> {
         let (old, used) = match version {
             1 | 2 => {
                 let (v2, used) = decode::<SequenceClassifierV2>(payload)?;
@@ -113,8 +112,8 @@ impl Versioned for SequenceClassifier {
             _ => decode::<SequenceClassifierV3>(payload)?,
         };
         let model = SequenceClassifier {
-            config: old.config,
-            weights: old.weights,
+            architecture: Architecture::new(ReservoirKind::EchoState(old.config)),
+            weights: ArchitectureWeights::EchoState(old.weights),
             features: old.features.into_features()?,
             readout: old.readout,
             classes: old.classes,
@@ -126,12 +125,11 @@ impl Versioned for SequenceClassifier {
 }
 
 impl SequenceClassifier {
-    /// Checks that the parts fit together (inputs, units, features, classes).
+    /// Checks that the parts fit together (weights, inputs, units, features, classes).
     pub fn validate(&self) -> Result<(), ReservoirError> {
-        let n = self.weights.size();
-        let consistent = self.config.size() == n
-            && self.config.input_size() == self.weights.input_size()
-            && self.input_columns.len() == self.weights.input_size()
+        self.architecture.check_weights(&self.weights)?;
+        let n = self.architecture.size();
+        let consistent = self.input_columns.len() == self.architecture.input_size()
             && self.readout.n_features() == self.features.width(n)
             && self
                 .features
@@ -142,7 +140,7 @@ impl SequenceClassifier {
         if !consistent {
             return Err(ReservoirError::invalid(
                 "sequence classifier",
-                "config, weights, features, readout, classes and columns disagree on sizes",
+                "reservoir, features, readout, classes and columns disagree on sizes",
             ));
         }
         Ok(())

@@ -17,7 +17,7 @@ use crate::model::{Model, SpikeModel};
 mod series;
 mod spike_task;
 
-pub(crate) use series::{series_reservoir, series_task};
+pub(crate) use series::series_task;
 
 /// One named figure of a report.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -2,13 +2,13 @@
 
 use std::time::Instant;
 
-use ndarray::{s, Array1};
+use ndarray::{s, Array1, ArrayView2};
 
 use reservoir_core::fit::fit_ridge_with_progress;
 use reservoir_core::forecast::closed_loop;
 use reservoir_core::metrics::{nrmse, r2, rmse};
 use reservoir_core::readout::LinearReadout;
-use reservoir_core::{ConfigError, Reservoir, ReservoirConfig, ReservoirWeights};
+use reservoir_core::{ConfigError, Reservoir, ReservoirError};
 
 use super::{figure, ExperimentReport, Figure, RunHooks, RunOutcome, TestSeries, TrainedModel};
 use crate::config::{ExperimentConfig, TaskConfig};
@@ -43,11 +43,6 @@ pub(crate) struct SeriesTask {
     pub(crate) washout: usize,
     /// Mackey–Glass: the series the rows come from (one row longer), for the forecast.
     pub(crate) series: Option<Array1<f64>>,
-}
-
-/// The `[reservoir]` table as the time-series tasks run it: one input channel.
-pub(crate) fn series_reservoir(config: &ExperimentConfig) -> Result<ReservoirConfig> {
-    Ok(config.reservoir().to_params().input_size(1).check()?)
 }
 
 /// The protocol of the memory-capacity task: its washout covers the largest delay.
@@ -125,12 +120,30 @@ pub(super) fn run(
     hooks: &mut RunHooks<'_>,
 ) -> Result<RunOutcome> {
     let start = Instant::now();
-    let esn_config = series_reservoir(config)?;
-    task.memory(&esn_config, config.readout().washout())
+    let architecture = config.architecture(1)?;
+    task.memory(&architecture, config.readout().washout())
         .ensure()?;
-    let (weights, _) = ReservoirWeights::generate(&esn_config)?;
+    let rows = match task {
+        TaskConfig::MemoryCapacity { .. } => {
+            if architecture.plasticity().is_some() {
+                return Err(ConfigError::new(
+                    "model.plasticity",
+                    "is not applied by the memory_capacity task (its inputs are drawn as it runs)",
+                    "a [model.plasticity] table",
+                )
+                .into());
+            }
+            None
+        }
+        task => Some(series_task(config, task)?),
+    };
+    let training: Vec<ArrayView2<f64>> = rows
+        .iter()
+        .map(|r| r.data.inputs.slice(s![..r.train_rows, ..]))
+        .collect();
+    let weights = architecture.generate(&training)?;
     let work = task.workload(config.readout().washout());
-    let mut reservoir = dispatch.echo_state(&esn_config, weights.clone(), work)?;
+    let mut reservoir = dispatch.build(&architecture, &weights, work)?;
     let mut timings = vec![figure("setup_seconds", start.elapsed().as_secs_f64())];
     let mut metrics = Vec::new();
     let mut trained = None;
@@ -148,7 +161,9 @@ pub(super) fn run(
             "memory_capacity"
         }
         task => {
-            let rows = series_task(config, task)?;
+            let rows = rows.ok_or_else(|| {
+                ReservoirError::invalid("task", "the task's rows were not generated")
+            })?;
             let fitted = train_and_test(
                 config,
                 reservoir.as_mut(),
@@ -184,7 +199,7 @@ pub(super) fn run(
     };
     let report = ExperimentReport {
         task: kind.to_string(),
-        size: esn_config.size(),
+        size: architecture.reservoir().state_size(),
         metrics,
         timings,
     };
@@ -203,7 +218,7 @@ pub(super) fn run(
             ("x", "x_next")
         };
         Some(TrainedModel::Series(Model {
-            config: esn_config,
+            architecture,
             weights,
             readout: trained.readout,
             state: trained.final_state,

@@ -19,11 +19,12 @@ use serde::Serialize;
 pub use classify::{class_scores, fit_class_readout, ClassScores};
 pub use series::{add_series, check_series, predict_series, rows_after_washout};
 
+use reservoir_core::architecture::ArchitectureWeights;
 use reservoir_core::features::SequenceFeatures;
 use reservoir_core::metrics::{nrmse, r2, rmse};
 use reservoir_core::readout::RidgeAccumulator;
 use reservoir_core::reservoir::fit_features;
-use reservoir_core::{ReservoirConfig, ReservoirError, ReservoirWeights};
+use reservoir_core::ReservoirError;
 
 use crate::config::ExperimentConfig;
 use crate::device::{Built, Dispatch, Workload};
@@ -103,16 +104,6 @@ pub struct SeriesOutcome {
     pub fit_seconds: f64,
 }
 
-/// The reservoir config of `config` for `k` input columns.
-fn reservoir_config(config: &ExperimentConfig, k: usize) -> Result<ReservoirConfig> {
-    Ok(config
-        .reservoir()
-        .to_params()
-        .input_size(k)
-        .check()
-        .map_err(|e| e.prefixed("reservoir"))?)
-}
-
 /// An error unless every sequence has the steps `features` needs; `what` names the split.
 fn check_lengths(
     features: &SequenceFeatures,
@@ -162,7 +153,7 @@ pub fn fit_classifier(
     dispatch: &mut Dispatch,
     progress: &mut StageProgress<'_>,
 ) -> Result<ClassifierOutcome> {
-    let reservoir_config = reservoir_config(config, input_columns.len())?;
+    let architecture = config.architecture(input_columns.len())?;
     let classes = Classes::from_labels(train.labels)?;
     let train_labels = classes.indices(train.labels, train.ids)?;
     let test_labels = test.map(|t| classes.indices(t.labels, t.ids)).transpose()?;
@@ -172,52 +163,55 @@ pub fn fit_classifier(
         check_lengths(features, t.inputs, t.ids, "test")?;
     }
 
-    let n_features = features.width(reservoir_config.size());
+    let n_features = features.width(architecture.size());
     ensure_fit_fits(
-        &reservoir_config,
+        &architecture,
         n_features,
         classes.len(),
         train.inputs.len() + test.map_or(0, |t| t.inputs.len()),
     )?;
     let started = Instant::now();
-    let (weights, _) = ReservoirWeights::generate(&reservoir_config)?;
+    let weights = architecture.generate(train.inputs)?;
     let work = workload(&[train.inputs, test.map_or(&[], |t| t.inputs)]);
     let ridge = config.readout().ridge();
-    let (readout, train_predicted, features, mut reservoir) =
-        match dispatch.echo_state_spread(&reservoir_config, weights.clone(), work)? {
-            Built::One(mut reservoir) => {
-                let features = fit_features(reservoir.as_mut(), train.inputs, features)?;
-                let train_x =
-                    reservoir.sequence_features(train.inputs, &features, &mut |d, t| {
-                        progress("train", d, t)
-                    })?;
-                let readout =
-                    fit_class_readout(train_x.view(), &train_labels, classes.len(), ridge)?;
-                let predicted = predict_classes(&readout, train_x.view())?;
-                (readout, predicted, features, Built::One(reservoir))
-            }
-            Built::Spread(mut spread) => {
-                // Every rank fits the projection on the same sample with the same weights.
-                let features = match spread.reservoirs.first_mut() {
-                    Some(first) => fit_features(first, train.inputs, features)?,
-                    None => features.clone(),
-                };
-                let (readout, predicted) = spread::fit_spread(
-                    &mut spread,
-                    train.inputs,
-                    &train_labels,
-                    classes.len(),
-                    &features,
-                    ridge,
-                    &mut |d, t| progress("train", d, t),
-                )?;
-                progress("train", train.inputs.len(), train.inputs.len());
-                (readout, predicted, features, Built::Spread(spread))
-            }
-        };
+    // One echo-state network alone may spread over GPUs; any other model is built whole.
+    let built = match (&weights, architecture.echo_state()) {
+        (ArchitectureWeights::EchoState(w), Some(esn)) if !architecture.input_to_readout() => {
+            dispatch.echo_state_spread(esn, w.clone(), work)?
+        }
+        _ => Built::One(dispatch.build(&architecture, &weights, work)?),
+    };
+    let (readout, train_predicted, features, mut reservoir) = match built {
+        Built::One(mut reservoir) => {
+            let features = fit_features(reservoir.as_mut(), train.inputs, features)?;
+            let train_x = reservoir
+                .sequence_features(train.inputs, &features, &mut |d, t| progress("train", d, t))?;
+            let readout = fit_class_readout(train_x.view(), &train_labels, classes.len(), ridge)?;
+            let predicted = predict_classes(&readout, train_x.view())?;
+            (readout, predicted, features, Built::One(reservoir))
+        }
+        Built::Spread(mut spread) => {
+            // Every rank fits the projection on the same sample with the same weights.
+            let features = match spread.reservoirs.first_mut() {
+                Some(first) => fit_features(first, train.inputs, features)?,
+                None => features.clone(),
+            };
+            let (readout, predicted) = spread::fit_spread(
+                &mut spread,
+                train.inputs,
+                &train_labels,
+                classes.len(),
+                &features,
+                ridge,
+                &mut |d, t| progress("train", d, t),
+            )?;
+            progress("train", train.inputs.len(), train.inputs.len());
+            (readout, predicted, features, Built::Spread(spread))
+        }
+    };
     let train_scores = class_scores(&train_labels, &train_predicted, classes.len())?;
     let model = SequenceClassifier {
-        config: reservoir_config,
+        architecture,
         weights,
         features,
         readout,
@@ -277,19 +271,19 @@ pub fn fit_series(
     dispatch: &mut Dispatch,
     progress: &mut StageProgress<'_>,
 ) -> Result<SeriesOutcome> {
-    let reservoir_config = reservoir_config(config, input_columns.len())?;
+    let architecture = config.architecture(input_columns.len())?;
     let washout = config.readout().washout();
     check_series(train.inputs, train.targets, washout, train.ids)?;
     if let Some(t) = test {
         check_series(t.inputs, t.targets, washout, t.ids)?;
     }
-    let (n, m) = (reservoir_config.size(), target_columns.len());
+    let (n, m) = (architecture.size(), target_columns.len());
 
-    ensure_fit_fits(&reservoir_config, n, m, 0)?;
+    ensure_fit_fits(&architecture, n, m, 0)?;
     let started = Instant::now();
-    let (weights, _) = ReservoirWeights::generate(&reservoir_config)?;
+    let weights = architecture.generate(train.inputs)?;
     let work = workload(&[train.inputs, test.map_or(&[], |t| t.inputs)]);
-    let mut reservoir = dispatch.echo_state(&reservoir_config, weights.clone(), work)?;
+    let mut reservoir = dispatch.build(&architecture, &weights, work)?;
     // One series streams its sums beside its run (`add_series`), on a thread of their own.
     let sum_par = if train.inputs.len() == 1 {
         reservoir_core::Par::Seq
@@ -330,7 +324,7 @@ pub fn fit_series(
     let (test, test_predictions) = tested.unzip();
     Ok(SeriesOutcome {
         model: Model {
-            config: reservoir_config,
+            architecture,
             weights,
             readout: fit.readout,
             state: end_state,

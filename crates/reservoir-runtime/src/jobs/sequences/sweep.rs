@@ -17,8 +17,8 @@ use reservoir_core::reservoir::fit_features;
 use reservoir_core::{ConfigError, Reservoir, ReservoirError, ReservoirWeights};
 
 use super::{
-    add_series, check_lengths, check_series, class_scores, fit_class_readout, reservoir_config,
-    workload, Labelled, Series, StageProgress,
+    add_series, check_lengths, check_series, class_scores, fit_class_readout, workload, Labelled,
+    Series, StageProgress,
 };
 use crate::config::{ExperimentConfig, Validation};
 use crate::device::{Dispatch, Workload};
@@ -97,7 +97,7 @@ impl Grid {
             )
             .into());
         }
-        let base = reservoir_config(config, k)?;
+        let base = config.lanes_base(k)?;
         Ok(Self {
             lanes: sweep.lanes(&base).map_err(|e| e.prefixed("sweep"))?,
             ridges: sweep.ridges(config.readout()),

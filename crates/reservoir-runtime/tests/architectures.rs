@@ -1,0 +1,215 @@
+//! Every model kind of the `[model]` table, end to end through the jobs every front end calls:
+//! fitted, saved, loaded and predicting the same bits; its errors naming the field.
+
+use std::path::Path;
+
+use ndarray::{s, Array2, ArrayView2};
+use reservoir_core::architecture::{ArchitectureWeights, ReservoirKind};
+use reservoir_core::Par;
+use reservoir_runtime::config::ExperimentConfig;
+use reservoir_runtime::jobs::fit::{fit_one_series, OneSeries, SeriesPart};
+use reservoir_runtime::jobs::predict::predict_one_series;
+use reservoir_runtime::jobs::sequences::{fit_classifier, fit_series, Labelled, Series};
+use reservoir_runtime::model::{Model, SequenceClassifier};
+use reservoir_runtime::{Device, Dispatch};
+
+const BASE: &str = "
+[reservoir]
+size = 60
+spectral_radius = 0.9
+leak_rate = 0.5
+seed = 7
+
+[readout]
+ridge = 1e-6
+washout = 20
+";
+
+const DEEP: &str = "
+[model]
+reservoir = \"deep_echo_state\"
+input_to_readout = true
+
+[[model.layers]]
+size = 40
+spectral_radius = 0.9
+
+[[model.layers]]
+size = 30
+leak_rate = 0.5
+";
+
+const NVAR: &str = "
+[model]
+reservoir = \"nvar\"
+
+[model.nvar]
+delay = 3
+order = 2
+";
+
+const PLASTIC: &str = "
+[model]
+input_to_readout = true
+
+[model.plasticity]
+learning_rate = 1e-3
+";
+
+fn config(extra: &str) -> ExperimentConfig {
+    ExperimentConfig::from_toml(&format!("{BASE}{extra}"), "<test>").expect("config")
+}
+
+/// A sine and its square a step ahead: inputs (T × 2), targets (T × 1).
+fn series(t: usize, phase: f64) -> (Array2<f64>, Array2<f64>) {
+    let x = Array2::from_shape_fn((t + 1, 2), |(i, c)| {
+        ((i as f64 + phase) * 0.3 + c as f64).sin()
+    });
+    let y = Array2::from_shape_fn((t, 1), |(i, _)| x[[i + 1, 0]] * x[[i + 1, 1]]);
+    (x.slice(s![..t, ..]).to_owned(), y)
+}
+
+fn columns(names: &[&str]) -> Vec<String> {
+    names.iter().map(|n| n.to_string()).collect()
+}
+
+/// Fits one series with `extra` as the `[model]` table and returns the model and its test NRMSE.
+fn fit(extra: &str) -> (Model, f64) {
+    let config = config(extra);
+    let (u, y) = series(600, 0.0);
+    let (inputs, targets) = (columns(&["a", "b"]), columns(&["y"]));
+    let job = OneSeries {
+        config: &config,
+        origin: "<test>",
+        input_columns: &inputs,
+        target_columns: &targets,
+        train: SeriesPart {
+            source: Path::new("<train>"),
+            inputs: u.slice(s![..400, ..]),
+            targets: y.slice(s![..400, ..]),
+        },
+        test: Some(SeriesPart {
+            source: Path::new("<test>"),
+            inputs: u.slice(s![400.., ..]),
+            targets: y.slice(s![400.., ..]),
+        }),
+    };
+    let mut dispatch = Dispatch::new(Device::Cpu);
+    let outcome = fit_one_series(&job, &mut dispatch, &mut |_, _, _| {}).expect("fit");
+    (outcome.model, outcome.test.expect("scores").nrmse)
+}
+
+fn round_trips(model: &Model) {
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("model.bin");
+    model.save(&path).expect("save");
+    let loaded = Model::load(&path).expect("load");
+    assert_eq!(&loaded, model);
+    let (u, _) = series(50, 3.0);
+    let predict = |m: &Model| {
+        predict_one_series(m, u.view(), false, &mut Dispatch::new(Device::Cpu), &mut |_, _| {})
+            .expect("predict")
+    };
+    assert_eq!(predict(&loaded), predict(model));
+}
+
+#[test]
+fn every_model_kind_fits_saves_and_predicts_the_same_bits() {
+    let (esn, esn_nrmse) = fit("");
+    assert!(matches!(esn.architecture.reservoir(), ReservoirKind::EchoState(_)));
+    let (deep, deep_nrmse) = fit(DEEP);
+    let (nvar, nvar_nrmse) = fit(NVAR);
+    let (plastic, plastic_nrmse) = fit(PLASTIC);
+    for (model, nrmse) in [
+        (&esn, esn_nrmse),
+        (&deep, deep_nrmse),
+        (&nvar, nvar_nrmse),
+        (&plastic, plastic_nrmse),
+    ] {
+        assert!(nrmse < 0.2, "{}: NRMSE {nrmse}", model.architecture.reservoir().name());
+        round_trips(model);
+    }
+    // 70 units of the stack and the 2 inputs; NVAR's 6 + 21 features.
+    assert_eq!(deep.readout.n_features(), 72);
+    assert!(matches!(&deep.weights, ArchitectureWeights::DeepEchoState(layers) if layers.len() == 2));
+    assert_eq!(nvar.readout.n_features(), 27);
+    // Plasticity changed the weights the seed generates, and the fit is reproducible.
+    assert_ne!(plastic.weights, esn.weights);
+    assert_eq!(fit(PLASTIC).0, plastic);
+    assert_eq!(fit(DEEP).0, deep);
+}
+
+#[test]
+fn many_series_and_classifiers_take_every_kind() {
+    let data: Vec<(Array2<f64>, Array2<f64>)> = (0..6).map(|i| series(80, i as f64)).collect();
+    let inputs: Vec<ArrayView2<f64>> = data.iter().map(|(u, _)| u.view()).collect();
+    let targets: Vec<ArrayView2<f64>> = data.iter().map(|(_, y)| y.view()).collect();
+    let ids: Vec<String> = (0..6).map(|i| format!("s{i}")).collect();
+    let labels: Vec<String> = (0..6).map(|i| ["p", "q"][i % 2].to_string()).collect();
+    for extra in [DEEP, NVAR, PLASTIC] {
+        let config = config(extra);
+        let train = Series {
+            ids: &ids,
+            inputs: &inputs,
+            targets: &targets,
+        };
+        let mut dispatch = Dispatch::new(Device::Cpu);
+        let outcome = fit_series(
+            &config,
+            &columns(&["a", "b"]),
+            &columns(&["y"]),
+            train,
+            None,
+            &mut dispatch,
+            &mut |_, _, _| {},
+        )
+        .expect("many series");
+        assert!(outcome.train_nrmse < 0.3, "{extra}: {}", outcome.train_nrmse);
+
+        let labelled = Labelled {
+            ids: &ids,
+            inputs: &inputs,
+            labels: &labels,
+        };
+        let classifier = fit_classifier(
+            &config,
+            &columns(&["a", "b"]),
+            labelled,
+            Some(labelled),
+            &mut dispatch,
+            &mut |_, _, _| {},
+        )
+        .expect("classifier")
+        .model;
+        let bytes = classifier.to_bytes().expect("bytes");
+        let again = SequenceClassifier::from_bytes(&bytes, Path::new("<bytes>")).expect("load");
+        assert_eq!(again, classifier);
+        let mut reservoir = again.architecture.cpu(&again.weights, Par::Seq).expect("build");
+        let classes = again
+            .classify(reservoir.as_mut(), &inputs, &mut |_, _| {})
+            .expect("classify");
+        assert_eq!(classes.len(), 6);
+    }
+}
+
+#[test]
+fn model_tables_are_checked_and_sweeps_refuse_other_kinds() {
+    let error = |extra: &str| {
+        ExperimentConfig::from_toml(&format!("{BASE}{extra}"), "<test>")
+            .expect_err("refused")
+            .to_string()
+    };
+    assert!(error("[model]\nreservoir = \"deep_echo_state\"\n").contains("model.layers"));
+    assert!(error("[[model.layers]]\nsize = 10\n").contains("model.layers"));
+    let nvar = error("[model]\nreservoir = \"nvar\"\n[model.nvar]\norder = 0\n");
+    assert!(nvar.contains("model.nvar.order"), "{nvar}");
+    let plastic = error("[model]\nreservoir = \"nvar\"\n[model.plasticity]\n");
+    assert!(plastic.contains("model.plasticity"), "{plastic}");
+    let rate = error("[model.plasticity]\nlearning_rate = 2.0\n");
+    assert!(rate.contains("model.plasticity.learning_rate"), "{rate}");
+    let layer = error(&format!("{DEEP}\n[[model.layers]]\nleak_rate = 0.0\n"));
+    assert!(layer.contains("model.layers[2].leak_rate"), "{layer}");
+    let sweep = config(NVAR).lanes_base(2).expect_err("a sweep varies an echo-state network");
+    assert!(sweep.to_string().contains("model"), "{sweep}");
+    assert!(config("").lanes_base(2).is_ok());
+}
