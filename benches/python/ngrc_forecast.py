@@ -198,7 +198,7 @@ def main():
         )
         case = {
             "system": system, "truth": TRUTHS[truth], "k": s["delay"], "order": s["order"],
-            "constant": s["constant"], "ridge": s["ridge"], "dt": s["dt"],
+            "constant": "yes" if s["constant"] else "no", "ridge": s["ridge"], "dt": s["dt"],
             "train time": s["train"], "trials": a.trials, "seed": a.seed, "tool": tool,
         }
         vpt_metric, unit = f"VPT (error > {THRESHOLD})", "Lyapunov times"

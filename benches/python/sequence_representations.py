@@ -120,7 +120,7 @@ def speed(args):
     from sequences_vs_reservoirpy import make_synthetic
 
     b, steps = (int(v) for v in args.speed.split(","))
-    gpu = gpu_model() if args.device.startswith("cuda") else None
+    gpu = gpu_model() if args.device != "cpu" else None
     recorder = Recorder("representation_speed", gpu=gpu)
     base = tomllib.loads((REPO / "benches" / "python" / "esn500.toml").read_text("utf-8"))
     with tempfile.TemporaryDirectory() as workdir:

@@ -41,10 +41,14 @@ fn check(what: &str, gpu: &Array2<f64>, cpu: &Array2<f64>) {
 #[test]
 fn a_deep_stack_of_gpu_layers_runs_as_the_cpus() {
     let Some(device) = gpu() else { return };
-    let mut rng = ChaCha8Rng::seed_from_u64(fresh_seed("a_deep_stack_of_gpu_layers_runs_as_the_cpus"));
+    let mut rng =
+        ChaCha8Rng::seed_from_u64(fresh_seed("a_deep_stack_of_gpu_layers_runs_as_the_cpus"));
     let layers = vec![
         DeepEsnLayerParams::new().size(300).spectral_radius(0.9),
-        DeepEsnLayerParams::new().size(200).leak_rate(0.5).input_scaling(0.5),
+        DeepEsnLayerParams::new()
+            .size(200)
+            .leak_rate(0.5)
+            .input_scaling(0.5),
         DeepEsnLayerParams::new().size(100).spectral_radius(0.8),
     ];
     for input_to_all in [false, true] {
@@ -79,8 +83,12 @@ fn a_deep_stack_of_gpu_layers_runs_as_the_cpus() {
             .expect("features");
         check(
             "features of many sequences",
-            &on_gpu.sequence_features(&views, &features, &mut |_, _| {}).expect("gpu"),
-            &on_cpu.sequence_features(&views, &features, &mut |_, _| {}).expect("cpu"),
+            &on_gpu
+                .sequence_features(&views, &features, &mut |_, _| {})
+                .expect("gpu"),
+            &on_cpu
+                .sequence_features(&views, &features, &mut |_, _| {})
+                .expect("cpu"),
         );
     }
 }
@@ -118,8 +126,12 @@ fn bidirectional_projected_and_model_space_features_match_the_cpu() {
         .expect("features");
     check(
         "bidirectional last and mean",
-        &on_gpu.sequence_features(&views, &plain_bidirectional, &mut |_, _| {}).expect("gpu"),
-        &on_cpu.sequence_features(&views, &plain_bidirectional, &mut |_, _| {}).expect("cpu"),
+        &on_gpu
+            .sequence_features(&views, &plain_bidirectional, &mut |_, _| {})
+            .expect("gpu"),
+        &on_cpu
+            .sequence_features(&views, &plain_bidirectional, &mut |_, _| {})
+            .expect("cpu"),
     );
     // The projection fitted on the CPU's states, so both sides project the same way.
     let unfitted = FeatureParams::new()
@@ -131,7 +143,11 @@ fn bidirectional_projected_and_model_space_features_match_the_cpu() {
     let fitted = fit_features(on_cpu.as_mut(), &views, &unfitted).expect("projection");
     check(
         "bidirectional model space of 10 components",
-        &on_gpu.sequence_features(&views, &fitted, &mut |_, _| {}).expect("gpu"),
-        &on_cpu.sequence_features(&views, &fitted, &mut |_, _| {}).expect("cpu"),
+        &on_gpu
+            .sequence_features(&views, &fitted, &mut |_, _| {})
+            .expect("gpu"),
+        &on_cpu
+            .sequence_features(&views, &fitted, &mut |_, _| {})
+            .expect("cpu"),
     );
 }

@@ -4,9 +4,9 @@
 
 mod common;
 
+mod architectures_parity;
 mod batched_parity;
 mod collectives;
-mod architectures_parity;
 mod conformance;
 mod device_faults;
 mod encoding_detection_parity;

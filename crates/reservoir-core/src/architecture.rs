@@ -330,13 +330,24 @@ mod tests {
     use crate::plasticity::PlasticityParams;
 
     fn echo_state() -> ReservoirKind {
-        let config = ReservoirParams::new().size(30).input_size(2).seed(3).check();
+        let config = ReservoirParams::new()
+            .size(30)
+            .input_size(2)
+            .seed(3)
+            .check();
         ReservoirKind::EchoState(config.expect("config"))
     }
 
     fn deep() -> ReservoirKind {
-        let layers = vec![DeepEsnLayerParams::new().size(20), DeepEsnLayerParams::new().size(10)];
-        let config = DeepEsnParams::new().layers(layers).input_size(2).seed(3).check();
+        let layers = vec![
+            DeepEsnLayerParams::new().size(20),
+            DeepEsnLayerParams::new().size(10),
+        ];
+        let config = DeepEsnParams::new()
+            .layers(layers)
+            .input_size(2)
+            .seed(3)
+            .check();
         ReservoirKind::DeepEchoState(config.expect("config"))
     }
 
@@ -354,7 +365,10 @@ mod tests {
                 assert_eq!(architecture.generate(&[]).expect("again"), weights);
                 let reservoir = architecture.cpu(&weights, Par::Seq).expect("build");
                 let expected = size + if link { 2 } else { 0 };
-                assert_eq!((reservoir.size(), architecture.size()), (expected, expected));
+                assert_eq!(
+                    (reservoir.size(), architecture.size()),
+                    (expected, expected)
+                );
                 assert_eq!(reservoir.input_size(), 2);
             }
         }
@@ -374,7 +388,9 @@ mod tests {
             .expect("echo state");
         let inputs = ndarray::Array2::from_shape_fn((50, 2), |(t, c)| ((t + c) as f64).sin());
         let weights = adapted.generate(&[inputs.view()]).expect("adapted");
-        let plain = Architecture::new(echo_state()).generate(&[]).expect("plain");
+        let plain = Architecture::new(echo_state())
+            .generate(&[])
+            .expect("plain");
         assert_ne!(weights, plain);
         assert_eq!(adapted.generate(&[inputs.view()]).expect("again"), weights);
     }

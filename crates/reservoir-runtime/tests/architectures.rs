@@ -18,6 +18,8 @@ const BASE: &str = "
 size = 60
 spectral_radius = 0.9
 leak_rate = 0.5
+input_connectivity = 1.0
+bias_scaling = 0.2
 seed = 7
 
 [readout]
@@ -33,10 +35,13 @@ input_to_readout = true
 [[model.layers]]
 size = 40
 spectral_radius = 0.9
+input_connectivity = 1.0
+bias_scaling = 0.2
 
 [[model.layers]]
 size = 30
 leak_rate = 0.5
+bias_scaling = 0.2
 ";
 
 const NVAR: &str = "
@@ -60,7 +65,8 @@ fn config(extra: &str) -> ExperimentConfig {
     ExperimentConfig::from_toml(&format!("{BASE}{extra}"), "<test>").expect("config")
 }
 
-/// A sine and its square a step ahead: inputs (T × 2), targets (T × 1).
+/// Two sines and their product a step ahead: inputs (T × 2), targets (T × 1). The product is
+/// even in the inputs, so a reservoir needs a bias to give it.
 fn series(t: usize, phase: f64) -> (Array2<f64>, Array2<f64>) {
     let x = Array2::from_shape_fn((t + 1, 2), |(i, c)| {
         ((i as f64 + phase) * 0.3 + c as f64).sin()
@@ -107,8 +113,14 @@ fn round_trips(model: &Model) {
     assert_eq!(&loaded, model);
     let (u, _) = series(50, 3.0);
     let predict = |m: &Model| {
-        predict_one_series(m, u.view(), false, &mut Dispatch::new(Device::Cpu), &mut |_, _| {})
-            .expect("predict")
+        predict_one_series(
+            m,
+            u.view(),
+            false,
+            &mut Dispatch::new(Device::Cpu),
+            &mut |_, _| {},
+        )
+        .expect("predict")
     };
     assert_eq!(predict(&loaded), predict(model));
 }
@@ -116,7 +128,10 @@ fn round_trips(model: &Model) {
 #[test]
 fn every_model_kind_fits_saves_and_predicts_the_same_bits() {
     let (esn, esn_nrmse) = fit("");
-    assert!(matches!(esn.architecture.reservoir(), ReservoirKind::EchoState(_)));
+    assert!(matches!(
+        esn.architecture.reservoir(),
+        ReservoirKind::EchoState(_)
+    ));
     let (deep, deep_nrmse) = fit(DEEP);
     let (nvar, nvar_nrmse) = fit(NVAR);
     let (plastic, plastic_nrmse) = fit(PLASTIC);
@@ -126,12 +141,18 @@ fn every_model_kind_fits_saves_and_predicts_the_same_bits() {
         (&nvar, nvar_nrmse),
         (&plastic, plastic_nrmse),
     ] {
-        assert!(nrmse < 0.2, "{}: NRMSE {nrmse}", model.architecture.reservoir().name());
+        assert!(
+            nrmse < 0.2,
+            "{}: NRMSE {nrmse}",
+            model.architecture.reservoir().name()
+        );
         round_trips(model);
     }
     // 70 units of the stack and the 2 inputs; NVAR's 6 + 21 features.
     assert_eq!(deep.readout.n_features(), 72);
-    assert!(matches!(&deep.weights, ArchitectureWeights::DeepEchoState(layers) if layers.len() == 2));
+    assert!(
+        matches!(&deep.weights, ArchitectureWeights::DeepEchoState(layers) if layers.len() == 2)
+    );
     assert_eq!(nvar.readout.n_features(), 27);
     // Plasticity changed the weights the seed generates, and the fit is reproducible.
     assert_ne!(plastic.weights, esn.weights);
@@ -164,7 +185,11 @@ fn many_series_and_classifiers_take_every_kind() {
             &mut |_, _, _| {},
         )
         .expect("many series");
-        assert!(outcome.train_nrmse < 0.3, "{extra}: {}", outcome.train_nrmse);
+        assert!(
+            outcome.train_nrmse < 0.3,
+            "{extra}: {}",
+            outcome.train_nrmse
+        );
 
         let labelled = Labelled {
             ids: &ids,
@@ -184,7 +209,10 @@ fn many_series_and_classifiers_take_every_kind() {
         let bytes = classifier.to_bytes().expect("bytes");
         let again = SequenceClassifier::from_bytes(&bytes, Path::new("<bytes>")).expect("load");
         assert_eq!(again, classifier);
-        let mut reservoir = again.architecture.cpu(&again.weights, Par::Seq).expect("build");
+        let mut reservoir = again
+            .architecture
+            .cpu(&again.weights, Par::Seq)
+            .expect("build");
         let classes = again
             .classify(reservoir.as_mut(), &inputs, &mut |_, _| {})
             .expect("classify");
@@ -209,7 +237,9 @@ fn model_tables_are_checked_and_sweeps_refuse_other_kinds() {
     assert!(rate.contains("model.plasticity.learning_rate"), "{rate}");
     let layer = error(&format!("{DEEP}\n[[model.layers]]\nleak_rate = 0.0\n"));
     assert!(layer.contains("model.layers[2].leak_rate"), "{layer}");
-    let sweep = config(NVAR).lanes_base(2).expect_err("a sweep varies an echo-state network");
+    let sweep = config(NVAR)
+        .lanes_base(2)
+        .expect_err("a sweep varies an echo-state network");
     assert!(sweep.to_string().contains("model"), "{sweep}");
     assert!(config("").lanes_base(2).is_ok());
 }

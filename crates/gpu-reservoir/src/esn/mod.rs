@@ -70,6 +70,9 @@ pub struct GpuReservoirComputer {
     staging: Staging,
     /// Device buffers of a chunk, kept so that a run allocates nothing once they fit.
     chunk: ChunkBuffers,
+    /// The CPU threads the host's share of the work may use (summaries of states that come
+    /// back whole, [`reservoir_core::reservoir::features_of_runs`]).
+    host_par: Par,
 }
 
 impl GpuReservoirComputer {
@@ -127,6 +130,7 @@ impl GpuReservoirComputer {
             batch: None,
             staging: Staging::default(),
             chunk: ChunkBuffers::new(device, config.size(), config.input_size())?,
+            host_par: Par::Seq,
         })
     }
 
@@ -469,6 +473,15 @@ impl ChunkBuffers {
 impl Reservoir for GpuReservoirComputer {
     fn size(&self) -> usize {
         self.config.size()
+    }
+
+    /// The threads of the host's share of the work; the device's runs do not use them.
+    fn par(&self) -> Par {
+        self.host_par
+    }
+
+    fn set_par(&mut self, par: Par) {
+        self.host_par = par;
     }
 
     fn input_size(&self) -> usize {

@@ -273,7 +273,10 @@ fn layer_input<'a>(
 
 /// A zero array of `dim`, allocated fallibly.
 fn zeros(dim: (usize, usize), what: &str) -> Result<Array2<f64>> {
-    let values = try_vec(what, dim.0 * dim.1, 0.0)?;
+    let count = dim.0.checked_mul(dim.1).ok_or_else(|| {
+        ReservoirError::invalid(what, format!("{} × {} values is too many", dim.0, dim.1))
+    })?;
+    let values = try_vec(what, count, 0.0)?;
     Array2::from_shape_vec(dim, values).map_err(|e| ReservoirError::invalid(what, e))
 }
 

@@ -1,18 +1,21 @@
 //! The reservoir model space of one sequence: a ridge model of its state dynamics, whose
 //! weights and biases stand for the sequence (Bianchi et al., IEEE TNNLS 2020).
 
-use ndarray::{s, ArrayView2, ArrayViewMut1};
+use faer::linalg::solvers::Solve;
+use faer::{Mat, Side};
+use ndarray::{s, ArrayView2, ArrayViewMut1, Axis};
 
 use crate::error::{ReservoirError, Result};
-use crate::par::Par;
-use crate::readout::ridge_from_rows;
 
 /// Writes into `out` (d² + d values) the weights (d × d, row-major: input state × next state)
-/// and biases (d) of the ridge model, of strength `ridge`, predicting each row of `states`
-/// (R × d, R ≥ 2) from the row before.
+/// and biases (d) of the ridge model, of strength `ridge` (the biases not penalized),
+/// predicting each row of `states` (R × d, R ≥ 2) from the row before: on the centred rows,
+/// W = (XᵀX + ridge·I)⁻¹·XᵀY by Cholesky, b = ȳ − x̄·W. Small and called once per sequence,
+/// so it allocates only its d × d systems.
 ///
 /// # Errors
-/// Fewer than two states, `out` of another length, or a failed solve.
+/// Fewer than two states, `out` of another length, or a system that is not positive
+/// definite (a ridge too small for states this degenerate).
 pub(super) fn write(
     states: ArrayView2<f64>,
     ridge: f64,
@@ -28,16 +31,37 @@ pub(super) fn write(
     if out.len() != d * d + d {
         return Err(ReservoirError::shape("model space", d * d + d, out.len()));
     }
-    let model = ridge_from_rows(
-        states.slice(s![..rows - 1, ..]),
-        states.slice(s![1.., ..]),
-        ridge,
-        Par::Seq,
-    )?;
-    for (o, &w) in out.iter_mut().zip(model.weights().iter()) {
-        *o = w;
+    let (x, y) = (states.slice(s![..rows - 1, ..]), states.slice(s![1.., ..]));
+    let (Some(x_mean), Some(y_mean)) = (x.mean_axis(Axis(0)), y.mean_axis(Axis(0))) else {
+        return Err(ReservoirError::invalid("model space", "no state pairs"));
+    };
+    let (xc, yc) = (&x - &x_mean, &y - &y_mean);
+    let gram = xc.t().dot(&xc);
+    let cross = xc.t().dot(&yc);
+    let system = Mat::from_fn(d, d, |i, j| gram[[i, j]] + if i == j { ridge } else { 0.0 });
+    let mut weights = Mat::from_fn(d, d, |i, j| cross[[i, j]]);
+    let llt = system.llt(Side::Lower).map_err(|_| {
+        ReservoirError::invalid(
+            "model space",
+            format!("the state model's system is not positive definite (model_ridge {ridge})"),
+        )
+    })?;
+    llt.solve_in_place(weights.as_mut());
+    for i in 0..d {
+        for j in 0..d {
+            out[i * d + j] = weights[(i, j)];
+        }
     }
-    out.slice_mut(s![d * d..]).assign(model.intercept());
+    for j in 0..d {
+        let shift: f64 = (0..d).map(|i| x_mean[i] * weights[(i, j)]).sum();
+        out[d * d + j] = y_mean[j] - shift;
+    }
+    if out.iter().any(|v| !v.is_finite()) {
+        return Err(ReservoirError::invalid(
+            "model space",
+            "the state model is not finite",
+        ));
+    }
     Ok(())
 }
 

@@ -1,11 +1,13 @@
 //! The projection of states onto their principal components: the covariance of training
 //! states summed sequence by sequence, its leading eigenvectors, and their application.
 
-use faer::{Mat, Side};
-use ndarray::{linalg::general_mat_mul, Array1, Array2, ArrayView2, Axis};
+use faer::linalg::matmul::matmul;
+use faer::{Accum, Mat, MatRef, Side};
+use ndarray::{Array1, Array2, ArrayView2, Axis};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{ReservoirError, Result};
+use crate::par::Par;
 
 const WHAT: &str = "state projection";
 
@@ -93,24 +95,25 @@ impl Projection {
 pub struct StateCovariance {
     rows: usize,
     sum: Array1<f64>,
-    cross: Array2<f64>,
+    cross: Mat<f64>,
+    par: Par,
 }
 
 impl StateCovariance {
-    /// Empty sums for states of `width` columns.
+    /// Empty sums for states of `width` columns, their products on the threads of `par`.
     ///
     /// # Errors
     /// Out of memory for the width² cross products.
-    pub fn new(width: usize) -> Result<Self> {
+    pub fn new(width: usize, par: Par) -> Result<Self> {
         let cells = width.checked_mul(width).ok_or_else(|| {
             ReservoirError::invalid(WHAT, format!("states of {width} columns are too wide"))
         })?;
-        let cross = crate::memory::try_vec("state covariance", cells, 0.0)?;
+        crate::memory::ensure_available("the state covariance", (cells as u64).saturating_mul(8))?;
         Ok(Self {
             rows: 0,
             sum: Array1::zeros(width),
-            cross: Array2::from_shape_vec((width, width), cross)
-                .map_err(|e| ReservoirError::invalid(WHAT, e.to_string()))?,
+            cross: Mat::zeros(width, width),
+            par,
         })
     }
 
@@ -128,7 +131,19 @@ impl StateCovariance {
         }
         self.rows += states.nrows();
         self.sum += &states.sum_axis(Axis(0));
-        general_mat_mul(1.0, &states.t(), &states, 1.0, &mut self.cross);
+        let contiguous = states.as_standard_layout();
+        let Some(values) = contiguous.as_slice() else {
+            return Err(ReservoirError::invalid(WHAT, "states are not contiguous"));
+        };
+        let x = MatRef::from_row_major_slice(values, states.nrows(), states.ncols());
+        matmul(
+            self.cross.as_mut(),
+            Accum::Add,
+            x.transpose(),
+            x,
+            1.0,
+            self.par.faer(),
+        );
         Ok(())
     }
 
@@ -156,7 +171,7 @@ impl StateCovariance {
         let n = self.rows as f64;
         let mean = &self.sum / n;
         let covariance = Mat::from_fn(width, width, |i, j| {
-            (self.cross[[i, j]] - n * mean[i] * mean[j]) / (n - 1.0)
+            (self.cross[(i, j)] - n * mean[i] * mean[j]) / (n - 1.0)
         });
         let eigen = covariance
             .self_adjoint_eigen(Side::Lower)
@@ -193,7 +208,7 @@ mod tests {
             [0.0, 0.1],
             [-2.0, -2.1]
         ];
-        let mut sums = StateCovariance::new(2).expect("sums");
+        let mut sums = StateCovariance::new(2, Par::Seq).expect("sums");
         sums.add(states.slice(ndarray::s![..2, ..])).expect("add");
         sums.add(states.slice(ndarray::s![2.., ..])).expect("add");
         let projection = sums.projection(1).expect("fit");
@@ -205,7 +220,11 @@ mod tests {
         // Centred: the projections of the training states sum to zero.
         assert!(projected.sum().abs() < 1e-12);
         assert!(
-            sums.projection(3).is_err() && StateCovariance::new(2).unwrap().projection(1).is_err()
+            sums.projection(3).is_err()
+                && StateCovariance::new(2, Par::Seq)
+                    .unwrap()
+                    .projection(1)
+                    .is_err()
         );
         assert!(projection.apply(array![[1.0, 2.0, 3.0]].view()).is_err());
     }

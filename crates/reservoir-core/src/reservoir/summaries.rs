@@ -2,7 +2,8 @@
 //! as they go by, the time-reversed sequence's states beside the forward ones, a projection
 //! onto principal components (fitted here on training sequences), the model space.
 
-use ndarray::{concatenate, s, Array2, ArrayView2, Axis};
+use ndarray::{concatenate, s, Array1, Array2, ArrayView2, Axis};
+use rayon::prelude::*;
 
 use super::Reservoir;
 use crate::error::{ReservoirError, Result};
@@ -48,13 +49,40 @@ pub fn features_of_runs<R: Reservoir + ?Sized>(
         return both_directions(reservoir, sequences, features, progress);
     }
     let mut rows = Array2::zeros((total, features.width(n)));
-    each_state_matrix(
+    if features.is_plain() {
+        reservoir.run_many(sequences, &mut |index, states| {
+            features.write(states, index, rows.row_mut(index))?;
+            progress(index + 1, total);
+            Ok(())
+        })?;
+        return Ok(rows);
+    }
+    // A projection and a model space cost more than the runs: each chunk's sequences are
+    // summarized on the reservoir's threads, each on one.
+    let par = reservoir.par();
+    each_chunk(
         reservoir,
         sequences,
         features.bidirectional(),
-        &mut |index, states| {
-            features.write(states, index, rows.row_mut(index))?;
-            progress(index + 1, total);
+        &mut |first, states| {
+            let summarized: Vec<Result<Array1<f64>>> = states
+                .par_iter()
+                .enumerate()
+                .with_min_len(par.min_len(states.len()))
+                .map(|(i, states)| features.of(states.view(), first + i))
+                .collect();
+            for (i, row) in summarized.into_iter().enumerate() {
+                let row = row?;
+                if row.len() != rows.ncols() {
+                    return Err(ReservoirError::shape(
+                        "sequence features",
+                        rows.ncols(),
+                        row.len(),
+                    ));
+                }
+                rows.row_mut(first + i).assign(&row);
+            }
+            progress(first + states.len(), total);
             Ok(())
         },
     )?;
@@ -98,43 +126,44 @@ fn reversed_copies(sequences: &[ArrayView2<f64>]) -> Vec<Array2<f64>> {
         .collect()
 }
 
-/// Hands `visit` the states of each sequence (T × N, or T × 2N with the reversed sequence's
-/// states beside the forward ones when `bidirectional`), in order, every sequence run from the
-/// zero state; the sequences run in chunks of about [`CHUNK_VALUES`] state values.
-fn each_state_matrix<R: Reservoir + ?Sized>(
+/// Hands `visit` the states of the sequences, a chunk of about [`CHUNK_VALUES`] state values
+/// at a time: `(index of the chunk's first sequence, each one's states)`, T × N, or T × 2N
+/// with the reversed sequence's states beside the forward ones when `bidirectional`. Every
+/// sequence runs from the zero state.
+fn each_chunk<R: Reservoir + ?Sized>(
     reservoir: &mut R,
     sequences: &[ArrayView2<f64>],
     bidirectional: bool,
-    visit: &mut dyn FnMut(usize, ArrayView2<f64>) -> Result<()>,
+    visit: &mut dyn FnMut(usize, Vec<Array2<f64>>) -> Result<()>,
 ) -> Result<()> {
-    if !bidirectional {
-        return reservoir.run_many(sequences, visit);
-    }
-    let n = reservoir.size().max(1);
+    let width = reservoir.size().max(1) * if bidirectional { 2 } else { 1 };
     let mut first = 0;
     while first < sequences.len() {
         let mut end = first;
         let mut values = 0usize;
         while end < sequences.len() && (end == first || values < CHUNK_VALUES) {
-            values = values.saturating_add(sequences[end].nrows().saturating_mul(2 * n));
+            values = values.saturating_add(sequences[end].nrows().saturating_mul(width));
             end += 1;
         }
         let chunk = &sequences[first..end];
-        let mut forward: Vec<Array2<f64>> = Vec::with_capacity(chunk.len());
-        reservoir.run_many(chunk, &mut |_, states| {
-            forward.push(states.to_owned());
+        let mut states: Vec<Array2<f64>> = Vec::with_capacity(chunk.len());
+        reservoir.run_many(chunk, &mut |_, forward| {
+            states.push(forward.to_owned());
             Ok(())
         })?;
-        let reversed = reversed_copies(chunk);
-        let views: Vec<ArrayView2<f64>> = reversed.iter().map(|r| r.view()).collect();
-        reservoir.run_many(&views, &mut |i, backward| {
-            let forward = forward.get(i).ok_or_else(|| {
-                ReservoirError::invalid("run_many", "a sequence of the chunk was not run")
+        if bidirectional {
+            let reversed = reversed_copies(chunk);
+            let views: Vec<ArrayView2<f64>> = reversed.iter().map(|r| r.view()).collect();
+            reservoir.run_many(&views, &mut |i, backward| {
+                let forward = states.get_mut(i).ok_or_else(|| {
+                    ReservoirError::invalid("run_many", "a sequence of the chunk was not run")
+                })?;
+                *forward = concatenate(Axis(1), &[forward.view(), backward])
+                    .map_err(|e| ReservoirError::invalid("sequence features", e.to_string()))?;
+                Ok(())
             })?;
-            let both = concatenate(Axis(1), &[forward.view(), backward])
-                .map_err(|e| ReservoirError::invalid("sequence features", e.to_string()))?;
-            visit(first + i, both.view())
-        })?;
+        }
+        visit(first, states)?;
         first = end;
     }
     Ok(())
@@ -143,7 +172,7 @@ fn each_state_matrix<R: Reservoir + ?Sized>(
 /// `features` ready to compute: when they ask for principal components, the projection
 /// fitted on the states (forward beside reversed when bidirectional, after each sequence's
 /// warm-up) of training `sequences`, evenly spaced through them up to about
-/// [`PROJECTION_ROWS`] rows; otherwise the features as they are. The reservoir is left reset.
+/// 20,000 rows; otherwise the features as they are. The reservoir is left reset.
 ///
 /// # Errors
 /// More components than the states' width (naming `components`), a sequence too short for
@@ -172,13 +201,18 @@ pub fn fit_features<R: Reservoir + ?Sized>(
     let rows: usize = sequences.iter().map(|u| u.nrows()).sum();
     let every = rows.div_ceil(PROJECTION_ROWS).max(1);
     let sample: Vec<ArrayView2<f64>> = sequences.iter().step_by(every).copied().collect();
-    let mut sums = StateCovariance::new(width)?;
+    let mut sums = StateCovariance::new(width, reservoir.par())?;
     let warmup = features.warmup();
-    each_state_matrix(
+    each_chunk(
         reservoir,
         &sample,
         features.bidirectional(),
-        &mut |_, states| sums.add(states.slice(s![warmup.min(states.nrows()).., ..])),
+        &mut |_, chunk| {
+            for states in &chunk {
+                sums.add(states.slice(s![warmup.min(states.nrows()).., ..]))?;
+            }
+            Ok(())
+        },
     )?;
     features.with_projection(sums.projection(features.components())?)
 }

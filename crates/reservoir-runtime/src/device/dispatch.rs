@@ -145,10 +145,11 @@ impl Dispatch {
             }
             self.record_others(&[]);
         }
-        Ok(Box::new(
-            GpuReservoirComputer::from_weights(config, weights, &device)?
-                .with_batch_math(self.batch_math)?,
-        ))
+        let mut reservoir = GpuReservoirComputer::from_weights(config, weights, &device)?
+            .with_batch_math(self.batch_math)?;
+        // The host's share of the work (summaries of states that come back whole).
+        reservoir.set_par(Par::all());
+        Ok(Box::new(reservoir))
     }
 
     /// The reservoir `architecture` describes, on its `weights`, for a job of `work`: each
@@ -216,8 +217,11 @@ impl Dispatch {
                 .map(|device| {
                     let weights = weights.clone();
                     scope.spawn(move || {
-                        GpuReservoirComputer::from_weights(config, weights, device)?
-                            .with_batch_math(math)
+                        let mut reservoir =
+                            GpuReservoirComputer::from_weights(config, weights, device)?
+                                .with_batch_math(math)?;
+                        reservoir.set_par(Par::all());
+                        Ok::<_, gpu_reservoir::GpuError>(reservoir)
                     })
                 })
                 .collect();
