@@ -99,7 +99,7 @@ def test_classifier_representations(labelled):
     "model",
     [
         dict(kind="deep_echo_state", layers=[dict(size=60), dict(size=40, leak_rate=0.5)]),
-        dict(kind="nvar", nvar=dict(delay=3, order=2)),
+        dict(kind="nvar", nvar=dict(delay=10, order=2)),
         dict(input_to_readout=True, plasticity=dict(learning_rate=1e-3)),
     ],
 )
