@@ -14,7 +14,7 @@ use reservoir_core::architecture::{Architecture, ReservoirKind};
 use reservoir_core::deep::{DeepEsnLayerParams, DeepEsnParams};
 use reservoir_core::features::{FeatureParams, Summary};
 use reservoir_core::reservoir::fit_features;
-use reservoir_core::{Par, Precision, Reservoir, ReservoirParams};
+use reservoir_core::{Par, Precision, ReservoirParams};
 
 /// f32 states of the GPU and the CPU differ by their sum orders: the bound of
 /// `batched_parity.rs`, for states and for features summed from them.
