@@ -8,6 +8,7 @@ use rayon::prelude::*;
 use super::Reservoir;
 use crate::error::{ReservoirError, Result};
 use crate::features::{SequenceFeatures, StateCovariance};
+use crate::memory::try_vec;
 
 /// States held at once while features need each sequence's states whole (f64 values): the
 /// sequences are run in chunks of about this many.
@@ -48,7 +49,7 @@ pub fn features_of_runs<R: Reservoir + ?Sized>(
     if features.bidirectional() && features.one_direction().is_plain() {
         return both_directions(reservoir, sequences, features, progress);
     }
-    let mut rows = Array2::zeros((total, features.width(n)));
+    let mut rows = feature_rows(total, features.width(n))?;
     if features.is_plain() {
         reservoir.run_many(sequences, &mut |index, states| {
             features.write(states, index, rows.row_mut(index))?;
@@ -57,8 +58,8 @@ pub fn features_of_runs<R: Reservoir + ?Sized>(
         })?;
         return Ok(rows);
     }
-    // A projection and a model space cost more than the runs: each chunk's sequences are
-    // summarized on the reservoir's threads, each on one.
+    // A projection and a model space cost more per sequence than summing states: each
+    // chunk's sequences are summarized on the reservoir's threads, each on one.
     let par = reservoir.par();
     each_chunk(
         reservoir,
@@ -87,6 +88,20 @@ pub fn features_of_runs<R: Reservoir + ?Sized>(
         },
     )?;
     Ok(rows)
+}
+
+/// Room for `sequences` rows of `width` features, allocated fallibly (a model space of wide
+/// states asks for many).
+fn feature_rows(sequences: usize, width: usize) -> Result<Array2<f64>> {
+    let cells = sequences.checked_mul(width).ok_or_else(|| {
+        ReservoirError::invalid(
+            "sequence features",
+            format!("{sequences} sequences of {width} features are too many"),
+        )
+    })?;
+    let values = try_vec("the sequence features", cells, 0.0)?;
+    Array2::from_shape_vec((sequences, width), values)
+        .map_err(|e| ReservoirError::invalid("sequence features", e.to_string()))
 }
 
 /// Bidirectional features summed by the reservoir itself, one direction at a time: each
