@@ -311,3 +311,19 @@ fn targets_with_a_large_offset_score_as_without_it() {
         }
     }
 }
+
+#[test]
+fn column_major_states_and_targets_give_the_same_sums() {
+    let (x, y) = (random(60, 5, 21), random(60, 2, 22));
+    // The same values laid out by columns.
+    let column_major = |a: &Array2<f64>| a.t().as_standard_layout().into_owned().reversed_axes();
+    let (xf, yf) = (column_major(&x), column_major(&y));
+    assert!(!xf.is_standard_layout() && !yf.is_standard_layout());
+    assert_eq!((&xf, &yf), (&x, &y));
+    let solve = |x: &Array2<f64>, y: &Array2<f64>| {
+        let mut acc = RidgeAccumulator::new(5, 2, reservoir_core::Par::Seq).unwrap();
+        acc.add(x.view(), y.view()).unwrap();
+        acc.solve(1e-3).unwrap().readout
+    };
+    assert_eq!(solve(&xf, &yf), solve(&x, &y));
+}

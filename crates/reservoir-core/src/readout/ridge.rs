@@ -257,7 +257,8 @@ impl RidgeAccumulator {
             self.target_shift = targets.row(0).to_vec();
         }
         let states = states.as_standard_layout();
-        let mut targets = targets.to_owned();
+        // Row-major whatever the caller's layout (a column-major copy keeps its layout).
+        let mut targets = targets.as_standard_layout().into_owned();
         for mut row in targets.rows_mut() {
             row -= &ArrayView1::from(&self.target_shift);
         }
