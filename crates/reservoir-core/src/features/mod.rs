@@ -361,7 +361,11 @@ impl SequenceFeatures {
 
     /// Features per sequence of a reservoir of `n` units.
     pub fn width(&self, n: usize) -> usize {
-        let d = self.summarized_width(n);
+        self.width_of_summaries(self.summarized_width(n))
+    }
+
+    /// Features per sequence whose summarized states are `d` wide.
+    fn width_of_summaries(&self, d: usize) -> usize {
         self.params.summaries.iter().map(|s| s.width(d)).sum()
     }
 
@@ -457,7 +461,7 @@ impl SequenceFeatures {
             None => states,
         };
         let d = states.ncols();
-        let width: usize = self.params.summaries.iter().map(|s| s.width(d)).sum();
+        let width = self.width_of_summaries(d);
         if out.len() != width {
             return Err(ReservoirError::shape("sequence features", width, out.len()));
         }
@@ -504,7 +508,7 @@ impl SequenceFeatures {
             Some(p) => p.components(),
             None => states.ncols(),
         };
-        let width: usize = self.params.summaries.iter().map(|s| s.width(d)).sum();
+        let width = self.width_of_summaries(d);
         let mut out = Array1::zeros(width);
         self.write(states, index, out.view_mut())?;
         Ok(out)
