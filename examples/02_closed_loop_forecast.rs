@@ -1,16 +1,15 @@
 //! Closed-loop forecast of Mackey–Glass: teacher-forced training on one-step prediction, then
 //! the reservoir runs free on its own predictions for 84 steps
-//! (`reservoir_core::forecast::closed_loop`).
+//! (`Architecture::closed_loop`).
 //!
 //! `cargo run --release -p reservoir-examples --example 02_closed_loop_forecast`
 
 use std::time::Instant;
 
 use ndarray::s;
-use reservoir_core::forecast::closed_loop;
-use reservoir_core::{
-    cpu_reservoir, fit, Precision, ReadoutParams, ReservoirParams, ReservoirWeights,
-};
+use reservoir_core::architecture::{Architecture, ReservoirKind};
+use reservoir_core::forecast::Continuation;
+use reservoir_core::{fit, Par, Precision, ReadoutParams, ReservoirParams};
 use reservoir_runtime::data::tasks::mackey_glass::{
     mackey_glass, one_step_task, MackeyGlassOptions,
 };
@@ -29,8 +28,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .leak_rate(0.3)
         .precision(Precision::F64)
         .check()?;
-    let (weights, _) = ReservoirWeights::generate(&config)?;
-    let mut reservoir = cpu_reservoir(&config, weights, reservoir_core::Par::all())?;
+    let architecture = Architecture::new(ReservoirKind::EchoState(config));
+    let weights = architecture.generate(&[])?;
+    let mut reservoir = architecture.cpu(&weights, Par::all())?;
     let readout = ReadoutParams::new().ridge(1e-8).washout(100).check()?;
     let fit = fit::fit_ridge(
         reservoir.as_mut(),
@@ -41,12 +41,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("one-step training NRMSE: {:.2e}", fit.train_nrmse);
 
     // Training ended after input x(2999); feed the true x(3000), then the predictions.
-    let forecast = closed_loop(
-        reservoir.as_mut(),
-        &fit.readout,
-        series.slice(s![3000..3001]),
-        84,
-    )?;
+    let mut from = Continuation {
+        last_input: series.slice(s![2999..3000]).to_owned(),
+        last_output: series.slice(s![3000..3001]).to_owned(),
+    };
+    let forecast = architecture.closed_loop(reservoir.as_mut(), &fit.readout, &mut from, 84)?;
     let std = series.std(0.0);
     for step in [1, 10, 42, 84] {
         let (predicted, truth) = (forecast[(step - 1, 0)], series[3000 + step]);

@@ -17,8 +17,8 @@ use pyo3::types::PyBytes;
 use pyo3::types::PyDict;
 use reservoir_core::features::FeatureParams;
 use reservoir_runtime::config::ModelParams;
-use reservoir_runtime::jobs::predict::{generate, predict_rows};
-use reservoir_runtime::jobs::sequences::{self, predict_series, Labelled, Series};
+use reservoir_runtime::jobs::predict::generate;
+use reservoir_runtime::jobs::sequences::{self, Labelled, Series};
 use reservoir_runtime::model::{Model, SequenceClassifier, SEQUENCE_MAGIC, SPIKE_MAGIC};
 use reservoir_runtime::{Dispatch, RuntimeError};
 
@@ -190,6 +190,7 @@ impl SeriesModel {
     ) -> PyResult<(Vec<Bound<'py, PyArray2<f64>>>, String)> {
         let device = self::device(device)?;
         let inputs = views(&inputs);
+        let architecture = &self.model.architecture;
         let (predictions, placed) = py.detach(|| {
             self.runner.with(
                 &self.model.architecture,
@@ -197,14 +198,19 @@ impl SeriesModel {
                 device,
                 &inputs,
                 |reservoir| match (continue_state, inputs.as_slice()) {
-                    (false, _) => {
-                        predict_series(reservoir, &self.model.readout, &inputs, &mut |_, _| {})
-                            .py_err()
-                    }
+                    (false, _) => architecture
+                        .predict_series(reservoir, &self.model.readout, &inputs, &mut |_, _| {})
+                        .py_err(),
                     (true, [series]) => {
                         reservoir.set_state(self.model.state.view()).py_err()?;
-                        let rows =
-                            predict_rows(reservoir, &self.model.readout, *series, &mut |_, _| {});
+                        let mut from = self.model.continuation.clone();
+                        let rows = architecture.predict(
+                            reservoir,
+                            &self.model.readout,
+                            *series,
+                            &mut from,
+                            &mut |_, _| {},
+                        );
                         reservoir.reset().py_err()?;
                         Ok(vec![rows.py_err()?])
                     }

@@ -1,7 +1,8 @@
 //! The one description every model is built from: which reservoir turns the inputs into
 //! states (an echo-state network, a deep stack of them, or NVAR features), the links around it
-//! (the input beside the states in the readout's features), and the unsupervised step before
-//! the readout (intrinsic plasticity). Its weights are generated once, kept with a trained
+//! (the input beside the states in the readout's features, the readout's outputs fed back
+//! into the reservoir, increments predicted instead of values), and the unsupervised step
+//! before the readout (intrinsic plasticity). Its weights are generated once, kept with a trained
 //! model, and built into a [`Reservoir`] on any device.
 //!
 //! ```
@@ -90,6 +91,8 @@ impl ReservoirKind {
 pub struct Architecture {
     reservoir: ReservoirKind,
     input_to_readout: bool,
+    feedback: Option<Feedback>,
+    increments: bool,
     plasticity: Option<PlasticityConfig>,
 }
 
@@ -97,6 +100,8 @@ pub struct Architecture {
 struct ArchitectureParts {
     reservoir: ReservoirKind,
     input_to_readout: bool,
+    feedback: Option<Feedback>,
+    increments: bool,
     plasticity: Option<PlasticityConfig>,
 }
 
@@ -105,7 +110,68 @@ impl TryFrom<ArchitectureParts> for Architecture {
     fn try_from(parts: ArchitectureParts) -> std::result::Result<Self, ConfigError> {
         Architecture::new(parts.reservoir)
             .with_input_to_readout(parts.input_to_readout)
+            .with_feedback(parts.feedback)?
+            .with_increments(parts.increments)
             .with_plasticity(parts.plasticity)
+    }
+}
+
+/// Output feedback (ReservoirPy's `reservoir <<= readout` with `fb_scaling`): the readout's
+/// previous outputs enter the reservoir as input channels after the data's, times `scaling`.
+/// Training feeds back the previous targets (teacher forcing); predicting feeds back the
+/// model's own outputs.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "FeedbackParts")]
+pub struct Feedback {
+    outputs: usize,
+    scaling: f64,
+}
+
+#[derive(Deserialize)]
+struct FeedbackParts {
+    outputs: usize,
+    scaling: f64,
+}
+
+impl TryFrom<FeedbackParts> for Feedback {
+    type Error = ConfigError;
+    fn try_from(parts: FeedbackParts) -> std::result::Result<Self, ConfigError> {
+        Feedback::new(parts.outputs, parts.scaling)
+    }
+}
+
+impl Feedback {
+    /// `outputs` values fed back, each times `scaling`.
+    ///
+    /// # Errors
+    /// A [`ConfigError`] naming `feedback` for no outputs or a scaling that is not finite and
+    /// positive.
+    pub fn new(outputs: usize, scaling: f64) -> std::result::Result<Self, ConfigError> {
+        if outputs == 0 {
+            return Err(ConfigError::new(
+                "feedback",
+                "needs at least one output to feed back",
+                outputs,
+            ));
+        }
+        if !(scaling.is_finite() && scaling > 0.0) {
+            return Err(ConfigError::new(
+                "feedback",
+                "the scaling must be finite and > 0",
+                scaling,
+            ));
+        }
+        Ok(Self { outputs, scaling })
+    }
+
+    /// Outputs fed back (M).
+    pub fn outputs(&self) -> usize {
+        self.outputs
+    }
+
+    /// What each fed-back output is multiplied by.
+    pub fn scaling(&self) -> f64 {
+        self.scaling
     }
 }
 
@@ -127,8 +193,47 @@ impl Architecture {
         Self {
             reservoir,
             input_to_readout: false,
+            feedback: None,
+            increments: false,
             plasticity: None,
         }
+    }
+
+    /// Feeds the readout's outputs back into the reservoir ([`Feedback`]): the reservoir's
+    /// last `outputs` input channels carry them, so it must have more input channels than
+    /// that (the data's come first).
+    ///
+    /// # Errors
+    /// A [`ConfigError`] naming `feedback` when the reservoir has no input channel left for
+    /// the data.
+    pub fn with_feedback(
+        mut self,
+        feedback: Option<Feedback>,
+    ) -> std::result::Result<Self, ConfigError> {
+        if let Some(f) = feedback {
+            if f.outputs >= self.reservoir.input_size() {
+                return Err(ConfigError::new(
+                    "feedback",
+                    format!(
+                        "the reservoir's {} input channels must hold the data's and the {} \
+                         fed-back outputs",
+                        self.reservoir.input_size(),
+                        f.outputs
+                    ),
+                    f.outputs,
+                ));
+            }
+        }
+        self.feedback = feedback;
+        Ok(self)
+    }
+
+    /// Sets whether the readout predicts each target minus the same step's input (Gauthier et
+    /// al.'s NG-RC forecasts), the input added back to every prediction. It needs as many
+    /// targets as inputs.
+    pub fn with_increments(mut self, increments: bool) -> Self {
+        self.increments = increments;
+        self
     }
 
     /// Sets whether the readout sees the input beside the states (ReservoirPy's
@@ -169,29 +274,46 @@ impl Architecture {
         self.input_to_readout
     }
 
+    /// The output feedback, if any.
+    pub fn feedback(&self) -> Option<&Feedback> {
+        self.feedback.as_ref()
+    }
+
+    /// Whether the readout predicts increments over the input.
+    pub fn increments(&self) -> bool {
+        self.increments
+    }
+
+    /// Whether the model has a link between its outputs and its inputs (feedback or
+    /// increments): what only models of series support.
+    pub fn links_outputs(&self) -> bool {
+        self.feedback.is_some() || self.increments
+    }
+
     /// The intrinsic plasticity applied before the readout, if any.
     pub fn plasticity(&self) -> Option<&PlasticityConfig> {
         self.plasticity.as_ref()
     }
 
-    /// Input channels K.
+    /// Input channels K of the data (the reservoir's, less the fed-back outputs).
     pub fn input_size(&self) -> usize {
-        self.reservoir.input_size()
+        self.reservoir.input_size() - self.feedback.map_or(0, |f| f.outputs)
     }
 
     /// Width of the states the readout (or a sequence summary) reads: the reservoir's, plus
-    /// K with the input link.
+    /// the reservoir's input channels with the input link.
     pub fn size(&self) -> usize {
         self.reservoir.state_size()
             + if self.input_to_readout {
-                self.input_size()
+                self.reservoir.input_size()
             } else {
                 0
             }
     }
 
     /// The weights: generated from the configs' seeds, then adapted by intrinsic plasticity
-    /// on `training` (the training inputs) when asked for. The same description and inputs
+    /// on `training` (the reservoir's training inputs: [`Architecture::teacher_inputs`]) when
+    /// asked for. The same description and inputs
     /// give the same bits.
     ///
     /// # Errors

@@ -106,12 +106,17 @@ fn fit(extra: &str) -> (Model, f64) {
 }
 
 fn round_trips(model: &Model) {
+    round_trips_with(model, series(50, 3.0).0);
+}
+
+/// Saved and loaded, `model` is the same and predicts the same bits for `u`, continuing its
+/// state.
+fn round_trips_with(model: &Model, u: Array2<f64>) {
     let dir = tempfile::tempdir().expect("dir");
     let path = dir.path().join("model.bin");
     model.save(&path).expect("save");
     let loaded = Model::load(&path).expect("load");
     assert_eq!(&loaded, model);
-    let (u, _) = series(50, 3.0);
     let predict = |m: &Model| {
         predict_one_series(
             m,
@@ -242,4 +247,187 @@ fn model_tables_are_checked_and_sweeps_refuse_other_kinds() {
         .expect_err("a sweep varies an echo-state network");
     assert!(sweep.to_string().contains("model"), "{sweep}");
     assert!(config("").lanes_base(2).is_ok());
+}
+
+/// `extra` (one of the `[model]` tables above, or none) with output feedback added.
+fn with_feedback(extra: &str) -> String {
+    if extra.contains("[model]\n") {
+        extra.replacen("[model]\n", "[model]\nfeedback = 0.3\n", 1)
+    } else {
+        format!("[model]\nfeedback = 0.3\n{extra}")
+    }
+}
+
+#[test]
+fn output_feedback_works_with_every_kind_and_a_fit_scores_as_a_prediction_does() {
+    for extra in ["", DEEP, NVAR, PLASTIC] {
+        let extra = with_feedback(extra);
+        let (model, nrmse) = fit(&extra);
+        let kind = model.architecture.reservoir().name();
+        assert!(nrmse < 0.3, "{kind}: NRMSE {nrmse}");
+        let feedback = model.architecture.feedback().expect("feedback");
+        assert_eq!((feedback.outputs(), feedback.scaling()), (1, 0.3));
+        // The data's 2 channels and the fed-back output drive the reservoir.
+        assert_eq!(model.architecture.input_size(), 2);
+        assert_eq!(model.architecture.reservoir().input_size(), 3);
+        round_trips(&model);
+        assert_eq!(fit(&extra).0, model, "{kind}: reproducible");
+    }
+    // The fit's test rows are predicted as `predict` predicts them from the trained model.
+    let config = config(&with_feedback(""));
+    let (u, y) = series(600, 0.0);
+    let (inputs, targets) = (columns(&["a", "b"]), columns(&["y"]));
+    let part = |rows: std::ops::Range<usize>, name: &'static str| SeriesPart {
+        source: Path::new(name),
+        inputs: u.slice(s![rows.clone(), ..]),
+        targets: y.slice(s![rows, ..]),
+    };
+    let job = |test| OneSeries {
+        config: &config,
+        origin: "<test>",
+        input_columns: &inputs,
+        target_columns: &targets,
+        train: part(0..400, "<train>"),
+        test,
+    };
+    let cpu = || Dispatch::new(Device::Cpu);
+    let tested = fit_one_series(
+        &job(Some(part(400..600, "<test>"))),
+        &mut cpu(),
+        &mut |_, _, _| {},
+    )
+    .expect("fit with test");
+    let trained = fit_one_series(&job(None), &mut cpu(), &mut |_, _, _| {}).expect("fit");
+    let predicted = predict_one_series(
+        &trained.model,
+        u.slice(s![400.., ..]),
+        false,
+        &mut cpu(),
+        &mut |_, _| {},
+    )
+    .expect("predict");
+    assert_eq!(Some(predicted), tested.test_predictions);
+    assert_eq!(tested.model.continuation.last_input, u.row(599));
+}
+
+#[test]
+fn increments_forecast_in_closed_loop_and_need_a_target_per_input() {
+    // NVAR on two sines, each target the inputs a step on (Gauthier et al.'s set-up).
+    let config =
+        config("[model]\nreservoir = \"nvar\"\nincrements = true\n[model.nvar]\ndelay = 2\n");
+    let x = Array2::from_shape_fn((701, 2), |(i, c)| ((i as f64) * 0.05 + c as f64).sin());
+    let (u, y) = (x.slice(s![..700, ..]), x.slice(s![1.., ..]));
+    let names = columns(&["a", "b"]);
+    let next = columns(&["a_next", "b_next"]);
+    let job = OneSeries {
+        config: &config,
+        origin: "<test>",
+        input_columns: &names,
+        target_columns: &next,
+        train: SeriesPart {
+            source: Path::new("<train>"),
+            inputs: u.slice(s![..500, ..]),
+            targets: y.slice(s![..500, ..]),
+        },
+        test: None,
+    };
+    let outcome =
+        fit_one_series(&job, &mut Dispatch::new(Device::Cpu), &mut |_, _, _| {}).expect("fit");
+    let model = outcome.model;
+    assert!(model.architecture.increments());
+    round_trips_with(&model, u.slice(s![500..550, ..]).to_owned());
+    let mut reservoir = model
+        .architecture
+        .cpu(&model.weights, Par::Seq)
+        .expect("build");
+    let generated =
+        reservoir_runtime::jobs::predict::generate(reservoir.as_mut(), &model, None, 100)
+            .expect("generate");
+    // The first value follows the training rows; 100 steps on, the loop still follows them.
+    let error = (&generated - &x.slice(s![500..600, ..])).mapv(f64::abs);
+    assert!(
+        error.iter().all(|e| *e < 1e-3),
+        "largest error {}",
+        error.fold(0.0f64, |m, e| m.max(*e))
+    );
+
+    // One target for two inputs: refused, naming the field.
+    let refused = fit_one_series(
+        &OneSeries {
+            target_columns: &columns(&["a_next"]),
+            train: SeriesPart {
+                source: Path::new("<train>"),
+                inputs: u.slice(s![..500, ..]),
+                targets: y.slice(s![..500, ..1]),
+            },
+            ..job
+        },
+        &mut Dispatch::new(Device::Cpu),
+        &mut |_, _, _| {},
+    )
+    .expect_err("one target for two inputs");
+    assert!(
+        refused.to_string().contains("model.increments"),
+        "{refused}"
+    );
+}
+
+#[test]
+fn output_links_belong_to_models_of_series() {
+    let data: Vec<(Array2<f64>, Array2<f64>)> = (0..4).map(|i| series(60, i as f64)).collect();
+    let inputs: Vec<ArrayView2<f64>> = data.iter().map(|(u, _)| u.view()).collect();
+    let targets: Vec<ArrayView2<f64>> = data.iter().map(|(_, y)| y.view()).collect();
+    let ids: Vec<String> = (0..4).map(|i| format!("s{i}")).collect();
+    let labels: Vec<String> = (0..4).map(|i| ["p", "q"][i % 2].to_string()).collect();
+    let config = config(&with_feedback(""));
+    // Many series: each teacher forced in training, each predicted from zero.
+    let train = Series {
+        ids: &ids,
+        inputs: &inputs,
+        targets: &targets,
+    };
+    let outcome = fit_series(
+        &config,
+        &columns(&["a", "b"]),
+        &columns(&["y"]),
+        train,
+        Some(train),
+        &mut Dispatch::new(Device::Cpu),
+        &mut |_, _, _| {},
+    )
+    .expect("many series");
+    let predictions = outcome.test_predictions.expect("predictions");
+    let alone = predict_one_series(
+        &outcome.model,
+        inputs[2],
+        true,
+        &mut Dispatch::new(Device::Cpu),
+        &mut |_, _| {},
+    )
+    .expect("one series from zero");
+    assert_eq!(predictions[2], alone);
+
+    let labelled = Labelled {
+        ids: &ids,
+        inputs: &inputs,
+        labels: &labels,
+    };
+    let refused = fit_classifier(
+        &config,
+        &columns(&["a", "b"]),
+        labelled,
+        None,
+        &mut Dispatch::new(Device::Cpu),
+        &mut |_, _, _| {},
+    )
+    .expect_err("a classifier has no outputs to feed back");
+    assert!(refused.to_string().contains("model.feedback"), "{refused}");
+    let sweep = config
+        .lanes_base(2)
+        .expect_err("a sweep varies one network");
+    assert!(sweep.to_string().contains("model"), "{sweep}");
+    let scaling =
+        ExperimentConfig::from_toml(&format!("{BASE}[model]\nfeedback = -1.0\n"), "<test>")
+            .expect_err("negative scaling");
+    assert!(scaling.to_string().contains("model.feedback"), "{scaling}");
 }

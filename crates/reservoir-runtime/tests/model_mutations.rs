@@ -3,6 +3,7 @@
 //! panics, whatever byte was changed.
 
 use reservoir_core::architecture::{Architecture, ArchitectureWeights, ReservoirKind};
+use reservoir_core::forecast::Continuation;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use ndarray::Array2;
@@ -33,6 +34,7 @@ fn series_model() -> Model {
         weights: ArchitectureWeights::EchoState(weights),
         readout,
         state: ndarray::Array1::zeros(12),
+        continuation: Continuation::zero(2, 1),
         input_columns: vec!["a".into(), "b".into()],
         target_columns: vec!["y".into()],
     }

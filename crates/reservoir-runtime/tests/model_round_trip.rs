@@ -3,6 +3,7 @@
 //! bit for bit, and saves again to the same bytes.
 
 use reservoir_core::architecture::{Architecture, ArchitectureWeights, ReservoirKind};
+use reservoir_core::forecast::Continuation;
 use std::path::Path;
 
 use ndarray::{Array1, Array2, ArrayView2};
@@ -125,6 +126,7 @@ proptest! {
             weights: ArchitectureWeights::EchoState(weights),
             readout: fit.readout,
             state: r.state().expect("state"),
+            continuation: Continuation::zero(k, outputs),
             input_columns: (0..k).map(|j| format!("u{j}")).collect(),
             target_columns: (0..outputs).map(|j| format!("y {j}")).collect(),
         };

@@ -12,7 +12,11 @@
 //! `b`, classes `down`, `up`, 20 units, seed 3); `sequences.csv`, its training sequences;
 //! `classes-v2.csv`, the old binary's predictions on them; `sequence-v3.bin`, the same from a
 //! version 3 binary (20 units, seed 4, summaries `mean_last` (last_k 3) and `last`, warm-up 1),
-//! and `classes-v3.csv`, that binary's predictions.
+//! and `classes-v3.csv`, that binary's predictions; `series-v4.bin`, a version 4 series model
+//! (a deep stack of 8 and 6 units with the input to the readout, fitted on `test.csv`, seed 6)
+//! and `predicted-v4.csv`, that binary's predictions on `test.csv` from the saved state;
+//! `sequence-v4.bin`, a version 4 classifier (20 units, seed 7, bidirectional `last` and
+//! `mean` projected onto 4 components) and `classes-v4.csv`.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -89,6 +93,50 @@ fn a_version_1_series_model_predicts_bit_for_bit_what_the_old_binary_did() {
 }
 
 #[test]
+fn a_version_4_series_model_predicts_bit_for_bit_what_the_old_binary_did() {
+    let path = fixture("series-v4.bin");
+    assert_eq!(version_of(&path), 4);
+    let model = Model::load(&path).unwrap();
+    assert_eq!(model.architecture.reservoir().name(), "deep_echo_state");
+    assert!(model.architecture.input_to_readout());
+    assert!(!model.architecture.links_outputs());
+    // Its last output is the readout's at the saved state.
+    let at_state = model
+        .readout
+        .predict(model.state.view().insert_axis(ndarray::Axis(0)))
+        .unwrap();
+    assert_eq!(model.continuation.last_output, at_state.row(0));
+
+    let u = column("test.csv", "u");
+    let inputs = Array2::from_shape_vec((u.len(), 1), u).unwrap();
+    let predictions = reservoir_runtime::jobs::predict::predict_one_series(
+        &model,
+        inputs.view(),
+        false,
+        &mut reservoir_runtime::Dispatch::new(reservoir_runtime::Device::Cpu),
+        &mut |_, _| {},
+    )
+    .unwrap();
+    let expected = column("predicted-v4.csv", "y");
+    assert_eq!(predictions.dim(), (expected.len(), 1));
+    for (row, (&got, &want)) in predictions.column(0).iter().zip(&expected).enumerate() {
+        assert_eq!(got.to_bits(), want.to_bits(), "row {row}: {got} vs {want}");
+    }
+    let dir = temp_dir("series-v4");
+    let again = dir.join("series.bin");
+    model.save(&again).unwrap();
+    assert_eq!(version_of(&again), FORMAT_VERSION);
+    assert_eq!(Model::load(&again).unwrap(), model);
+}
+
+#[test]
+fn a_version_4_sequence_classifier_classifies_as_the_old_binary_did() {
+    let model = classifies_as_the_old_binary("sequence-v4.bin", "classes-v4.csv", 4);
+    assert!(model.features.bidirectional());
+    assert_eq!(model.features.components(), 4);
+}
+
+#[test]
 fn a_version_1_spike_model_loads_with_its_sizes() {
     let path = fixture("spike-v1.bin");
     assert_eq!(version_of(&path), 1);
@@ -119,7 +167,7 @@ fn a_version_1_spike_model_loads_with_its_sizes() {
 
 #[test]
 fn saving_a_loaded_version_1_model_writes_todays_version_that_loads_back_equal() {
-    assert_eq!(FORMAT_VERSION, 4);
+    assert_eq!(FORMAT_VERSION, 5);
     let dir = temp_dir("resave");
 
     let series = Model::load(&fixture("series-v1.bin")).unwrap();

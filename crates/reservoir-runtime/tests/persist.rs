@@ -1,6 +1,7 @@
 //! Model files: round trip, and clear errors for foreign, truncated and corrupted files.
 
 use reservoir_core::architecture::{Architecture, ArchitectureWeights, ReservoirKind};
+use reservoir_core::forecast::Continuation;
 use std::fs;
 use std::path::PathBuf;
 
@@ -27,6 +28,7 @@ fn trained_model() -> Model {
         weights: ArchitectureWeights::EchoState(weights),
         readout: fit.readout,
         state: r.state().unwrap(),
+        continuation: Continuation::zero(1, 1),
         input_columns: vec!["u".into()],
         target_columns: vec!["y".into()],
     }

@@ -420,12 +420,17 @@ impl ExperimentConfig {
     }
 
     /// The description of this config's model on `k` input channels: the `[model]` table's
-    /// reservoir kind and links, around the `[reservoir]` table's echo-state network.
+    /// reservoir kind and links, around the `[reservoir]` table's echo-state network;
+    /// `outputs` is the targets of a model of series (`None` for a classifier).
     ///
     /// # Errors
-    /// A [`ConfigError`] naming the field that breaks a rule for this input width.
-    pub fn architecture(&self, k: usize) -> Result<Architecture, ConfigError> {
-        self.model.architecture(&self.reservoir, k)
+    /// A [`ConfigError`] naming the field that breaks a rule for these widths.
+    pub fn architecture(
+        &self,
+        k: usize,
+        outputs: Option<usize>,
+    ) -> Result<Architecture, ConfigError> {
+        self.model.architecture(&self.reservoir, k, outputs)
     }
 
     /// The echo-state network a sweep's lanes vary, on `k` input channels: a sweep runs one
@@ -435,20 +440,19 @@ impl ExperimentConfig {
     /// A [`ConfigError`] naming `model` when it asks for another reservoir, a link or
     /// plasticity; one naming the `[reservoir]` field that breaks a rule for `k` inputs.
     pub fn lanes_base(&self, k: usize) -> Result<ReservoirConfig, ConfigError> {
-        let architecture = self.architecture(k)?;
-        match architecture.echo_state() {
-            Some(esn)
-                if !architecture.input_to_readout() && architecture.plasticity().is_none() =>
-            {
-                Ok(esn.clone())
-            }
-            _ => Err(ConfigError::new(
+        if !self.model.is_plain() {
+            return Err(ConfigError::new(
                 "model",
-                "a sweep varies one echo-state network: keep reservoir = \"echo_state\", \
-                 without input_to_readout or plasticity",
-                architecture.reservoir().name(),
-            )),
+                "a sweep varies one echo-state network: leave out the [model] table (its \
+                 other reservoirs, links and plasticity)",
+                self.model.reservoir().name(),
+            ));
         }
+        self.reservoir
+            .to_params()
+            .input_size(k)
+            .check()
+            .map_err(|e| e.prefixed("reservoir"))
     }
 
     /// The `[readout]` table.

@@ -1,9 +1,10 @@
 //! The `[model]` table: which reservoir a model is built around (the `[reservoir]` echo-state
-//! network, a deep stack of echo-state layers, or NVAR), the input link to the readout, and
-//! intrinsic plasticity. With the input width known, [`ModelConfig::architecture`] makes the
-//! one description every job builds its reservoir from.
+//! network, a deep stack of echo-state layers, or NVAR), the links between the data, the
+//! reservoir and the readout (the input to the readout, output feedback, increments), and
+//! intrinsic plasticity. With the data's widths known, [`ModelConfig::architecture`] makes
+//! the one description every job builds its reservoir from.
 
-use reservoir_core::architecture::{Architecture, ReservoirKind};
+use reservoir_core::architecture::{Architecture, Feedback, ReservoirKind};
 use reservoir_core::deep::{DeepEsnLayerParams, DeepEsnParams};
 use reservoir_core::nvar::NvarParams;
 use reservoir_core::plasticity::{PlasticityConfig, PlasticityParams};
@@ -21,6 +22,17 @@ pub enum ReservoirChoice {
     DeepEchoState,
     /// `[model.nvar]`: next-generation reservoir computing.
     Nvar,
+}
+
+impl ReservoirChoice {
+    /// The name configs use.
+    pub fn name(self) -> &'static str {
+        match self {
+            ReservoirChoice::EchoState => "echo_state",
+            ReservoirChoice::DeepEchoState => "deep_echo_state",
+            ReservoirChoice::Nvar => "nvar",
+        }
+    }
 }
 
 /// NVAR's settings in `[model.nvar]` (the input width comes from the data).
@@ -65,6 +77,12 @@ pub struct ModelParams {
     pub readout_layers: Option<Vec<usize>>,
     /// NVAR's settings (`[model.nvar]`).
     pub nvar: NvarTable,
+    /// Output feedback: the readout's previous outputs fed into the reservoir beside the
+    /// input, times this scaling (default: none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub feedback: Option<f64>,
+    /// The readout predicts each target minus the same step's input (default false).
+    pub increments: bool,
     /// Intrinsic plasticity of the echo-state units before the readout (`[model.plasticity]`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub plasticity: Option<PlasticityParams>,
@@ -110,7 +128,7 @@ impl ModelParams {
             params: self,
             plasticity,
         };
-        config.architecture(reservoir, 1)?;
+        config.architecture(reservoir, 1, Some(1))?;
         Ok(config)
     }
 }
@@ -121,6 +139,8 @@ impl ModelParams {
     pub fn describing(architecture: &Architecture) -> (ReservoirParams, ModelParams) {
         let mut model = ModelParams {
             input_to_readout: architecture.input_to_readout(),
+            feedback: architecture.feedback().map(Feedback::scaling),
+            increments: architecture.increments(),
             plasticity: architecture.plasticity().copied().map(Into::into),
             ..ModelParams::default()
         };
@@ -156,18 +176,52 @@ impl ModelConfig {
         self.params.reservoir
     }
 
+    /// Whether the table asks for anything but the `[reservoir]` echo-state network alone.
+    pub fn is_plain(&self) -> bool {
+        self.params == ModelParams::default()
+    }
+
     /// The description of a model on `k` input channels, its echo-state network (or the deep
-    /// stack's seed and precision) from `reservoir`.
+    /// stack's seed and precision) from `reservoir`; `outputs` is the targets of a model of
+    /// series (`None` for a classifier, which takes no output links).
     ///
     /// # Errors
-    /// A [`ConfigError`] naming the `model.` field that breaks a rule for this input width.
+    /// A [`ConfigError`] naming the `model.` field that breaks a rule for these widths.
     pub fn architecture(
         &self,
         reservoir: &ReservoirConfig,
         k: usize,
+        outputs: Option<usize>,
     ) -> Result<Architecture, ConfigError> {
         let prefixed = |e: ConfigError| e.prefixed("model");
         let p = &self.params;
+        let feedback = match (p.feedback, outputs) {
+            (None, _) => None,
+            (Some(scaling), Some(m)) => Some(Feedback::new(m, scaling).map_err(prefixed)?),
+            (Some(scaling), None) => {
+                return Err(prefixed(ConfigError::new(
+                    "feedback",
+                    "applies to models of series (targets to predict), not to classifiers",
+                    scaling,
+                )))
+            }
+        };
+        if p.increments && outputs != Some(k) {
+            return Err(prefixed(ConfigError::new(
+                "increments",
+                format!(
+                    "needs one target per input ({k} input(s)): each target is its input a \
+                     step on, {}",
+                    match outputs {
+                        Some(m) => format!("got {m} target(s)"),
+                        None => "and a classifier has none".to_string(),
+                    }
+                ),
+                true,
+            )));
+        }
+        // The fed-back outputs are input channels of the reservoir after the data's.
+        let k = k + feedback.map_or(0, |f| f.outputs());
         let kind = match p.reservoir {
             ReservoirChoice::EchoState => ReservoirKind::EchoState(
                 reservoir
@@ -199,7 +253,9 @@ impl ModelConfig {
         };
         Architecture::new(kind)
             .with_input_to_readout(p.input_to_readout)
-            .with_plasticity(self.plasticity)
+            .with_feedback(feedback)
+            .and_then(|a| a.with_plasticity(self.plasticity))
+            .map(|a| a.with_increments(p.increments))
             .map_err(prefixed)
     }
 }

@@ -8,9 +8,9 @@ use std::time::Instant;
 use ndarray::{s, Array2, ArrayView2};
 
 use reservoir_core::fit::fit_ridge_with_progress;
+use reservoir_core::forecast::Continuation;
 use reservoir_core::metrics::{nrmse, r2, rmse};
 
-use super::predict::predict_rows;
 use super::sequences::{SeriesScores, StageProgress};
 use crate::config::ExperimentConfig;
 use crate::device::{Dispatch, Workload};
@@ -59,8 +59,8 @@ pub struct OneSeries<'a> {
 /// What [`fit_one_series`] trained and measured.
 #[derive(Debug, Clone)]
 pub struct OneSeriesOutcome {
-    /// The trained model; its state is the reservoir's after the last row run (the test rows
-    /// when given), so a prediction from it continues the series.
+    /// The trained model; its state (and last input and output) is the one after the last row
+    /// run (the test rows when given), so a prediction from it continues the series.
     pub model: Model,
     /// Rows fitted (after the washout).
     pub fit_rows: usize,
@@ -81,6 +81,9 @@ pub struct OneSeriesOutcome {
 /// washout, at least two test rows, and target columns that vary over the
 /// rows fitted and scored (each error names the file and column).
 ///
+/// The training rows run teacher forced ([`reservoir_core::architecture::Architecture::teacher_inputs`]);
+/// the test rows continue them as a prediction does, the model's own outputs fed back.
+///
 /// # Errors
 /// As above; a config error for the reservoir; not enough memory; any error of the run, the
 /// solve or the scores.
@@ -91,7 +94,7 @@ pub fn fit_one_series(
 ) -> Result<OneSeriesOutcome> {
     let architecture = job
         .config
-        .architecture(job.input_columns.len())
+        .architecture(job.input_columns.len(), Some(job.target_columns.len()))
         .map_err(RuntimeError::from)?;
     check_rows(job)?;
     ensure_fit_fits(
@@ -102,23 +105,33 @@ pub fn fit_one_series(
     )?;
     let started = Instant::now();
     let (train, test) = (job.train, job.test);
-    let weights = architecture.generate(&[train.inputs])?;
+    let teacher = architecture.teacher_inputs(train.inputs, train.targets)?;
+    let weights = architecture.generate(&[teacher.view()])?;
     let rows = train.inputs.nrows() + test.map_or(0, |t| t.inputs.nrows());
     let work = Workload::single(rows);
     let mut reservoir = dispatch.build(&architecture, &weights, work)?;
     let fit = fit_ridge_with_progress(
         reservoir.as_mut(),
-        train.inputs,
-        train.targets,
+        teacher.view(),
+        architecture
+            .readout_targets(train.inputs, train.targets)?
+            .view(),
         job.config.readout(),
         &mut |done, total| progress("train", done, total),
     )?;
+    drop(teacher);
+    let last_input = train.inputs.row(train.inputs.nrows() - 1);
+    let mut continuation = Continuation {
+        last_output: architecture.output_at(&fit.readout, reservoir.state()?.view(), last_input)?,
+        last_input: last_input.to_owned(),
+    };
     let tested = match test {
         Some(test) => {
-            let predictions = predict_rows(
+            let predictions = architecture.predict(
                 reservoir.as_mut(),
                 &fit.readout,
                 test.inputs,
+                &mut continuation,
                 &mut |d, t| progress("test", d, t),
             )?;
             let scores = SeriesScores {
@@ -140,6 +153,7 @@ pub fn fit_one_series(
             weights,
             readout: fit.readout,
             state,
+            continuation,
             input_columns: job.input_columns.to_vec(),
             target_columns: job.target_columns.to_vec(),
         },

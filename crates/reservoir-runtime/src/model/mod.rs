@@ -20,17 +20,22 @@
 //! backend of the run, which loading ignores. Version 3 added the labels' type to the
 //! sequence classifier; version 4 the model description (reservoir kind, links, plasticity)
 //! to the series model and the sequence classifier, and the classifier's bidirectional,
-//! projected and model-space features. The spike classifier is unchanged since version 2.
+//! projected and model-space features; version 5 the output links (feedback, increments) to
+//! the description and the last input and output to the series model. The spike classifier
+//! is unchanged since version 2.
 
 use std::fs;
 use std::io::Read;
 use std::path::Path;
 
+use bincode::error::DecodeError;
 use ndarray::Array1;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use reservoir_core::architecture::{Architecture, ArchitectureWeights, ReservoirKind};
+use reservoir_core::forecast::Continuation;
+use reservoir_core::plasticity::PlasticityConfig;
 use reservoir_core::readout::LinearReadout;
 use reservoir_core::{ReservoirConfig, ReservoirError, ReservoirWeights};
 
@@ -51,12 +56,12 @@ pub use spike::{sample_features, SpikeModel, SPIKE_MAGIC};
 /// First eight bytes of every series model file ([`Model`]).
 pub const MAGIC: [u8; 8] = *b"RSVMODEL";
 /// Version of the payload layout this build writes (it reads this and every earlier version).
-pub const FORMAT_VERSION: u32 = 4;
+pub const FORMAT_VERSION: u32 = 5;
 const HEADER_LEN: usize = 8 + 4 + 8 + 4;
 
 /// Everything needed to reproduce predictions: the model's description, its weights, the
-/// trained readout, the state to continue from, and the names of the data columns it was
-/// trained on.
+/// trained readout, where to continue from (the reservoir's state, the last input and output),
+/// and the names of the data columns it was trained on.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Model {
     /// The model's description: its reservoir (seed included), links and plasticity.
@@ -67,6 +72,9 @@ pub struct Model {
     pub readout: LinearReadout,
     /// The reservoir state at the end of the last run (training, or test when given).
     pub state: Array1<f64>,
+    /// The last input of that run and the model's output there (the first value a closed
+    /// loop generates, and the output fed back at the next step).
+    pub continuation: Continuation,
     /// Names of the input columns, in order.
     #[serde(deserialize_with = "text::list")]
     pub input_columns: Vec<String>,
@@ -81,10 +89,18 @@ impl Model {
     pub fn validate(&self) -> Result<(), ReservoirError> {
         self.architecture.check_weights(&self.weights)?;
         let n = self.architecture.size();
+        let (k, m) = (self.architecture.input_size(), self.readout.n_outputs());
         let consistent = self.readout.n_features() == n
             && self.state.len() == n
-            && self.input_columns.len() == self.architecture.input_size()
-            && self.target_columns.len() == self.readout.n_outputs();
+            && self.input_columns.len() == k
+            && self.target_columns.len() == m
+            && self.continuation.last_input.len() == k
+            && self.continuation.last_output.len() == m
+            && self
+                .architecture
+                .feedback()
+                .is_none_or(|f| f.outputs() == m)
+            && (!self.architecture.increments() || k == m);
         if !consistent {
             return Err(ReservoirError::invalid(
                 "model",
@@ -162,10 +178,14 @@ struct ModelV3 {
     target_columns: Vec<String>,
 }
 
-impl From<ModelV3> for Model {
+impl From<ModelV3> for ModelV4 {
     fn from(old: ModelV3) -> Self {
-        Model {
-            architecture: Architecture::new(ReservoirKind::EchoState(old.config)),
+        ModelV4 {
+            architecture: ArchitectureV4 {
+                reservoir: ReservoirKind::EchoState(old.config),
+                input_to_readout: false,
+                plasticity: None,
+            },
             weights: ArchitectureWeights::EchoState(old.weights),
             readout: old.readout,
             state: old.state,
@@ -175,7 +195,7 @@ impl From<ModelV3> for Model {
     }
 }
 
-impl From<legacy::ModelV1> for Model {
+impl From<legacy::ModelV1> for ModelV3 {
     fn from(old: legacy::ModelV1) -> Self {
         ModelV3 {
             config: old.config.0,
@@ -185,7 +205,60 @@ impl From<legacy::ModelV1> for Model {
             input_columns: old.input_columns,
             target_columns: old.target_columns,
         }
-        .into()
+    }
+}
+
+/// The model description of format version 4: no output links.
+#[derive(Deserialize)]
+pub(super) struct ArchitectureV4 {
+    reservoir: ReservoirKind,
+    input_to_readout: bool,
+    plasticity: Option<PlasticityConfig>,
+}
+
+impl ArchitectureV4 {
+    /// Today's description of the same model.
+    pub(super) fn into_architecture(self) -> std::result::Result<Architecture, DecodeError> {
+        Architecture::new(self.reservoir)
+            .with_input_to_readout(self.input_to_readout)
+            .with_plasticity(self.plasticity)
+            .map_err(|e| DecodeError::OtherString(format!("model description: {e}")))
+    }
+}
+
+/// A series model of format version 4: the description, without the last input and output.
+#[derive(Deserialize)]
+struct ModelV4 {
+    architecture: ArchitectureV4,
+    weights: ArchitectureWeights,
+    readout: LinearReadout,
+    state: Array1<f64>,
+    #[serde(deserialize_with = "text::list")]
+    input_columns: Vec<String>,
+    #[serde(deserialize_with = "text::list")]
+    target_columns: Vec<String>,
+}
+
+impl ModelV4 {
+    /// Today's model: a model without output links continues from its state alone, so its
+    /// last output is the readout's at that state and its last input (never read) zero.
+    fn into_model(self) -> std::result::Result<Model, DecodeError> {
+        let outputs = self
+            .readout
+            .predict(self.state.view().insert_axis(ndarray::Axis(0)))
+            .map_err(|e| DecodeError::OtherString(format!("readout: {e}")))?;
+        Ok(Model {
+            architecture: self.architecture.into_architecture()?,
+            weights: self.weights,
+            continuation: Continuation {
+                last_input: Array1::zeros(self.input_columns.len()),
+                last_output: outputs.row(0).to_owned(),
+            },
+            readout: self.readout,
+            state: self.state,
+            input_columns: self.input_columns,
+            target_columns: self.target_columns,
+        })
     }
 }
 
@@ -296,10 +369,13 @@ impl Versioned for Model {
         version: u32,
         payload: &[u8],
     ) -> std::result::Result<(Self, usize), bincode::error::DecodeError> {
-        match version {
-            1 => decode::<legacy::ModelV1>(payload).map(|(old, used)| (old.into(), used)),
-            _ => decode::<ModelV3>(payload).map(|(old, used)| (old.into(), used)),
-        }
+        let (old, used) = match version {
+            1 => decode::<legacy::ModelV1>(payload)
+                .map(|(old, used)| (ModelV4::from(ModelV3::from(old)), used))?,
+            2 | 3 => decode::<ModelV3>(payload).map(|(old, used)| (old.into(), used))?,
+            _ => decode::<ModelV4>(payload)?,
+        };
+        Ok((old.into_model()?, used))
     }
 }
 

@@ -15,7 +15,7 @@ use reservoir_core::{Reservoir, ReservoirConfig, ReservoirError, ReservoirWeight
 use super::classes::{predict_classes, Classes};
 use super::{
     consistent, decode, encode, from_bytes_checked, in_memory, load_checked, stage_checked,
-    Versioned,
+    ArchitectureV4, Versioned,
 };
 use crate::error::Result;
 use crate::files::Staged;
@@ -93,8 +93,34 @@ struct SequenceClassifierV3 {
     label_dtype: Option<String>,
 }
 
+/// A sequence classifier of format version 4: the model description without output links.
+#[derive(Deserialize)]
+struct SequenceClassifierV4 {
+    architecture: ArchitectureV4,
+    weights: ArchitectureWeights,
+    features: SequenceFeatures,
+    readout: LinearReadout,
+    classes: Classes,
+    #[serde(deserialize_with = "super::text::list")]
+    input_columns: Vec<String>,
+    label_dtype: Option<String>,
+}
+
 impl Versioned for SequenceClassifier {
     fn decode_old(version: u32, payload: &[u8]) -> std::result::Result<(Self, usize), DecodeError> {
+        if version == 4 {
+            let (old, used) = decode::<SequenceClassifierV4>(payload)?;
+            let model = SequenceClassifier {
+                architecture: old.architecture.into_architecture()?,
+                weights: old.weights,
+                features: old.features,
+                readout: old.readout,
+                classes: old.classes,
+                input_columns: old.input_columns,
+                label_dtype: old.label_dtype,
+            };
+            return Ok((model, used));
+        }
         let (old, used) = match version {
             1 | 2 => {
                 let (v2, used) = decode::<SequenceClassifierV2>(payload)?;
@@ -136,6 +162,7 @@ impl SequenceClassifier {
                 .projection()
                 .is_none_or(|p| p.input_width() == self.features.state_width(n))
             && !self.features.needs_projection()
+            && !self.architecture.links_outputs()
             && self.readout.n_outputs() == self.classes.len();
         if !consistent {
             return Err(ReservoirError::invalid(

@@ -4,8 +4,9 @@ use std::time::Instant;
 
 use ndarray::{s, Array1, ArrayView2};
 
+use reservoir_core::architecture::Architecture;
 use reservoir_core::fit::fit_ridge_with_progress;
-use reservoir_core::forecast::closed_loop;
+use reservoir_core::forecast::Continuation;
 use reservoir_core::metrics::{nrmse, r2, rmse};
 use reservoir_core::readout::LinearReadout;
 use reservoir_core::{ConfigError, Reservoir, ReservoirError};
@@ -20,12 +21,14 @@ use crate::device::Dispatch;
 use crate::error::Result;
 use crate::model::Model;
 
-/// What [`train_and_test`] leaves: the readout, the states after training and after the
-/// test rows, and the test predictions with their targets.
+/// What [`train_and_test`] leaves: the readout, the states (and last input and output) after
+/// training and after the test rows, and the test predictions with their targets.
 struct Trained {
     readout: LinearReadout,
     trained_state: Array1<f64>,
+    trained_input: Array1<f64>,
     final_state: Array1<f64>,
+    final_continuation: Continuation,
     test: TestSeries,
 }
 
@@ -120,16 +123,24 @@ pub(super) fn run(
     hooks: &mut RunHooks<'_>,
 ) -> Result<RunOutcome> {
     let start = Instant::now();
-    let architecture = config.architecture(1)?;
+    let architecture = config.architecture(1, Some(1))?;
     task.memory(&architecture, config.readout().washout())
         .ensure()?;
     let rows = match task {
         TaskConfig::MemoryCapacity { .. } => {
-            if architecture.plasticity().is_some() {
+            let unapplied = if architecture.plasticity().is_some() {
+                Some(("model.plasticity", "a [model.plasticity] table"))
+            } else if architecture.links_outputs() {
+                Some(("model", "feedback or increments"))
+            } else {
+                None
+            };
+            if let Some((field, value)) = unapplied {
                 return Err(ConfigError::new(
-                    "model.plasticity",
-                    "is not applied by the memory_capacity task (its inputs are drawn as it runs)",
-                    "a [model.plasticity] table",
+                    field,
+                    "is not applied by the memory_capacity task (its inputs are drawn as it \
+                     runs, and each delay has its own readout)",
+                    value,
                 )
                 .into());
             }
@@ -137,10 +148,16 @@ pub(super) fn run(
         }
         task => Some(series_task(config, task)?),
     };
-    let training: Vec<ArrayView2<f64>> = rows
+    let training = rows
         .iter()
-        .map(|r| r.data.inputs.slice(s![..r.train_rows, ..]))
-        .collect();
+        .map(|r| {
+            architecture.teacher_inputs(
+                r.data.inputs.slice(s![..r.train_rows, ..]),
+                r.data.targets.slice(s![..r.train_rows, ..]),
+            )
+        })
+        .collect::<reservoir_core::Result<Vec<_>>>()?;
+    let training: Vec<ArrayView2<f64>> = training.iter().map(|u| u.view()).collect();
     let weights = architecture.generate(&training)?;
     let work = task.workload(config.readout().washout());
     let mut reservoir = dispatch.build(&architecture, &weights, work)?;
@@ -166,6 +183,7 @@ pub(super) fn run(
             })?;
             let fitted = train_and_test(
                 config,
+                &architecture,
                 reservoir.as_mut(),
                 &rows.data,
                 rows.train_rows,
@@ -176,15 +194,19 @@ pub(super) fn run(
                 (task, &rows.series)
             {
                 if *forecast > 0 {
-                    // Run free from the end of training.
+                    // Run free from the end of training, from the value that follows it.
                     let t = Instant::now();
                     let train = rows.train_rows;
                     reservoir.set_state(fitted.trained_state.view())?;
                     let steps = (*forecast).min(*test);
-                    let generated = closed_loop(
+                    let mut from = Continuation {
+                        last_input: fitted.trained_input.clone(),
+                        last_output: series.slice(s![train..train + 1]).to_owned(),
+                    };
+                    let generated = architecture.closed_loop(
                         reservoir.as_mut(),
                         &fitted.readout,
-                        series.slice(s![train..train + 1]),
+                        &mut from,
                         steps,
                     )?;
                     let error =
@@ -222,6 +244,7 @@ pub(super) fn run(
             weights,
             readout: trained.readout,
             state: trained.final_state,
+            continuation: trained.final_continuation,
             input_columns: vec![input.to_string()],
             target_columns: vec![target.to_string()],
         }))
@@ -236,10 +259,12 @@ pub(super) fn run(
     })
 }
 
-/// Fits on the first `train` rows, scores every following row (continuing in time), and
-/// pushes the scores and timings onto `figures` (metrics, timings).
+/// Fits on the first `train` rows (teacher forced), scores every following row (continuing in
+/// time, as a prediction does), and pushes the scores and timings onto `figures` (metrics,
+/// timings).
 fn train_and_test(
     config: &ExperimentConfig,
+    architecture: &Architecture,
     reservoir: &mut dyn Reservoir,
     data: &TaskData,
     train: usize,
@@ -248,19 +273,34 @@ fn train_and_test(
 ) -> Result<Trained> {
     let (metrics, timings) = figures;
     let (train_data, test_data) = data.split(train)?;
+    let (inputs, targets) = (train_data.inputs.view(), train_data.targets.view());
     let t = Instant::now();
     let fit = fit_ridge_with_progress(
         reservoir,
-        train_data.inputs.view(),
-        train_data.targets.view(),
+        architecture.teacher_inputs(inputs, targets)?.view(),
+        architecture.readout_targets(inputs, targets)?.view(),
         config.readout(),
         &mut |done, total| hooks.report("training", done, total),
     )?;
     let trained_state = reservoir.state()?;
+    let trained_input = inputs.row(inputs.nrows().saturating_sub(1)).to_owned();
     timings.push(figure("fit_seconds", t.elapsed().as_secs_f64()));
     let t = Instant::now();
-    let states = reservoir.run(test_data.inputs.view())?;
-    let predictions = fit.readout.predict(states.view())?;
+    let mut continuation = Continuation {
+        last_output: architecture.output_at(
+            &fit.readout,
+            trained_state.view(),
+            trained_input.view(),
+        )?,
+        last_input: trained_input.clone(),
+    };
+    let predictions = architecture.predict(
+        reservoir,
+        &fit.readout,
+        test_data.inputs.view(),
+        &mut continuation,
+        &mut |_, _| {},
+    )?;
     timings.push(figure("test_seconds", t.elapsed().as_secs_f64()));
     let target = test_data.targets.view();
     metrics.push(figure("train_nrmse", fit.train_nrmse));
@@ -270,7 +310,9 @@ fn train_and_test(
     Ok(Trained {
         readout: fit.readout,
         trained_state,
+        trained_input,
         final_state: reservoir.state()?,
+        final_continuation: continuation,
         test: TestSeries {
             predictions,
             targets: test_data.targets,

@@ -17,10 +17,11 @@ use ndarray::{Array2, ArrayView2};
 use serde::Serialize;
 
 pub use classify::{class_scores, fit_class_readout, ClassScores};
-pub use series::{add_series, check_series, predict_series, rows_after_washout};
+pub use series::{add_series, check_series, rows_after_washout};
 
 use reservoir_core::architecture::ArchitectureWeights;
 use reservoir_core::features::SequenceFeatures;
+use reservoir_core::forecast::Continuation;
 use reservoir_core::metrics::{nrmse, r2, rmse};
 use reservoir_core::readout::RidgeAccumulator;
 use reservoir_core::reservoir::fit_features;
@@ -153,7 +154,7 @@ pub fn fit_classifier(
     dispatch: &mut Dispatch,
     progress: &mut StageProgress<'_>,
 ) -> Result<ClassifierOutcome> {
-    let architecture = config.architecture(input_columns.len())?;
+    let architecture = config.architecture(input_columns.len(), None)?;
     let classes = Classes::from_labels(train.labels)?;
     let train_labels = classes.indices(train.labels, train.ids)?;
     let test_labels = test.map(|t| classes.indices(t.labels, t.ids)).transpose()?;
@@ -271,7 +272,7 @@ pub fn fit_series(
     dispatch: &mut Dispatch,
     progress: &mut StageProgress<'_>,
 ) -> Result<SeriesOutcome> {
-    let architecture = config.architecture(input_columns.len())?;
+    let architecture = config.architecture(input_columns.len(), Some(target_columns.len()))?;
     let washout = config.readout().washout();
     check_series(train.inputs, train.targets, washout, train.ids)?;
     if let Some(t) = test {
@@ -281,7 +282,22 @@ pub fn fit_series(
 
     ensure_fit_fits(&architecture, n, m, 0)?;
     let started = Instant::now();
-    let weights = architecture.generate(train.inputs)?;
+    // Teacher forced, increments learned (each a copy only when the model asks for it).
+    let teacher = train
+        .inputs
+        .iter()
+        .zip(train.targets)
+        .map(|(u, y)| architecture.teacher_inputs(*u, *y))
+        .collect::<reservoir_core::Result<Vec<_>>>()?;
+    let learned = train
+        .inputs
+        .iter()
+        .zip(train.targets)
+        .map(|(u, y)| architecture.readout_targets(*u, *y))
+        .collect::<reservoir_core::Result<Vec<_>>>()?;
+    let teacher: Vec<ArrayView2<f64>> = teacher.iter().map(|u| u.view()).collect();
+    let learned: Vec<ArrayView2<f64>> = learned.iter().map(|y| y.view()).collect();
+    let weights = architecture.generate(&teacher)?;
     let work = workload(&[train.inputs, test.map_or(&[], |t| t.inputs)]);
     let mut reservoir = dispatch.build(&architecture, &weights, work)?;
     // One series streams its sums beside its run (`add_series`), on a thread of their own.
@@ -293,20 +309,32 @@ pub fn fit_series(
     let mut sums = [RidgeAccumulator::new(n, m, sum_par)?];
     let end_state = add_series(
         reservoir.as_mut(),
-        train.inputs,
-        train.targets,
+        &teacher,
+        &learned,
         washout,
         &vec![0; train.inputs.len()],
         &mut sums,
         &mut |d, t| progress("train", d, t),
     )?;
     let fit = sums[0].solve(config.readout().ridge())?;
+    let continuation = match train.inputs.last() {
+        Some(last) if last.nrows() > 0 => {
+            let last_input = last.row(last.nrows() - 1);
+            Continuation {
+                last_output: architecture.output_at(&fit.readout, end_state.view(), last_input)?,
+                last_input: last_input.to_owned(),
+            }
+        }
+        _ => Continuation::zero(architecture.input_size(), target_columns.len()),
+    };
     let tested = match test {
         Some(t) => {
-            let predictions =
-                predict_series(reservoir.as_mut(), &fit.readout, t.inputs, &mut |d, n| {
-                    progress("test", d, n)
-                })?;
+            let predictions = architecture.predict_series(
+                reservoir.as_mut(),
+                &fit.readout,
+                t.inputs,
+                &mut |d, n| progress("test", d, n),
+            )?;
             let views: Vec<ArrayView2<f64>> = predictions.iter().map(|p| p.view()).collect();
             let predicted = rows_after_washout(&views, washout)?;
             let truth = rows_after_washout(t.targets, washout)?;
@@ -328,6 +356,7 @@ pub fn fit_series(
             weights,
             readout: fit.readout,
             state: end_state,
+            continuation,
             input_columns: input_columns.to_vec(),
             target_columns: target_columns.to_vec(),
         },

@@ -7,7 +7,7 @@ use ndarray::{concatenate, s, Array1, Array2, ArrayView2, Axis};
 
 use reservoir_core::checks::check_targets;
 use reservoir_core::fit::accumulate_run;
-use reservoir_core::readout::{LinearReadout, RidgeAccumulator};
+use reservoir_core::readout::RidgeAccumulator;
 use reservoir_core::{Reservoir, ReservoirError, Result};
 
 /// An error unless every series has as many target rows as input rows, more rows than
@@ -105,27 +105,6 @@ pub fn add_series(
         Ok(())
     })?;
     Ok(end)
-}
-
-/// The readout's predictions for every row of every series, each series run from the zero
-/// state.
-///
-/// # Errors
-/// Any error of the runs or of the readout.
-pub fn predict_series(
-    reservoir: &mut dyn Reservoir,
-    readout: &LinearReadout,
-    inputs: &[ArrayView2<f64>],
-    progress: &mut dyn FnMut(usize, usize),
-) -> Result<Vec<Array2<f64>>> {
-    let total = inputs.len();
-    let mut predictions = Vec::with_capacity(total);
-    reservoir.run_many(inputs, &mut |i, states| {
-        predictions.push(readout.predict(states)?);
-        progress(i + 1, total);
-        Ok(())
-    })?;
-    Ok(predictions)
 }
 
 /// The rows after `washout` of every series, stacked: what a multi-series fit is scored on.
