@@ -41,9 +41,10 @@ _FLOATS = (
     "noise_level",
     "ridge",
     "model_ridge",
+    "feedback",
 )
 _STRINGS = ("activation", "weight_distribution", "precision", "device", "gpu_matmul", "kind")
-_BOOLEANS = ("bidirectional", "input_to_readout", "input_to_all")
+_BOOLEANS = ("bidirectional", "input_to_readout", "input_to_all", "increments")
 
 
 def _checked_type(name, value):
@@ -93,12 +94,16 @@ class _EchoStateEstimator(BaseEstimator):
                 "readout_layers": self.readout_layers,
                 "nvar": self.nvar,
                 "plasticity": self.plasticity,
+                **self._model_extra(get),
             },
             "readout": {"ridge": get("ridge"), **self._readout_extra(get)},
             **self._extra_tables(get),
         }
 
     def _readout_extra(self, get):
+        return {}
+
+    def _model_extra(self, get):
         return {}
 
     def _extra_tables(self, get):
@@ -198,7 +203,10 @@ class ESNRegressor(RegressorMixin, _EchoStateEstimator):
     `kind` (`"echo_state"`, `"deep_echo_state"` with `layers`, a list of dicts of layer
     settings, `input_to_all` and `readout_layers`, or `"nvar"` with `nvar`, a dict of
     `delay`, `order` and `strides`), `input_to_readout` (the input beside the states in the
-    readout's features) and `plasticity` (a dict of intrinsic-plasticity settings).
+    readout's features), `plasticity` (a dict of intrinsic-plasticity settings), `feedback`
+    (the scaling of the outputs fed back into the reservoir: the true previous targets while
+    fitting, the model's own outputs when predicting; `None` for none) and `increments` (the
+    readout learns each target minus the step's input, which needs one target per input).
     """
 
     def __init__(
@@ -224,6 +232,8 @@ class ESNRegressor(RegressorMixin, _EchoStateEstimator):
         nvar=None,
         input_to_readout=False,
         plasticity=None,
+        feedback=None,
+        increments=False,
         device="auto",
         devices=None,
         gpu_matmul="f32",
@@ -249,6 +259,8 @@ class ESNRegressor(RegressorMixin, _EchoStateEstimator):
         self.nvar = nvar
         self.input_to_readout = input_to_readout
         self.plasticity = plasticity
+        self.feedback = feedback
+        self.increments = increments
         self.device = device
         self.devices = devices
         self.gpu_matmul = gpu_matmul
@@ -260,6 +272,10 @@ class ESNRegressor(RegressorMixin, _EchoStateEstimator):
 
     def _readout_extra(self, get):
         return {"washout": get("washout")}
+
+    def _model_extra(self, get):
+        feedback = None if self.feedback is None else get("feedback")
+        return {"feedback": feedback, "increments": get("increments")}
 
     def _inputs(self, X, reset):
         if _is_many(X):

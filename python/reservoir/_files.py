@@ -36,6 +36,9 @@ def load(path):
     nvar = described.pop("nvar")
     params.update(kind=kind, nvar=nvar if kind == "nvar" else None, **described)
     if isinstance(model, _engine.ClassifierModel):
+        # Output links belong to models of series.
+        params.pop("feedback", None)
+        params.pop("increments", None)
         features = model.feature_params
         estimator = ESNClassifier(
             **params,

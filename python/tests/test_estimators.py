@@ -101,6 +101,8 @@ def test_classifier_representations(labelled):
         dict(kind="deep_echo_state", layers=[dict(size=60), dict(size=40, leak_rate=0.5)]),
         dict(kind="nvar", nvar=dict(delay=10, order=2)),
         dict(input_to_readout=True, plasticity=dict(learning_rate=1e-3)),
+        dict(feedback=0.2),
+        dict(kind="nvar", nvar=dict(delay=10, order=2), feedback=0.1),
     ],
 )
 def test_every_model_kind_fits_pickles_and_loads(narma, tmp_path, model):
@@ -112,7 +114,28 @@ def test_every_model_kind_fits_pickles_and_loads(narma, tmp_path, model):
     reservoir.save(fitted, tmp_path / "model.bin")
     loaded = reservoir.load(tmp_path / "model.bin")
     assert loaded.get_params()["kind"] == fitted.kind
+    assert loaded.get_params()["feedback"] == fitted.feedback
     assert np.array_equal(loaded.predict(u[1000:1200]), fitted.predict(u[1000:1200]))
+    continued = fitted.predict(u[1000:1200], continue_state=True)
+    assert np.array_equal(loaded.predict(u[1000:1200], continue_state=True), continued)
+
+
+def test_increments_forecast_a_series_in_closed_loop(tmp_path):
+    t = np.arange(1201) * 0.05
+    x = np.stack([np.sin(t), np.cos(1.3 * t)], axis=1)
+    model = ESNRegressor(
+        kind="nvar", nvar=dict(delay=2, order=2), increments=True, ridge=1e-8, washout=10,
+        device="cpu",
+    ).fit(x[:1000], x[1:1001])
+    generated = model.generate(50)
+    # The first value follows the last input row, x[999].
+    assert np.abs(generated - x[1000:1050]).max() < 1e-3
+    reservoir.save(model, tmp_path / "model.bin")
+    loaded = reservoir.load(tmp_path / "model.bin")
+    assert loaded.increments
+    assert np.array_equal(loaded.generate(50), generated)
+    with pytest.raises(ValueError, match="model.increments"):
+        ESNRegressor(kind="nvar", increments=True, device="cpu").fit(x[:100], x[1:101, :1])
 
 
 def test_model_parameters_are_checked(narma):
@@ -123,6 +146,10 @@ def test_model_parameters_are_checked(narma):
         ESNRegressor(**SMALL, kind="nvar", plasticity=dict()).fit(u[:300], y[:300])
     with pytest.raises(TypeError, match="input_to_readout"):
         ESNRegressor(**SMALL, input_to_readout=1).fit(u[:300], y[:300])
+    with pytest.raises(ValueError, match="model.feedback"):
+        ESNRegressor(**SMALL, feedback=0.0).fit(u[:300], y[:300])
+    with pytest.raises(TypeError, match="feedback"):
+        ESNRegressor(**SMALL, feedback="yes").fit(u[:300], y[:300])
 
 
 def test_classifier_keeps_label_types(labelled):

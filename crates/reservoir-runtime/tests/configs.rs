@@ -28,11 +28,13 @@ fn every_shipped_config_is_valid() {
     for expected in [
         "default.toml",
         "deep_mackey_glass.toml",
+        "feedback_mackey_glass.toml",
         "large_gpu.toml",
         "lif.toml",
         "mackey_glass.toml",
         "memory_capacity.toml",
         "narma10.toml",
+        "nvar_increments_mackey_glass.toml",
         "nvar_mackey_glass.toml",
         "plasticity_narma10.toml",
         "sequence_model_space.toml",
