@@ -124,7 +124,11 @@ def test_increments_forecast_a_series_in_closed_loop(tmp_path):
     t = np.arange(1201) * 0.05
     x = np.stack([np.sin(t), np.cos(1.3 * t)], axis=1)
     model = ESNRegressor(
-        kind="nvar", nvar=dict(delay=2, order=2), increments=True, ridge=1e-8, washout=10,
+        kind="nvar",
+        nvar=dict(delay=2, order=2),
+        increments=True,
+        ridge=1e-8,
+        washout=10,
         device="cpu",
     ).fit(x[:1000], x[1:1001])
     generated = model.generate(50)
