@@ -249,6 +249,17 @@ impl Encoder {
         self.params
     }
 
+    /// Output rows per input row: `steps` (as configured), 1 for `delta`.
+    pub fn steps_per_row(&self) -> usize {
+        match self.kind {
+            Kind::Rate { steps, .. }
+            | Kind::Latency { steps, .. }
+            | Kind::Poisson { steps, .. } => steps,
+            Kind::Population(options) => options.steps(),
+            Kind::Delta(_) => 1,
+        }
+    }
+
     /// Output channels for `input_channels` features: `input_channels · neurons_per_feature`
     /// for `population`, `input_channels` otherwise.
     pub fn output_channels(&self, input_channels: usize) -> usize {

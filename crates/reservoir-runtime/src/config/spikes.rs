@@ -83,6 +83,23 @@ impl SpikeClassificationParams {
                 ))
             }
         };
+        if let Some(encoder) = &self.encoder {
+            // Checked before anything is encoded: each bin must stay one step of the patterns.
+            if encoder.steps_per_row() != 1 {
+                return Err(ConfigError::new(
+                    "task.encoder.steps",
+                    "must be 1: the spike task encodes each time bin as one step",
+                    encoder.steps_per_row(),
+                ));
+            }
+            if encoder.output_channels(1) != 1 {
+                return Err(ConfigError::new(
+                    "task.encoder.neurons_per_feature",
+                    "must be 1: the spike task keeps one input channel per pattern channel",
+                    encoder.output_channels(1),
+                ));
+            }
+        }
         if self.classes < 2 {
             return Err(ConfigError::new(
                 "task.classes",
@@ -249,14 +266,23 @@ impl SpikeClassificationOptions {
 
     /// Bytes of the generated data: every sample's spikes (the template's, one per channel,
     /// and the background's expected count, 16 bytes each) and the templates, plus one sample
-    /// as dense bins × channels values (an encoder's intensities, a reservoir's inputs).
+    /// as dense bins × channels values (an encoder's intensities, a reservoir's inputs). An
+    /// encoder gives at most one spike per bin and channel, whatever the rate.
     pub fn data_bytes(&self) -> u64 {
-        let background = self.background_hz * self.sample_ms / 1000.0;
-        let per_sample = (self.channels as f64 * (1.0 + background)).ceil() as usize;
+        let channels = self.channels as f64;
+        let per_sample = match &self.encoder {
+            None => channels * (1.0 + self.background_hz * self.sample_ms / 1000.0),
+            Some(_) => {
+                let per_bin = (self.background_hz * self.dt_ms / 1000.0).min(1.0);
+                channels * (1.0 + per_bin * self.bins() as f64)
+            }
+        };
+        // Saturating: a rate beyond any memory is refused by the estimate, not wrapped.
+        let per_sample = per_sample.ceil().min(usize::MAX as f64) as usize;
         let spikes = bytes_of(self.samples().saturating_add(self.classes), per_sample);
         spikes
             .saturating_mul(16)
-            .saturating_add(bytes_of(self.bins(), self.channels).saturating_mul(8))
+            .saturating_add(bytes_of(self.bins(), self.channels).saturating_mul(16))
     }
 }
 
