@@ -19,6 +19,10 @@ use crate::ops::esn::{
 };
 use crate::ops::tensor_core::{TensorCoreDrive, TensorCoreRun, TensorCoreScratch};
 
+mod summarized;
+
+pub(crate) use summarized::DevicePlan;
+
 /// Most bytes of one time chunk's drive and states (all sequences of a batch).
 const CHUNK_BYTES: usize = 1 << 28;
 
@@ -137,7 +141,12 @@ impl BatchEngine {
         let mut out = Array2::zeros((total, features.width(n)));
         let limit = features_limit(n, noise.is_some());
         for_each_batch(sequences, limit, noise, n, |batch, first_index, noise| {
-            let rows = SummaryRows::new(features, batch.iter().map(|s| s.nrows()), first_index)?;
+            let rows = SummaryRows::new(
+                features,
+                features.summaries(),
+                batch.iter().map(|s| s.nrows()),
+                first_index,
+            )?;
             let sums = self.batch_features(shared, batch, noise, &rows)?;
             let end = first_index + batch.len();
             rows.write(&sums, out.slice_mut(s![first_index..end, ..]))?;
