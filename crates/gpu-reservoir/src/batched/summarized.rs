@@ -23,6 +23,7 @@ use reservoir_kernels::sequence_features::MODEL_SPACE_MAX_WIDTH;
 use super::{features_limit, for_each_batch, BatchEngine, BatchLimit, Shared};
 use crate::driver::blas::{product_batched_f64, product_row_major, Stacked};
 use crate::driver::launch::dim;
+use crate::driver::GpuDevice;
 use crate::error::{DriverContext, Result};
 use crate::features::SummaryRows;
 use crate::ops::esn::{add_features, FeatureChunk};
@@ -141,9 +142,9 @@ impl DevicePlan {
         }
     }
 
-    /// `limit` narrowed for the model space: each step of a sequence keeps its d summarized
-    /// values in f64 while its batch runs, and its Grams and solution fit
-    /// [`MODEL_SPACE_BYTES`].
+    /// `limit` narrowed for the model space: each sequence keeps d summarized values in f64
+    /// for every step of its batch's longest sequence while the batch runs, and the batch's
+    /// Grams and solutions fit [`MODEL_SPACE_BYTES`].
     fn limit(&self, limit: BatchLimit) -> BatchLimit {
         if !self.model_space {
             return limit;
@@ -154,7 +155,8 @@ impl DevicePlan {
             max_sequences: limit
                 .max_sequences
                 .min((MODEL_SPACE_BYTES / per_sequence).max(1)),
-            bytes_per_step: limit.bytes_per_step + d * 8,
+            padded_bytes_per_step: d * 8,
+            ..limit
         }
     }
 
@@ -343,9 +345,14 @@ impl BatchEngine {
                 (batch, noise)
             };
             let sums_len = b * plan.plain.len() * w;
-            let mut sums = stream
-                .alloc_zeros::<f32>(sums_len.max(1))
-                .alloc_context::<f32>("allocating the feature sums", sums_len.max(1))?;
+            let mut sums = match rows {
+                Some(_) => Some(
+                    stream
+                        .alloc_zeros::<f32>(sums_len)
+                        .alloc_context::<f32>("allocating the feature sums", sums_len)?,
+                ),
+                None => None,
+            };
             let mut projected: Option<CudaSlice<f32>> = None;
             self.step_batch(shared, inputs, pass_noise, &mut |states, first, steps| {
                 let touched = rows.as_ref().is_some_and(|(r, _)| r.touch(first, steps));
@@ -386,7 +393,9 @@ impl BatchEngine {
                     }
                     None => states,
                 };
-                if let (true, Some((_, pairs))) = (touched, rows.as_ref()) {
+                if let (true, Some((_, pairs)), Some(sums)) =
+                    (touched, rows.as_ref(), sums.as_mut())
+                {
                     let chunk = FeatureChunk {
                         first,
                         steps,
@@ -425,17 +434,19 @@ impl BatchEngine {
                 Ok(())
             })?;
             let mut values = Array2::zeros((b, plan.plain.len() * w));
-            if let Some((rows, _)) = &rows {
+            if let (Some((rows, _)), Some(sums)) = (&rows, &sums) {
                 let host = stream
-                    .clone_dtoh(&sums)
+                    .clone_dtoh(sums)
                     .context("copying the feature sums back")?;
-                rows.write(&host[..sums_len], values.view_mut())?;
+                rows.write(&host, values.view_mut())?;
             }
             plain_values.push(values);
         }
         let models = match summarized {
             Some(summarized) => Some(solve_models(
-                context,
+                device,
+                kernels,
+                plan,
                 &summarized,
                 &device_lengths,
                 (b, longest),
@@ -464,13 +475,14 @@ struct BatchContext<'a> {
 /// A system that is not positive definite or a model that is not finite (as the CPU's
 /// model space), naming the sequence by its index in the call (`first_index + j`).
 fn solve_models(
-    context: &BatchContext<'_>,
+    device: &GpuDevice,
+    kernels: &FeatureKernels,
+    plan: &DevicePlan,
     summarized: &CudaSlice<f64>,
     lengths: &CudaSlice<i32>,
     (b, longest): (usize, usize),
     first_index: usize,
 ) -> Result<Vec<f64>> {
-    let (device, plan) = (context.shared.device, context.plan);
     let stream = device.stream();
     let (d, warmup) = (plan.d, plan.features.warmup());
     let ridge = plan.features.model_ridge();
@@ -516,7 +528,7 @@ fn solve_models(
     )?;
     model_space_solve(
         device,
-        context.kernels,
+        kernels,
         &summarized.slice(..),
         (&mut gram.slice_mut(..), &mut cross.slice_mut(..)),
         &lengths.slice(..),
@@ -797,7 +809,7 @@ mod tests {
         let plan = DevicePlan::new(&features, 512, false).expect("plan");
         let limit = plan.limit(features_limit(512, false));
         assert!(limit.max_sequences * (3 * 128 * 128 + 128) * 8 <= MODEL_SPACE_BYTES);
-        assert_eq!(limit.bytes_per_step, 128 * 8);
+        assert_eq!(limit.padded_bytes_per_step, 128 * 8);
     }
 
     /// The solve kernel, with the batch's Grams from the DGEMMs, against its host reference
@@ -828,11 +840,6 @@ mod tests {
             let lengths_i: Vec<i32> = lengths.iter().map(|&t| t as i32).collect();
             let device_lengths = stream.clone_htod(&lengths_i).expect("upload");
             let kernels = device.kernels::<FeatureKernels>().expect("kernels");
-            let config = reservoir_core::ReservoirParams::new()
-                .size(4)
-                .input_size(1)
-                .check()
-                .expect("config");
             let features = FeatureParams::new()
                 .summaries(vec![Summary::ModelSpace])
                 .warmup(warmup)
@@ -847,25 +854,10 @@ mod tests {
                 plain: Vec::new(),
                 model_space: true,
             };
-            let esn = device
-                .kernels::<crate::ops::esn::EsnKernels>()
-                .expect("kernels");
-            let empty = stream.alloc_zeros::<f32>(1).expect("alloc");
-            let shared = Shared {
-                device: &device,
-                kernels: &esn,
-                config: &config,
-                input: &empty,
-                bias: &empty,
-            };
-            let context = BatchContext {
-                shared: &shared,
-                kernels: &kernels,
-                plan: &plan,
-                projections: &[],
-            };
             let models = solve_models(
-                &context,
+                &device,
+                &kernels,
+                &plan,
                 &summarized,
                 &device_lengths,
                 (lengths.len(), longest),
