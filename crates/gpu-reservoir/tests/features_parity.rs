@@ -1,6 +1,7 @@
 //! `GpuReservoirComputer::sequence_features` (summed on the device when the sequences are
-//! batched, summarized on the host when they run one after another) against the CPU
-//! reservoir's `sequence_features` with the same config and weights, in f32.
+//! batched, projected and modelled there too, summarized on the host when they run one after
+//! another) against the CPU reservoir's `sequence_features` with the same config and weights,
+//! in f32.
 
 use crate::common;
 
