@@ -217,6 +217,33 @@ pub mod ridge {
     };
 }
 
+/// `sequence_features.cu`: sequence features that need more than sums of raw states (CPU
+/// reference: `reservoir_core::features::SequenceFeatures`): a chunk's projected states
+/// centred, the summarized states gathered per sequence in f64, and each sequence's
+/// model-space ridge model solved from its Grams, a thread block per sequence.
+pub mod sequence_features {
+    use super::Module;
+
+    /// `values[c·d + i] −= shift[i]`: projected states centred on the training mean.
+    pub const CENTRE: &str = "features_centre";
+    /// A chunk's summarized states added into each sequence's f64 states.
+    pub const GATHER: &str = "features_gather";
+    /// Each sequence's model-space weights and biases by a Cholesky solve.
+    pub const MODEL_SPACE_SOLVE: &str = "model_space_solve";
+    /// Largest summarized width the solve takes (`MODEL_SPACE_MAX_WIDTH`).
+    pub const MODEL_SPACE_MAX_WIDTH: usize = 128;
+    /// Threads of a solve block (`MODEL_SPACE_THREADS`).
+    pub const MODEL_SPACE_THREADS: u32 = 256;
+
+    /// The module.
+    pub const MODULE: Module = Module {
+        name: "sequence_features.cu",
+        source: include_str!("../sequence_features.cu"),
+        entry_points: &[CENTRE, GATHER, MODEL_SPACE_SOLVE],
+        hopper_specific: false,
+    };
+}
+
 /// `spectral.cu`: the f64 product of the spectral-radius iteration (CPU reference:
 /// `reservoir_core::CsrMatrix::mul_vec`).
 pub mod spectral {
@@ -351,6 +378,7 @@ pub const MODULES: &[Module] = &[
     esn_batch_tc::MODULE,
     lanes::MODULE,
     ridge::MODULE,
+    sequence_features::MODULE,
     spectral::MODULE,
     encoding::MODULE,
     detection::MODULE,
@@ -415,6 +443,23 @@ mod tests {
             "#define TC_STATE_FLOATS (TC_SEQS * TC_ROWS)".to_string(),
             "#define TC_RED_STRIDE 36".to_string(),
             "#define TC_RED_FLOATS (2 * 4 * TC_SEQS * TC_RED_STRIDE)".to_string(),
+        ] {
+            assert!(source.contains(&define), "{define}");
+        }
+    }
+
+    #[test]
+    fn the_model_space_solve_has_the_limits_rust_plans() {
+        let source = sequence_features::MODULE.source;
+        for define in [
+            format!(
+                "#define MODEL_SPACE_MAX_WIDTH {}\n",
+                sequence_features::MODEL_SPACE_MAX_WIDTH
+            ),
+            format!(
+                "#define MODEL_SPACE_THREADS {}\n",
+                sequence_features::MODEL_SPACE_THREADS
+            ),
         ] {
             assert!(source.contains(&define), "{define}");
         }

@@ -19,6 +19,10 @@ use crate::ops::esn::{
 };
 use crate::ops::tensor_core::{TensorCoreDrive, TensorCoreRun, TensorCoreScratch};
 
+mod summarized;
+
+pub(crate) use summarized::DevicePlan;
+
 /// Most bytes of one time chunk's drive and states (all sequences of a batch).
 const CHUNK_BYTES: usize = 1 << 28;
 
@@ -109,6 +113,7 @@ impl BatchEngine {
         let limit = BatchLimit {
             max_sequences: usize::MAX,
             bytes_per_step: shared.config.size() * 8,
+            padded_bytes_per_step: 0,
         };
         for_each_batch(
             sequences,
@@ -137,7 +142,12 @@ impl BatchEngine {
         let mut out = Array2::zeros((total, features.width(n)));
         let limit = features_limit(n, noise.is_some());
         for_each_batch(sequences, limit, noise, n, |batch, first_index, noise| {
-            let rows = SummaryRows::new(features, batch.iter().map(|s| s.nrows()), first_index)?;
+            let rows = SummaryRows::new(
+                features,
+                features.summaries(),
+                batch.iter().map(|s| s.nrows()),
+                first_index,
+            )?;
             let sums = self.batch_features(shared, batch, noise, &rows)?;
             let end = first_index + batch.len();
             rows.write(&sums, out.slice_mut(s![first_index..end, ..]))?;
@@ -526,7 +536,14 @@ struct BatchLimit {
     /// Host bytes each step of a sequence keeps while its batch runs (its states handed out
     /// at the end, or its noise); at most [`HOST_BATCH_BYTES`] of them per batch.
     bytes_per_step: usize,
+    /// Device bytes each sequence keeps per step of the batch's longest sequence while the
+    /// batch runs (a model space's states, every sequence padded to the longest); at most
+    /// [`PADDED_BATCH_BYTES`] of them per batch.
+    padded_bytes_per_step: usize,
 }
+
+/// Most device bytes of a batch's states padded to its longest sequence.
+const PADDED_BATCH_BYTES: usize = 1 << 29;
 
 /// The batches of [`BatchEngine::features`] for `n` units: their states stay on the device,
 /// so only the device's chunk limits the batch ([`FEATURES_MIN_CHUNK_STEPS`] steps of the
@@ -537,6 +554,7 @@ fn features_limit(n: usize, noise: bool) -> BatchLimit {
     BatchLimit {
         max_sequences: (CHUNK_BYTES / per_sequence).max(1),
         bytes_per_step: if noise { n * 4 } else { 0 },
+        padded_bytes_per_step: 0,
     }
 }
 
@@ -547,12 +565,17 @@ fn batch_end(lengths: &[usize], start: usize, limit: BatchLimit) -> usize {
     let mut bytes = lengths
         .get(start)
         .map_or(0, |&t| t.saturating_mul(limit.bytes_per_step));
+    let mut longest = lengths.get(start).copied().unwrap_or(0);
     while end < lengths.len() && end - start < limit.max_sequences {
         let more = lengths[end].saturating_mul(limit.bytes_per_step);
-        if bytes.saturating_add(more) > HOST_BATCH_BYTES {
+        let padded = (end - start + 1)
+            .saturating_mul(longest.max(lengths[end]))
+            .saturating_mul(limit.padded_bytes_per_step);
+        if bytes.saturating_add(more) > HOST_BATCH_BYTES || padded > PADDED_BATCH_BYTES {
             break;
         }
         bytes += more;
+        longest = longest.max(lengths[end]);
         end += 1;
     }
     end
@@ -606,6 +629,7 @@ mod tests {
         let limit = BatchLimit {
             max_sequences: usize::MAX,
             bytes_per_step: 8 * 1024,
+            padded_bytes_per_step: 0,
         };
         // 2^29 bytes hold 65536 steps of 1024 units in f64.
         let lengths = [30_000, 30_000, 5_536, 1, 70_000, 10];
@@ -617,6 +641,30 @@ mod tests {
         }
         // A sequence over the budget alone still makes a batch of one.
         assert_eq!(ends, [3, 4, 5, 6]);
+    }
+
+    #[test]
+    fn padded_batches_count_every_sequence_at_the_longest_length() {
+        // 2^29 bytes hold 2^20 padded steps of 512 bytes.
+        let limit = BatchLimit {
+            max_sequences: usize::MAX,
+            bytes_per_step: 0,
+            padded_bytes_per_step: 512,
+        };
+        let mut lengths = vec![1000; 1048];
+        // One long sequence: with it, 1049 sequences would pad to 1049 × 1000 steps.
+        lengths.push(1000);
+        lengths.push(10_000);
+        lengths.extend([10; 200]);
+        let mut ends = Vec::new();
+        let mut start = 0;
+        while start < lengths.len() {
+            start = batch_end(&lengths, start, limit);
+            ends.push(start);
+        }
+        // 1048 × 1000 ≤ 2^20 < 1049 × 1000; then 104 × 10,000 ≤ 2^20 < 105 × 10,000, then
+        // the 98 short sequences left.
+        assert_eq!(ends, [1048, 1049 + 103, 1250]);
     }
 
     /// The shape `tests/features_parity.rs` runs to get several batches and several chunks.

@@ -6,7 +6,7 @@
 use std::ops::Range;
 
 use ndarray::ArrayViewMut2;
-use reservoir_core::features::SequenceFeatures;
+use reservoir_core::features::{SequenceFeatures, Summary};
 use reservoir_core::ReservoirError;
 
 use crate::error::Result;
@@ -29,14 +29,16 @@ pub(crate) struct SummaryRows {
 }
 
 impl SummaryRows {
-    /// The rows of the batch whose sequences have `lengths` steps, the first being sequence
-    /// `first_index` of the call (for errors).
+    /// The rows of `summaries` (some or all of those of `features`) of the batch whose
+    /// sequences have `lengths` steps, the first being sequence `first_index` of the call (for
+    /// errors).
     ///
     /// # Errors
     /// A sequence too short for the summaries ([`SequenceFeatures::check_steps`]), or longer
     /// than a kernel's `int`.
     pub(crate) fn new(
         features: &SequenceFeatures,
+        summaries: &[Summary],
         lengths: impl IntoIterator<Item = usize>,
         first_index: usize,
     ) -> Result<Self> {
@@ -45,7 +47,7 @@ impl SummaryRows {
         for (j, steps) in lengths.into_iter().enumerate() {
             let index = first_index + j;
             features.check_steps(index, steps)?;
-            for &summary in features.summaries() {
+            for &summary in summaries {
                 let rows = features.rows(summary, steps);
                 if rows.is_empty() {
                     return Err(ReservoirError::invalid(
@@ -66,7 +68,7 @@ impl SummaryRows {
         }
         Ok(Self {
             pairs,
-            summaries: features.summaries().len(),
+            summaries: summaries.len(),
         })
     }
 
@@ -140,7 +142,7 @@ mod tests {
     use ndarray::Array2;
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
-    use reservoir_core::features::{FeatureParams, Summary};
+    use reservoir_core::features::FeatureParams;
 
     fn all_summaries(last_k: usize, warmup: usize) -> SequenceFeatures {
         FeatureParams::new()
@@ -154,7 +156,8 @@ mod tests {
     #[test]
     fn the_pairs_are_each_summarys_rows_sequence_major() {
         let features = all_summaries(3, 2);
-        let rows = SummaryRows::new(&features, [3, 4, 10], 0).expect("long enough");
+        let rows =
+            SummaryRows::new(&features, features.summaries(), [3, 4, 10], 0).expect("long enough");
         assert_eq!((rows.sequences(), rows.summaries()), (3, 3));
         #[rustfmt::skip]
         let expected = [
@@ -168,13 +171,13 @@ mod tests {
     #[test]
     fn a_short_sequence_is_named_by_its_index_in_the_call() {
         let features = all_summaries(3, 2);
-        let message = SummaryRows::new(&features, [5, 2], 40)
+        let message = SummaryRows::new(&features, features.summaries(), [5, 2], 40)
             .expect_err("2 steps with a warm-up of 2")
             .to_string();
         assert!(message.contains("sequence 41"), "{message}");
         let last = SequenceFeatures::default();
-        assert!(SummaryRows::new(&last, [1, 0], 0).is_err());
-        assert!(SummaryRows::new(&last, [1, 1], 0).is_ok());
+        assert!(SummaryRows::new(&last, last.summaries(), [1, 0], 0).is_err());
+        assert!(SummaryRows::new(&last, last.summaries(), [1, 1], 0).is_ok());
     }
 
     #[test]
@@ -201,7 +204,7 @@ mod tests {
     #[test]
     fn only_chunks_with_a_summarized_row_are_touched() {
         let last = SequenceFeatures::default();
-        let rows = SummaryRows::new(&last, [5, 9], 0).expect("ok");
+        let rows = SummaryRows::new(&last, last.summaries(), [5, 9], 0).expect("ok");
         // Rows 4 and 8 are the last ones.
         let touched: Vec<bool> = (0..12).step_by(4).map(|f| rows.touch(f, 4)).collect();
         assert_eq!(touched, [false, true, true]);
@@ -223,7 +226,8 @@ mod tests {
             .iter()
             .map(|&t| Array2::from_shape_fn((t, n), |_| f64::from(rng.random_range(-1.0f32..1.0))))
             .collect();
-        let rows = SummaryRows::new(&features, lengths.iter().copied(), 0).expect("ok");
+        let rows = SummaryRows::new(&features, features.summaries(), lengths.iter().copied(), 0)
+            .expect("ok");
         for chunk in [1, 3, 7, longest] {
             let mut sums = vec![0.0f32; b * s * n];
             for first in (0..longest).step_by(chunk) {

@@ -1,6 +1,7 @@
 //! `GpuReservoirComputer::sequence_features` (summed on the device when the sequences are
-//! batched, summarized on the host when they run one after another) against the CPU
-//! reservoir's `sequence_features` with the same config and weights, in f32.
+//! batched, projected and modelled there too, summarized on the host when they run one after
+//! another) against the CPU reservoir's `sequence_features` with the same config and weights,
+//! in f32.
 
 use crate::common;
 
@@ -295,4 +296,174 @@ fn noisy_batched_features_match_the_cpu_call_after_call() {
     let (effect, _) = relative_error(&noisy, &noiseless);
     eprintln!("noise changes the features by {effect:.2e} (relative)");
     assert!(effect > 1e-2, "the noise is too weak to test: {effect:.2e}");
+}
+
+/// Bound of ‖GPU − CPU‖ / ‖CPU‖ for features made from projected states or state models:
+/// the projection adds an f32 GEMM, and a model's solve multiplies the states' f32
+/// differences by its system's conditioning (a ridge of 1 keeps it small); well within what a
+/// classifier on these features can tell apart.
+const SUMMARIZED_RELATIVE_BOUND: f64 = 1e-3;
+
+/// `features` of `params` ready to compute: fitted on the CPU's states of `training` when
+/// they ask for principal components.
+fn fitted(
+    cpu: &mut dyn Reservoir,
+    training: &[Array2<f64>],
+    params: FeatureParams,
+) -> SequenceFeatures {
+    let features = params.check().expect("features");
+    let views: Vec<_> = training.iter().map(|s| s.view()).collect();
+    reservoir_core::reservoir::fit_features(cpu, &views, &features).expect("fit")
+}
+
+#[test]
+fn projected_and_model_space_features_made_on_the_device_match_the_cpu() {
+    let Some(device) = gpu() else { return };
+    let mut rng = ChaCha8Rng::seed_from_u64(fresh_seed("features_summarized"));
+    // N = 60: the model space of the raw states of both directions (120 wide) is within the
+    // device solve's 128.
+    let (n, k, warmup) = (60, 3, 2);
+    let config = config(&mut rng, n, k, 0.0);
+    let (weights, _) = ReservoirWeights::generate(&config).expect("weights");
+    let mut cpu =
+        cpu_reservoir(&config, weights.clone(), reservoir_core::Par::all()).expect("cpu reservoir");
+    let training = sequences(&mut rng, 80, k, 20..=50);
+    let base = || {
+        FeatureParams::new()
+            .last_k(4)
+            .warmup(warmup)
+            .model_ridge(1.0)
+    };
+    let cases = [
+        (
+            "projection, last, mean, mean_last",
+            base()
+                .summaries(vec![Summary::Last, Summary::Mean, Summary::MeanLast])
+                .components(12),
+        ),
+        (
+            "projection, model space between mean and last",
+            base()
+                .summaries(vec![Summary::Mean, Summary::ModelSpace, Summary::Last])
+                .components(10),
+        ),
+        (
+            "model space of the raw states",
+            base().summaries(vec![Summary::ModelSpace, Summary::Mean]),
+        ),
+        (
+            "bidirectional, projection, model space",
+            base()
+                .summaries(vec![Summary::Last, Summary::ModelSpace])
+                .components(8)
+                .bidirectional(true),
+        ),
+        (
+            "bidirectional, projection, averages",
+            base()
+                .summaries(vec![Summary::MeanLast, Summary::Mean])
+                .components(16)
+                .bidirectional(true),
+        ),
+        (
+            "bidirectional model space of the raw states",
+            base()
+                .summaries(vec![Summary::Last, Summary::ModelSpace])
+                .bidirectional(true),
+        ),
+    ];
+    let mut gpu = gpu_reservoir(
+        &device,
+        &config,
+        &weights,
+        ManySequences::Batched(GemmMath::F32),
+    );
+    for (what, params) in cases {
+        let features = fitted(cpu.as_mut(), &training, params);
+        // Fresh sequences of unequal lengths, from the shortest a model allows.
+        let inputs = sequences(&mut rng, 150, k, warmup + 2..=45);
+        let (expected, _) = features_of(cpu.as_mut(), &inputs, &features).expect("cpu features");
+        let (got, calls) = features_of(&mut gpu, &inputs, &features).expect("gpu features");
+        assert_eq!(got.ncols(), features.width(n), "{what}");
+        assert_summarized_close(what, &got, &expected);
+        assert_progress(what, &calls, inputs.len(), 1);
+        assert!(
+            gpu.state().expect("state").iter().all(|&x| x == 0.0),
+            "{what}: the reservoir is left reset"
+        );
+    }
+}
+
+#[test]
+fn model_space_features_over_several_batches_match_the_cpu() {
+    let Some(device) = gpu() else { return };
+    let mut rng = ChaCha8Rng::seed_from_u64(fresh_seed("features_model_batches"));
+    // 128 components: the model space's Grams keep a batch to 680 sequences
+    // (`batched::summarized::tests::model_space_batches_keep_their_grams_within_budget`), so
+    // 1500 sequences make three batches.
+    let (n, k) = (300, 2);
+    let config = config(&mut rng, n, k, 0.0);
+    let (weights, _) = ReservoirWeights::generate(&config).expect("weights");
+    let mut cpu =
+        cpu_reservoir(&config, weights.clone(), reservoir_core::Par::all()).expect("cpu reservoir");
+    let training = sequences(&mut rng, 200, k, 30..=60);
+    let features = fitted(
+        cpu.as_mut(),
+        &training,
+        FeatureParams::new()
+            .summaries(vec![Summary::ModelSpace, Summary::Last])
+            .components(128)
+            .warmup(1),
+    );
+    let inputs = sequences(&mut rng, 1500, k, 3..=60);
+    let (expected, _) = features_of(cpu.as_mut(), &inputs, &features).expect("cpu features");
+    let mut gpu = gpu_reservoir(
+        &device,
+        &config,
+        &weights,
+        ManySequences::Batched(GemmMath::F32),
+    );
+    let (got, calls) = features_of(&mut gpu, &inputs, &features).expect("gpu features");
+    eprintln!("progress calls (one per batch): {calls:?}");
+    assert_progress("model space, several batches", &calls, inputs.len(), 3);
+    assert_summarized_close("model space, several batches", &got, &expected);
+    // With noise, one direction: the batches draw the noise in the CPU's order.
+    let noisy = config
+        .to_params()
+        .noise_level(0.05)
+        .check()
+        .expect("config");
+    let mut cpu =
+        cpu_reservoir(&noisy, weights.clone(), reservoir_core::Par::all()).expect("cpu reservoir");
+    let mut gpu = gpu_reservoir(
+        &device,
+        &noisy,
+        &weights,
+        ManySequences::Batched(GemmMath::F32),
+    );
+    let few = &inputs[..200];
+    let (expected, _) = features_of(cpu.as_mut(), few, &features).expect("cpu features");
+    let (got, _) = features_of(&mut gpu, few, &features).expect("gpu features");
+    assert_summarized_close("model space with noise", &got, &expected);
+}
+
+/// Asserts the GPU's projected or modelled features within [`SUMMARIZED_RELATIVE_BOUND`] of
+/// the CPU's.
+fn assert_summarized_close(what: &str, got: &Array2<f64>, expected: &Array2<f64>) {
+    assert_eq!(got.dim(), expected.dim(), "{what}: shape");
+    assert!(
+        got.iter().all(|v| v.is_finite()),
+        "{what}: a feature is not finite"
+    );
+    let (relative, max) = relative_error(got, expected);
+    let largest = expected.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    eprintln!("{what}: relative {relative:.2e}, max abs {max:.2e} (largest {largest:.2e})");
+    assert!(
+        relative < SUMMARIZED_RELATIVE_BOUND,
+        "{what}: relative {relative:.2e}"
+    );
+    assert!(
+        max < SUMMARIZED_RELATIVE_BOUND * largest.max(1.0),
+        "{what}: max abs {max:.2e}"
+    );
 }

@@ -17,6 +17,7 @@ use gpu_reservoir::{
 use ndarray::{Array2, ArrayView2};
 use reservoir_core::detection::{random_template, DetectorOptions, PatternDetector};
 use reservoir_core::encoding::RateOptions;
+use reservoir_core::features::{FeatureParams, Summary};
 use reservoir_core::lanes::{Lane, LaneData};
 use reservoir_core::lif::LifParams;
 use reservoir_core::spectral::SpectralOptions;
@@ -37,6 +38,10 @@ const BUILT_BY: &[(&str, &str)] = &[
     (
         "esn_batch_tc.cu",
         "GpuReservoirComputer::run_many in f16 batches, on compute capability 9.0",
+    ),
+    (
+        "sequence_features.cu",
+        "GpuReservoirComputer::sequence_features with a model space, in batches",
     ),
     ("lanes.cu", "GpuLaneRunner::new"),
     ("ridge.cu", "DeviceRidgeSums::new"),
@@ -167,6 +172,22 @@ fn every_public_gpu_object_builds_and_runs_once_on_this_device() {
             kernel
         );
     }
+
+    // sequence_features.cu: a model space of the batched states (N = 64, within the device
+    // solve's width).
+    let mut reservoir = GpuReservoirComputer::new_shared(&config, &device)
+        .expect("GpuReservoirComputer")
+        .with_many_sequences(ManySequences::Batched(GemmMath::F32))
+        .expect("batch math");
+    let model_space = FeatureParams::new()
+        .summaries(vec![Summary::ModelSpace, Summary::Mean])
+        .check()
+        .expect("features");
+    let rows = reservoir
+        .sequence_features(&views, &model_space, &mut |_, _| {})
+        .expect("model-space features");
+    assert_eq!(rows.dim(), (2, model_space.width(64)));
+    assert_finite("model space", &rows);
 
     // lif.cu on its two paths (csr.cu builds Wᵀ for them), and lif_cluster.cu where the
     // device has clusters.

@@ -14,7 +14,7 @@ use reservoir_core::reservoir::{features_of_runs, run_one_by_one, SequenceVisito
 use reservoir_core::spikes::SpikePattern;
 use reservoir_core::{Par, Reservoir, ReservoirConfig, ReservoirError, ReservoirWeights};
 
-use crate::batched::BatchEngine;
+use crate::batched::{BatchEngine, DevicePlan};
 use crate::driver::csr::DeviceCsr;
 use crate::driver::staging::Staging;
 use crate::driver::GpuDevice;
@@ -557,9 +557,10 @@ impl Reservoir for GpuReservoirComputer {
     /// batch) come back, to be divided by their row counts on the host (in f64); the states
     /// never leave the device. Where it runs them one after another, their states are
     /// summarized on the host as the provided method does. `progress` is called after each
-    /// batch (each sequence, one after another). Features other than
-    /// [plain](SequenceFeatures::is_plain) ones are the provided method's, from the batched
-    /// runs' states.
+    /// batch (each sequence, one after another). Batched features with a fitted projection or
+    /// a model space are made on the device too where a [`DevicePlan`] takes them (projected
+    /// chunk by chunk, each sequence's model solved there); the others are the provided
+    /// method's, from the batched runs' states.
     fn sequence_features(
         &mut self,
         sequences: &[ArrayView2<f64>],
@@ -567,7 +568,22 @@ impl Reservoir for GpuReservoirComputer {
         progress: &mut dyn FnMut(usize, usize),
     ) -> reservoir_core::Result<Array2<f64>> {
         if !features.is_plain() {
-            return features_of_runs(self, sequences, features, progress);
+            let noise = self.config.noise_level() > 0.0;
+            let device_path = self
+                .batch_math(sequences)
+                .and_then(|math| Some((math, DevicePlan::new(features, self.size(), noise)?)));
+            let Some((math, plan)) = device_path else {
+                return features_of_runs(self, sequences, features, progress);
+            };
+            for (index, inputs) in sequences.iter().enumerate() {
+                features.check_steps(index, inputs.nrows())?;
+                check_inputs(self.input_size(), inputs)?;
+            }
+            let rows = self.with_batch_engine(math, |engine, shared, noise| {
+                engine.summarized_features(shared, sequences, &plan, noise, progress)
+            })?;
+            self.reset()?;
+            return Ok(rows);
         }
         let Some(math) = self.batch_math(sequences) else {
             // The provided method's way: the states of each run, summarized on the host.

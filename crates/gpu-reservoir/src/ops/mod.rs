@@ -5,6 +5,7 @@
 pub(crate) mod cluster;
 pub(crate) mod csr;
 pub(crate) mod esn;
+pub(crate) mod features;
 pub(crate) mod lanes;
 pub(crate) mod lif;
 pub(crate) mod lif_cluster;
