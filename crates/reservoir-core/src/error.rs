@@ -81,8 +81,9 @@ pub enum ReservoirError {
         available: Option<u64>,
     },
 
-    /// An error that another process of the same job met and sent here (a rank of a launch
-    /// over several machines), with its message as that process gave it.
+    /// An error met elsewhere and reported here with its message: by another process of the
+    /// same job (a rank of a launch over several machines), or by a sweep lane's run, once
+    /// for each of its ridge values.
     #[error("{message}")]
     Reported {
         /// The other process's message.

@@ -191,23 +191,43 @@ pub trait LaneRunner {
         data: &LaneData<'_>,
     ) -> Result<Vec<LaneSums>>;
 
-    /// Runs `batches` of lanes as [`LaneRunner::run_lanes`] runs each, and hands each batch's
-    /// sums to `visit(batch_index, sums)` in the order of the batches. At most one batch's
-    /// sums are handed out at a time, so a caller that drops them in `visit` holds one batch
-    /// on the host. The provided method runs the batches one after another; a runner over
-    /// several devices overrides it to run batches side by side with the same sums.
+    /// [`LaneRunner::run_lanes`] with each lane's run its own outcome: a lane whose run fails
+    /// (its activity overflowed, say) is an `Err` among the others' sums, not an error of
+    /// the call. The provided method fails as `run_lanes` does; a runner that can tell one
+    /// lane's failure from the others' overrides it.
     ///
     /// # Errors
-    /// Any error of [`LaneRunner::run_lanes`], and the first error `visit` returns.
+    /// What stops every lane: [`LaneRunner::run_lanes`]'s errors where it is not overridden.
+    fn run_each_lane(
+        &mut self,
+        base: &ReservoirConfig,
+        lanes: &[Lane],
+        data: &LaneData<'_>,
+    ) -> Result<Vec<Result<LaneSums>>> {
+        Ok(self
+            .run_lanes(base, lanes, data)?
+            .into_iter()
+            .map(Ok)
+            .collect())
+    }
+
+    /// Runs `batches` of lanes as [`LaneRunner::run_each_lane`] runs each, and hands each
+    /// batch's sums to `visit(batch_index, sums)` in the order of the batches. At most one
+    /// batch's sums are handed out at a time, so a caller that drops them in `visit` holds one
+    /// batch on the host. The provided method runs the batches one after another; a runner
+    /// over several devices overrides it to run batches side by side with the same sums.
+    ///
+    /// # Errors
+    /// Any error of [`LaneRunner::run_each_lane`], and the first error `visit` returns.
     fn run_batches(
         &mut self,
         base: &ReservoirConfig,
         batches: &[&[Lane]],
         data: &LaneData<'_>,
-        visit: &mut dyn FnMut(usize, Vec<LaneSums>) -> Result<()>,
+        visit: &mut dyn FnMut(usize, Vec<Result<LaneSums>>) -> Result<()>,
     ) -> Result<()> {
         for (index, batch) in batches.iter().enumerate() {
-            let sums = self.run_lanes(base, batch, data)?;
+            let sums = self.run_each_lane(base, batch, data)?;
             visit(index, sums)?;
         }
         Ok(())
@@ -216,7 +236,7 @@ pub trait LaneRunner {
     /// Runs `lanes`, solves a readout for every ridge value of every lane from its training
     /// sums and scores it ([`LaneSums::score`]), and hands the outcomes of consecutive lanes to
     /// `visit(first_lane, outcomes)`, in the order of the lanes. A (lane, ridge) that cannot
-    /// be solved or scored is an `Err` among the outcomes, not an error of the run.
+    /// be run, solved or scored is an `Err` among the outcomes, not an error of the run.
     ///
     /// The provided method runs the lanes in batches whose sums take at most `host_bytes` on
     /// the host ([`LaneSums::bytes`]; at least one lane a batch) and solves them there, on all
@@ -249,7 +269,12 @@ pub trait LaneRunner {
                 .collect();
             let mut scored = pairs
                 .par_iter()
-                .map(|&(lane, ridge)| sums[lane].score(ridge))
+                .map(|&(lane, ridge)| match &sums[lane] {
+                    Ok(sums) => sums.score(ridge),
+                    Err(failed) => Err(ReservoirError::Reported {
+                        message: failed.to_string(),
+                    }),
+                })
                 .collect::<Vec<_>>()
                 .into_iter();
             let outcomes = sums
@@ -289,19 +314,31 @@ impl LaneRunner for CpuLaneRunner {
         lanes: &[Lane],
         data: &LaneData<'_>,
     ) -> Result<Vec<LaneSums>> {
+        self.run_each_lane(base, lanes, data)?.into_iter().collect()
+    }
+
+    /// Each lane runs on its own: one that fails leaves the others' sums.
+    ///
+    /// # Errors
+    /// The errors of [`LaneData::check`], drawing the weights or starting the threads.
+    fn run_each_lane(
+        &mut self,
+        base: &ReservoirConfig,
+        lanes: &[Lane],
+        data: &LaneData<'_>,
+    ) -> Result<Vec<Result<LaneSums>>> {
         data.check(base)?;
         let draws = WeightDraws::draw(base)?;
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(self.par.threads())
             .build()
             .map_err(|e| ReservoirError::numerical("lane threads", e))?;
-        let sums: Vec<Result<LaneSums>> = pool.install(|| {
+        Ok(pool.install(|| {
             lanes
                 .par_iter()
                 .map(|lane| run_lane(&draws, lane, data))
                 .collect()
-        });
-        sums.into_iter().collect()
+        }))
     }
 }
 
