@@ -4,22 +4,32 @@
 // The update is x(t+1) = (1 - a) x(t) + a f(W_in u(t) + W x(t) + b + noise(t)).
 #include "common.cuh"
 
-// drive[t, i] = b[i] + sum_k W_in[i, k] u[t, k] (+ noise[t, i]) for all T steps at once:
+// drive[t, i] = b[i] + sum_c W_in[i, c] v[t, c] (+ noise[t, i]) for all T steps at once:
 // the input projection does not depend on the state, so it leaves the sequential loop.
-// One thread per (t, i); u is T x K, w_in is N x K, drive and noise are T x N (row-major).
+// One thread per (t, i). Row t of the inputs v is u[t, 0..k_u] followed by
+// beside[t, 0..k_beside] (a deep layer's states below, then the stack's input), both read in
+// place so they are never joined in a buffer; the sum runs over v's columns in order, as it
+// would over the joined rows. u is T x k_u, beside T x k_beside (null when k_beside is 0),
+// w_in N x (k_u + k_beside), drive and noise T x N (row-major).
 extern "C" __global__ void matvec_input_kernel(const float* __restrict__ u,
+                                               const float* __restrict__ beside, // may be null
                                                const float* __restrict__ w_in,
                                                const float* __restrict__ bias,
                                                const float* __restrict__ noise, // may be null
                                                float* __restrict__ drive,
-                                               int steps, int n, int k) {
+                                               int steps, int n, int k_u, int k_beside) {
     long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (idx >= (long long)steps * n) return;
     int t = (int)(idx / n);
     int i = (int)(idx % n);
+    long long k = (long long)k_u + k_beside;
+    const float* row = w_in + (long long)i * k;
     float acc = bias[i];
-    for (int c = 0; c < k; ++c) {
-        acc = acc + w_in[(long long)i * k + c] * u[(long long)t * k + c];
+    for (int c = 0; c < k_u; ++c) {
+        acc = acc + row[c] * u[(long long)t * k_u + c];
+    }
+    for (int c = 0; c < k_beside; ++c) {
+        acc = acc + row[k_u + c] * beside[(long long)t * k_beside + c];
     }
     if (noise != nullptr) acc = acc + noise[idx];
     drive[idx] = acc;

@@ -58,7 +58,8 @@ pub mod lif_feature {
 pub mod esn {
     use super::Module;
 
-    /// `drive[t, i] = b[i] + Σ_k W_in[i, k]·u[t, k] (+ noise[t, i])`.
+    /// `drive[t, i] = b[i] + Σ_c W_in[i, c]·v[t, c] (+ noise[t, i])`, row t of v being
+    /// `[u[t], beside[t]]` read from two buffers (a deep layer's states below and the input).
     pub const INPUT_DRIVE: &str = "matvec_input_kernel";
     /// `pre = W·x + drive[t]` (CSR, a warp per row).
     pub const RESERVOIR_PRODUCT: &str = "matvec_reservoir_kernel";

@@ -383,6 +383,7 @@ impl BatchEngine {
             shared.device,
             shared.kernels,
             &buffers.u.slice(..steps * b * k),
+            None,
             &shared.input.slice(..),
             &shared.bias.slice(..),
             buffers

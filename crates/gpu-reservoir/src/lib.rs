@@ -21,6 +21,7 @@
 
 mod batched;
 pub mod collective;
+mod deep;
 pub mod detection;
 pub mod driver;
 pub mod encoding;
@@ -41,6 +42,7 @@ mod sharded;
 pub mod spectral;
 
 pub use collective::Collective;
+pub use deep::GpuDeepReservoir;
 pub use driver::{probe, DeviceInfo, GpuDevice, GpuSupport, Startup, StartupPhase, CACHE_ENV};
 pub use error::{GpuError, Result};
 pub use esn::{GpuReservoirComputer, ManySequences};

@@ -240,6 +240,7 @@ impl ShardedReservoir {
                 &shard.device,
                 &shard.kernels,
                 &shard.u.slice(..steps * k),
+                None,
                 &shard.w_in.slice(..),
                 &shard.bias.slice(..),
                 None,

@@ -32,6 +32,60 @@ use crate::plasticity::{adapt, PlasticityConfig};
 use crate::reservoir::Reservoir;
 use crate::weights::ReservoirWeights;
 
+/// Builds the echo-state networks of an [`Architecture`] where a caller picks
+/// ([`Architecture::build_with`]): each network alone, and a deep stack, by default as its
+/// layers built one by one and stacked.
+pub trait EchoStateBuilder {
+    /// One echo-state network of `config` on `weights`.
+    ///
+    /// # Errors
+    /// Any error of building it.
+    fn echo_state(
+        &mut self,
+        config: &ReservoirConfig,
+        weights: ReservoirWeights,
+    ) -> Result<Box<dyn Reservoir>>;
+
+    /// The deep stack of `config` on its layers' `weights` (checked to fit): each layer built
+    /// by [`EchoStateBuilder::echo_state`], stacked in a [`DeepReservoir`].
+    ///
+    /// # Errors
+    /// The first error of building a layer, or layers that do not stack.
+    fn deep_echo_state(
+        &mut self,
+        config: &DeepEsnConfig,
+        weights: &[ReservoirWeights],
+    ) -> Result<Box<dyn Reservoir>> {
+        let layers = config
+            .layer_configs()
+            .iter()
+            .zip(weights)
+            .map(|(c, w)| self.echo_state(c, w.clone()))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Box::new(DeepReservoir::new(
+            layers,
+            config.input_to_all(),
+            config.readout_layers().map(<[usize]>::to_vec),
+        )?))
+    }
+}
+
+/// A builder of each echo-state network by one function, a deep stack layer by layer.
+struct EachNetwork<F>(F);
+
+impl<F> EchoStateBuilder for EachNetwork<F>
+where
+    F: FnMut(&ReservoirConfig, ReservoirWeights) -> Result<Box<dyn Reservoir>>,
+{
+    fn echo_state(
+        &mut self,
+        config: &ReservoirConfig,
+        weights: ReservoirWeights,
+    ) -> Result<Box<dyn Reservoir>> {
+        (self.0)(config, weights)
+    }
+}
+
 /// The reservoir of a model, with its checked configuration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -381,25 +435,29 @@ impl Architecture {
         &self,
         weights: &ArchitectureWeights,
         par: Par,
-        mut echo_state: impl FnMut(&ReservoirConfig, ReservoirWeights) -> Result<Box<dyn Reservoir>>,
+        echo_state: impl FnMut(&ReservoirConfig, ReservoirWeights) -> Result<Box<dyn Reservoir>>,
+    ) -> Result<Box<dyn Reservoir>> {
+        self.build_with(weights, par, &mut EachNetwork(echo_state))
+    }
+
+    /// [`Architecture::build`] with a `builder` that may also build a deep stack whole (a
+    /// device that runs every layer of it in one go).
+    ///
+    /// # Errors
+    /// Weights that do not fit ([`Architecture::check_weights`]) or any error of `builder`.
+    pub fn build_with(
+        &self,
+        weights: &ArchitectureWeights,
+        par: Par,
+        builder: &mut dyn EchoStateBuilder,
     ) -> Result<Box<dyn Reservoir>> {
         self.check_weights(weights)?;
         let reservoir: Box<dyn Reservoir> = match (&self.reservoir, weights) {
             (ReservoirKind::EchoState(config), ArchitectureWeights::EchoState(w)) => {
-                echo_state(config, w.clone())?
+                builder.echo_state(config, w.clone())?
             }
             (ReservoirKind::DeepEchoState(config), ArchitectureWeights::DeepEchoState(layers)) => {
-                let built = config
-                    .layer_configs()
-                    .iter()
-                    .zip(layers)
-                    .map(|(c, w)| echo_state(c, w.clone()))
-                    .collect::<Result<Vec<_>>>()?;
-                Box::new(DeepReservoir::new(
-                    built,
-                    config.input_to_all(),
-                    config.readout_layers().map(<[usize]>::to_vec),
-                )?)
+                builder.deep_echo_state(config, layers)?
             }
             (ReservoirKind::Nvar(config), _) => Box::new(NvarReservoir::new(config)?.with_par(par)),
             _ => {

@@ -310,7 +310,7 @@ fn layers_that_do_not_stack_are_refused() {
         wrong.err()
     );
     assert!(DeepReservoir::new(vec![esn(10, 2), esn(5, 12)], true, None).is_ok());
-    assert!(DeepReservoir::new(Vec::new(), false, None).is_err());
+    assert!(DeepReservoir::<dyn Reservoir>::new(Vec::new(), false, None).is_err());
     for readout in [vec![], vec![1, 0], vec![0, 2]] {
         let refused = DeepReservoir::new(vec![esn(10, 2), esn(5, 10)], false, Some(readout));
         assert!(matches!(refused, Err(ReservoirError::InvalidInput { .. })));

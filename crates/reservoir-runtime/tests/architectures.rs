@@ -4,14 +4,15 @@
 use std::path::Path;
 
 use ndarray::{s, Array2, ArrayView2};
-use reservoir_core::architecture::{ArchitectureWeights, ReservoirKind};
+use reservoir_core::architecture::{Architecture, ArchitectureWeights, ReservoirKind};
+use reservoir_core::deep::{DeepEsnLayerParams, DeepEsnParams};
 use reservoir_core::Par;
 use reservoir_runtime::config::ExperimentConfig;
 use reservoir_runtime::jobs::fit::{fit_one_series, OneSeries, SeriesPart};
 use reservoir_runtime::jobs::predict::predict_one_series;
 use reservoir_runtime::jobs::sequences::{fit_classifier, fit_series, Labelled, Series};
 use reservoir_runtime::model::{Model, SequenceClassifier};
-use reservoir_runtime::{Device, Dispatch};
+use reservoir_runtime::{Device, Dispatch, Workload};
 
 const BASE: &str = "
 [reservoir]
@@ -430,4 +431,52 @@ fn output_links_belong_to_models_of_series() {
         ExperimentConfig::from_toml(&format!("{BASE}[model]\nfeedback = -1.0\n"), "<test>")
             .expect_err("negative scaling");
     assert!(scaling.to_string().contains("model.feedback"), "{scaling}");
+}
+
+#[test]
+fn a_deep_stack_placed_on_the_gpu_runs_there_as_on_the_cpu() {
+    let support = gpu_reservoir::probe();
+    if let Some(problem) = support.problem {
+        let required = std::env::var("RESERVOIR_REQUIRE_GPU").is_ok_and(|v| v == "1");
+        assert!(
+            !required,
+            "RESERVOIR_REQUIRE_GPU=1 but no usable GPU: {problem}"
+        );
+        eprintln!("skipping GPU test: {problem}");
+        return;
+    }
+    let layers = vec![
+        DeepEsnLayerParams::new().size(120).spectral_radius(0.9),
+        DeepEsnLayerParams::new().size(80).leak_rate(0.5),
+        DeepEsnLayerParams::new().size(50),
+    ];
+    let config = DeepEsnParams::new()
+        .layers(layers)
+        .input_size(2)
+        .input_to_all(true)
+        .readout_layers(Some(vec![1, 2]))
+        .seed(11)
+        .check()
+        .expect("config");
+    let architecture =
+        Architecture::new(ReservoirKind::DeepEchoState(config)).with_input_to_readout(true);
+    let weights = architecture.generate(&[]).expect("weights");
+    let (u, _) = series(700, 0.5);
+    let work = Workload::single(u.nrows());
+    let mut on_gpu = Dispatch::new(Device::Cuda(0));
+    let gpu = on_gpu
+        .build(&architecture, &weights, work)
+        .expect("gpu stack")
+        .run(u.view())
+        .expect("gpu run");
+    let placed: Vec<String> = on_gpu.placements().iter().map(|(_, p)| p.name()).collect();
+    assert_eq!(placed, ["cuda", "cuda", "cuda"], "every layer on the GPU");
+    let cpu = Dispatch::new(Device::Cpu)
+        .build(&architecture, &weights, work)
+        .expect("cpu stack")
+        .run(u.view())
+        .expect("cpu run");
+    assert_eq!(gpu.dim(), (700, 80 + 50 + 2));
+    let diff = (&gpu - &cpu).iter().fold(0.0f64, |m, d| m.max(d.abs()));
+    assert!(diff < 1e-4, "largest difference {diff:.2e}");
 }

@@ -109,7 +109,7 @@ impl GpuReservoirComputer {
 
     /// The GEMM arithmetic `run_many` batches `sequences` in, or `None` to run them one after
     /// another.
-    pub(super) fn batch_math(&self, sequences: &[ArrayView2<f64>]) -> Option<GemmMath> {
+    pub(crate) fn batch_math(&self, sequences: &[ArrayView2<f64>]) -> Option<GemmMath> {
         match self.many {
             ManySequences::Batched(math) => Some(math),
             ManySequences::OneByOne => None,

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use cudarc::driver::CudaSlice;
+use cudarc::driver::{CudaSlice, CudaView};
 use ndarray::{s, Array1, Array2, ArrayView1, ArrayView2, ArrayViewMut2, Axis};
 use rand_chacha::ChaCha8Rng;
 use reservoir_core::checks::{check_inputs, check_run, check_state};
@@ -277,16 +277,40 @@ impl GpuReservoirComputer {
     /// current state into the chunk buffers (kept between calls, so a run of the same length
     /// allocates nothing): the first steps × N values of `chunk.states` (row-major) are its
     /// states, and their count is returned; the reservoir keeps the last.
-    fn run_chunk_on_device(&mut self, inputs: ArrayView2<f64>) -> Result<usize> {
+    pub(crate) fn run_chunk_on_device(&mut self, inputs: ArrayView2<f64>) -> Result<usize> {
         let (steps, n, k) = (inputs.nrows(), self.config.size(), self.config.input_size());
-        let stream = self.device.stream().clone();
         self.chunk.reserve(&self.device, steps * k, steps * n)?;
         let chunk = &mut self.chunk;
         chunk.host_u.clear();
         chunk.host_u.extend(inputs.iter().map(|&v| v as f32));
-        stream
+        self.device
+            .stream()
             .memcpy_htod(chunk.host_u.as_slice(), &mut chunk.u)
             .context("uploading inputs")?;
+        self.step_chunk(None, steps)
+    }
+
+    /// [`GpuReservoirComputer::run_chunk_on_device`] for `steps` steps whose inputs are
+    /// already on this reservoir's device: row t is `below`'s row t (steps × (K − K_b), a
+    /// deep layer's states below) followed by `beside`'s (steps × K_b, the stack's input).
+    /// Nothing crosses the bus.
+    pub(crate) fn run_chunk_from_device(
+        &mut self,
+        below: &CudaView<'_, f32>,
+        beside: Option<(&CudaView<'_, f32>, usize)>,
+        steps: usize,
+    ) -> Result<usize> {
+        let n = self.config.size();
+        self.chunk.reserve(&self.device, 0, steps * n)?;
+        self.step_chunk(Some(DeviceInputs { below, beside }), steps)
+    }
+
+    /// The drive of `steps` steps (at least one, within the chunk buffers) from inputs on the
+    /// device (`from`, else the chunk's uploaded inputs), then the steps on the reservoir's
+    /// path; returns the count of state values written into `chunk.states`.
+    fn step_chunk(&mut self, from: Option<DeviceInputs<'_, '_>>, steps: usize) -> Result<usize> {
+        let (n, k) = (self.config.size(), self.config.input_size());
+        let stream = self.device.stream().clone();
         let noise = if self.config.noise_level() > 0.0 {
             let host = noise_values(&mut self.noise, self.config.noise_level(), steps * n);
             Some(
@@ -297,15 +321,30 @@ impl GpuReservoirComputer {
         } else {
             None
         };
+        let chunk = &mut self.chunk;
+        let own = chunk.u.slice(..);
+        let DeviceInputs { below: u, beside } = from.unwrap_or(DeviceInputs {
+            below: &own,
+            beside: None,
+        });
+        let beside_width = beside.map_or(0, |(_, width)| width);
+        let k_u = k.checked_sub(beside_width).ok_or_else(|| {
+            ReservoirError::shape(
+                "a chunk's inputs beside the states below",
+                format!("at most {k} columns"),
+                beside_width,
+            )
+        })?;
         input_drive(
             &self.device,
             &self.kernels,
-            &chunk.u.slice(..),
+            u,
+            beside,
             &self.input.slice(..),
             &self.bias.slice(..),
             noise.as_ref().map(|noise| noise.slice(..)).as_ref(),
             &mut chunk.drive.slice_mut(..),
-            (steps, n, k),
+            (steps, n, k_u),
         )?;
         let update = Update {
             leak: self.config.leak_rate() as f32,
@@ -345,6 +384,49 @@ impl GpuReservoirComputer {
             .context("keeping the final state")?;
         Ok(steps * n)
     }
+
+    /// The first `len` values of the last chunk's states, on the device.
+    pub(crate) fn chunk_states(&self, len: usize) -> Result<CudaView<'_, f32>> {
+        within(&self.chunk.states, len, "the last chunk's states")
+    }
+
+    /// The first `len` values of the last chunk's inputs as uploaded (steps × K, f32), on the
+    /// device.
+    pub(crate) fn chunk_inputs(&self, len: usize) -> Result<CudaView<'_, f32>> {
+        within(&self.chunk.u, len, "the last chunk's inputs")
+    }
+
+    /// Makes each page-locked buffer the states come back through hold `len` values.
+    pub(crate) fn reserve_staging(&mut self, len: usize) -> Result<()> {
+        self.staging.reserve(&self.device, len)
+    }
+
+    /// Queues the copy of the last chunk's first `len` state values into page-locked buffer
+    /// `slot` (0 or 1), read by [`GpuReservoirComputer::staged_states`].
+    pub(crate) fn stage_chunk_states(&mut self, slot: usize, len: usize) -> Result<()> {
+        let states = within(&self.chunk.states, len, "the last chunk's states")?;
+        self.staging.copy_back(&self.device, slot, &states)
+    }
+
+    /// The `len` values copied into page-locked buffer `slot`, once they have arrived.
+    pub(crate) fn staged_states(&mut self, slot: usize, len: usize) -> Result<&[f32]> {
+        self.staging.read(slot, len)
+    }
+}
+
+/// A chunk's inputs already on the device: row t is `below`'s row t followed by `beside`'s
+/// (of the width given), as a deep layer takes the states below it and the stack's input.
+#[derive(Clone, Copy)]
+struct DeviceInputs<'a, 'b> {
+    below: &'a CudaView<'b, f32>,
+    beside: Option<(&'a CudaView<'b, f32>, usize)>,
+}
+
+/// The first `len` values of `buffer`, or an error naming `what` where it holds fewer.
+fn within<'a>(buffer: &'a CudaSlice<f32>, len: usize, what: &str) -> Result<CudaView<'a, f32>> {
+    buffer
+        .try_slice(..len)
+        .ok_or_else(|| ReservoirError::shape(what, format!("{len} values"), buffer.len()).into())
 }
 
 /// Values from which a chunk's states are written by several threads: writing a large chunk
@@ -354,7 +436,7 @@ const PARALLEL_WRITE_VALUES: usize = 1 << 19;
 
 /// Writes `chunk` (the rows of `out`, row-major) into `out` through `convert` (generic, so
 /// that it inlines), on up to eight threads when the chunk is large.
-fn write_rows<T, F>(mut out: ArrayViewMut2<T>, chunk: &[f32], convert: F)
+pub(crate) fn write_rows<T, F>(mut out: ArrayViewMut2<T>, chunk: &[f32], convert: F)
 where
     T: Send,
     F: Fn(f32) -> T + Copy + Send,

@@ -54,13 +54,16 @@ pub(crate) struct Update {
     pub activation: i32,
 }
 
-/// `drive[t] = b + W_in·u[t] (+ noise[t])` for `steps` steps: `u` is steps × K, `w_in` N × K,
-/// `bias` N, `noise` and `drive` steps × N, all row-major.
+/// `drive[t] = b + W_in·[u[t], beside[t]] (+ noise[t])` for `steps` steps: `u` is steps × K,
+/// `beside` (when given, with its width K_b) steps × K_b, `w_in` N × (K + K_b), `bias` N,
+/// `noise` and `drive` steps × N, all row-major. `beside` lets a deep layer take the states
+/// below it and the stack's input from where they already are on the device.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn input_drive(
     device: &GpuDevice,
     kernels: &EsnKernels,
     u: &CudaView<'_, f32>,
+    beside: Option<(&CudaView<'_, f32>, usize)>,
     w_in: &CudaView<'_, f32>,
     bias: &CudaView<'_, f32>,
     noise: Option<&CudaView<'_, f32>>,
@@ -69,24 +72,44 @@ pub(crate) fn input_drive(
 ) -> Result<()> {
     const WHAT: &str = "input drive";
     let values = steps.saturating_mul(n);
+    let k_beside = beside.map_or(0, |(_, width)| width);
     fits(u.len(), steps.saturating_mul(k), WHAT)?;
-    fits(w_in.len(), n.saturating_mul(k), WHAT)?;
+    if let Some((beside, width)) = beside {
+        fits(beside.len(), steps.saturating_mul(width), WHAT)?;
+    }
+    fits(
+        w_in.len(),
+        n.saturating_mul(k.saturating_add(k_beside)),
+        WHAT,
+    )?;
     fits(bias.len(), n, WHAT)?;
     fits(drive.len(), values, WHAT)?;
     if let Some(noise) = noise {
         fits(noise.len(), values, WHAT)?;
     }
     let (steps_i, n_i, k_i) = (dim(steps, WHAT)?, dim(n, WHAT)?, dim(k, WHAT)?);
+    let k_beside_i = dim(k_beside, WHAT)?;
     let null: u64 = 0;
     let mut launch = device.stream().launch_builder(&kernels.input_drive);
-    launch.arg(u).arg(w_in).arg(bias);
+    launch.arg(u);
+    match beside {
+        Some((beside, _)) => launch.arg(beside),
+        None => launch.arg(&null),
+    };
+    launch.arg(w_in).arg(bias);
     match noise {
         Some(noise) => launch.arg(noise),
         None => launch.arg(&null),
     };
-    launch.arg(drive).arg(&steps_i).arg(&n_i).arg(&k_i);
-    // SAFETY: u holds steps·k values, w_in n·k, bias n, noise (when given, else null) and
-    // drive steps·n (checked above); the kernel guards idx < steps·n.
+    launch
+        .arg(drive)
+        .arg(&steps_i)
+        .arg(&n_i)
+        .arg(&k_i)
+        .arg(&k_beside_i);
+    // SAFETY: u holds steps·k values, beside (when given, else null with k_beside 0)
+    // steps·k_beside, w_in n·(k + k_beside), bias n, noise (when given, else null) and drive
+    // steps·n (checked above); the kernel guards idx < steps·n.
     unsafe { launch.launch(per_item(values)?) }.context("launching matvec_input_kernel")?;
     Ok(())
 }

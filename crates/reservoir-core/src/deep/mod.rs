@@ -31,14 +31,15 @@ use crate::reservoir::{Reservoir, SequenceVisitor};
 pub const DEFAULT_MEMORY_VALUES: usize = 1 << 26;
 
 /// A stack of reservoirs of any kinds and devices, itself a [`Reservoir`]: see the module
-/// documentation.
+/// documentation. The layers are boxed `L`: any reservoir by default, or one kind, for a
+/// device that runs the stack its own way and reaches into its layers.
 ///
 /// Its state is the chosen layers' states, concatenated, as the last row of a run is. When
 /// every layer is chosen that is the whole stack's state and [`Reservoir::set_state`] sets
 /// it; when some layer is left out, the state does not say that layer's state, and
 /// `set_state` is refused.
-pub struct DeepReservoir {
-    layers: Vec<Box<dyn Reservoir>>,
+pub struct DeepReservoir<L: Reservoir + ?Sized = dyn Reservoir> {
+    layers: Vec<Box<L>>,
     input_to_all: bool,
     /// The chosen layers, increasing.
     readout: Vec<usize>,
@@ -47,7 +48,7 @@ pub struct DeepReservoir {
     memory_values: usize,
 }
 
-impl DeepReservoir {
+impl<L: Reservoir + ?Sized> DeepReservoir<L> {
     /// Stacks `layers` (layer 0 first). Layer 0 takes the stack's K inputs; layer k ≥ 1 must
     /// take `size` of layer k − 1 inputs, plus K where `input_to_all`. `readout_layers`, when
     /// given, are the layers whose states are exposed (increasing indices, at least one);
@@ -57,7 +58,7 @@ impl DeepReservoir {
     /// No layers, a layer whose `input_size` does not fit the one below (a shape error), or
     /// readout layers that are not increasing indices of layers.
     pub fn new(
-        layers: Vec<Box<dyn Reservoir>>,
+        layers: Vec<Box<L>>,
         input_to_all: bool,
         readout_layers: Option<Vec<usize>>,
     ) -> Result<Self> {
@@ -111,8 +112,19 @@ impl DeepReservoir {
     }
 
     /// The layers, layer 0 first.
-    pub fn layers(&self) -> &[Box<dyn Reservoir>] {
+    pub fn layers(&self) -> &[Box<L>] {
         &self.layers
+    }
+
+    /// The layers, layer 0 first, to run them another way than this stack does (a layer
+    /// replaced by one of other sizes makes later runs fail with shape errors).
+    pub fn layers_mut(&mut self) -> &mut [Box<L>] {
+        &mut self.layers
+    }
+
+    /// First column of layer `layer`'s states in the stack's, if it is read out.
+    pub fn readout_column(&self, layer: usize) -> Option<usize> {
+        self.columns.get(layer).copied().flatten()
     }
 
     /// Whether every layer also takes the stack's input.
@@ -294,7 +306,7 @@ pub(crate) fn check_readout_layers(readout: &[usize], layers: usize) -> Result<(
     Ok(())
 }
 
-impl Reservoir for DeepReservoir {
+impl<L: Reservoir + ?Sized> Reservoir for DeepReservoir<L> {
     fn size(&self) -> usize {
         self.readout
             .iter()

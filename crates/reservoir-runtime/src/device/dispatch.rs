@@ -2,10 +2,11 @@
 //! [`Device`] asked for says, remembering where each went.
 
 use gpu_reservoir::{
-    shards_pay, Collective, GemmMath, GpuDevice, GpuLaneRunner, GpuLifNetwork,
+    shards_pay, Collective, GemmMath, GpuDeepReservoir, GpuDevice, GpuLaneRunner, GpuLifNetwork,
     GpuReservoirComputer, MultiGpuLaneRunner, ShardedReservoir, Startup, LANE_GROUP,
 };
-use reservoir_core::architecture::{Architecture, ArchitectureWeights};
+use reservoir_core::architecture::{Architecture, ArchitectureWeights, EchoStateBuilder};
+use reservoir_core::deep::{DeepEsnConfig, DeepReservoir};
 use reservoir_core::lanes::{CpuLaneRunner, LaneRunner};
 use reservoir_core::lif::{LifConfig, LifNetwork, LifWeights};
 use reservoir_core::{
@@ -122,8 +123,19 @@ impl Dispatch {
     ) -> Result<Box<dyn Reservoir>> {
         self.device = self.topology.device(self.device)?;
         let shape = Shape::of_weights(weights.recurrent(), weights.input());
-        let Some(device) = self.gpu_for("esn", gpu_precision(config.precision()), shape, work)?
-        else {
+        let gpu = self.gpu_for("esn", gpu_precision(config.precision()), shape, work)?;
+        self.echo_state_on(gpu, config, weights)
+    }
+
+    /// The echo-state reservoir for `config` on `weights` on `gpu` (placed already; `None`:
+    /// the CPU), split over the GPUs or the ranks where [`Dispatch::echo_state`] says.
+    fn echo_state_on(
+        &mut self,
+        gpu: Option<GpuDevice>,
+        config: &ReservoirConfig,
+        weights: ReservoirWeights,
+    ) -> Result<Box<dyn Reservoir>> {
+        let Some(device) = gpu else {
             return cpu_reservoir(config, weights, Par::all()).map_err(Into::into);
         };
         // Under a launch a reservoir worth splitting is split over the ranks, one shard per
@@ -153,8 +165,9 @@ impl Dispatch {
     }
 
     /// The reservoir `architecture` describes, on its `weights`, for a job of `work`: each
-    /// echo-state network placed as [`Dispatch::echo_state`] places it (the layers of a deep
-    /// stack each on its own), NVAR on the CPU, the links around them.
+    /// echo-state network placed as [`Dispatch::echo_state`] places it (a deep stack whose
+    /// every layer goes to one GPU runs there whole, as a [`GpuDeepReservoir`]), NVAR on the
+    /// CPU, the links around them.
     ///
     /// # Errors
     /// As [`Dispatch::echo_state`]; weights that do not fit the description.
@@ -164,20 +177,85 @@ impl Dispatch {
         weights: &ArchitectureWeights,
         work: Workload,
     ) -> Result<Box<dyn Reservoir>> {
-        // The first error of placing a network, kept whole (the builder's own is the core's).
-        let mut placing = None;
-        let built = architecture.build(weights, Par::all(), |config, w| {
-            self.echo_state(config, w, work).map_err(|e| {
-                let core = ReservoirError::invalid("reservoir", e.to_string());
-                placing.get_or_insert(e);
-                core
-            })
-        });
-        match (built, placing) {
+        let mut placing = Placing {
+            dispatch: self,
+            work,
+            error: None,
+        };
+        let built = architecture.build_with(weights, Par::all(), &mut placing);
+        match (built, placing.error) {
             (Ok(reservoir), _) => Ok(reservoir),
             (Err(_), Some(e)) => Err(e),
             (Err(e), None) => Err(e.into()),
         }
+    }
+
+    /// The deep stack of `config` on its layers' `weights` (one per layer), for a job of
+    /// `work`: each layer placed as [`Dispatch::echo_state`] places it. When every layer goes
+    /// to the one GPU of a process that is not spreading work over several, the stack is a
+    /// [`GpuDeepReservoir`], whose layers keep their states on the device; otherwise each
+    /// layer is built where it was placed, and the stack passes states between them on the
+    /// host.
+    ///
+    /// # Errors
+    /// As [`Dispatch::echo_state`]; layers that do not stack.
+    fn deep_echo_state(
+        &mut self,
+        config: &DeepEsnConfig,
+        weights: &[ReservoirWeights],
+        work: Workload,
+    ) -> Result<Box<dyn Reservoir>> {
+        let layers = config.layer_configs().iter().zip(weights);
+        let readout = config.readout_layers().map(<[usize]>::to_vec);
+        self.device = self.topology.device(self.device)?;
+        if self.topology.launch.is_some() || self.topology.devices.is_some() {
+            // A layer worth splitting is split over the GPUs or the ranks, each on its own.
+            let built = layers
+                .map(|(c, w)| self.echo_state(c, w.clone(), work))
+                .collect::<Result<Vec<_>>>()?;
+            return Ok(Box::new(DeepReservoir::new(
+                built,
+                config.input_to_all(),
+                readout,
+            )?));
+        }
+        let mut placed = Vec::with_capacity(weights.len());
+        for (c, w) in layers.clone() {
+            let shape = Shape::of_weights(w.recurrent(), w.input());
+            placed.push(self.gpu_for("esn", gpu_precision(c.precision()), shape, work)?);
+        }
+        let one_gpu = match placed.first() {
+            Some(Some(first)) => placed
+                .iter()
+                .all(|gpu| gpu.as_ref() == Some(first))
+                .then(|| first.clone()),
+            _ => None,
+        };
+        if let Some(device) = one_gpu {
+            let built = layers
+                .map(|(c, w)| {
+                    let mut layer = GpuReservoirComputer::from_weights(c, w.clone(), &device)?
+                        .with_batch_math(self.batch_math)?;
+                    // The host's share of the work (summaries of states that come back whole).
+                    layer.set_par(Par::all());
+                    Ok(layer)
+                })
+                .collect::<Result<Vec<_>>>()?;
+            return Ok(Box::new(GpuDeepReservoir::from_layers(
+                built,
+                config.input_to_all(),
+                readout,
+            )?));
+        }
+        let built = layers
+            .zip(placed)
+            .map(|((c, w), gpu)| self.echo_state_on(gpu, c, w.clone()))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Box::new(DeepReservoir::new(
+            built,
+            config.input_to_all(),
+            readout,
+        )?))
     }
 
     /// The echo-state reservoir of a job of many sequences: on the CPU as
@@ -379,6 +457,48 @@ impl Dispatch {
         if let Some((_, Placement::Cuda { others: listed, .. })) = self.placements.last_mut() {
             *listed = others.to_vec();
         }
+    }
+}
+
+/// How [`Dispatch::build`] builds an architecture's echo-state networks: each placed by the
+/// dispatch, the first error of placing one kept whole (the builder hands the core's on).
+struct Placing<'a> {
+    dispatch: &'a mut Dispatch,
+    work: Workload,
+    error: Option<RuntimeError>,
+}
+
+impl Placing<'_> {
+    /// `built`, its error kept and handed on as the core's.
+    fn keep(
+        &mut self,
+        built: Result<Box<dyn Reservoir>>,
+    ) -> reservoir_core::Result<Box<dyn Reservoir>> {
+        built.map_err(|e| {
+            let core = ReservoirError::invalid("reservoir", e.to_string());
+            self.error.get_or_insert(e);
+            core
+        })
+    }
+}
+
+impl EchoStateBuilder for Placing<'_> {
+    fn echo_state(
+        &mut self,
+        config: &ReservoirConfig,
+        weights: ReservoirWeights,
+    ) -> reservoir_core::Result<Box<dyn Reservoir>> {
+        let built = self.dispatch.echo_state(config, weights, self.work);
+        self.keep(built)
+    }
+
+    fn deep_echo_state(
+        &mut self,
+        config: &DeepEsnConfig,
+        weights: &[ReservoirWeights],
+    ) -> reservoir_core::Result<Box<dyn Reservoir>> {
+        let built = self.dispatch.deep_echo_state(config, weights, self.work);
+        self.keep(built)
     }
 }
 
