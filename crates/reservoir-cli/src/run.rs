@@ -75,6 +75,17 @@ pub fn read_config_text(path: &Path) -> Result<String> {
         path: path.to_path_buf(),
         source,
     };
+    // Checked before opening: a FIFO without a writer would block, a directory reads as an
+    // I/O error.
+    let metadata = std::fs::metadata(path).map_err(read_error)?;
+    if !metadata.is_file() {
+        return Err(read_error(std::io::Error::other(if metadata.is_dir() {
+            "is a directory, not a TOML file"
+        } else {
+            "not a regular file (a config is a TOML file)"
+        }))
+        .into());
+    }
     let mut text = String::new();
     std::fs::File::open(path)
         .and_then(|file| file.take(MAX_CONFIG_BYTES + 1).read_to_string(&mut text))

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use reservoir_runtime::config::ExperimentConfig;
 use reservoir_runtime::config::Validation;
-use reservoir_runtime::error::DataError;
+use reservoir_runtime::error::{quoted, DataError};
 use reservoir_runtime::jobs::sequences::sweep::{
     sweep_classifier, sweep_series, SequenceSweepReport,
 };
@@ -541,10 +541,7 @@ fn fit_table(report: &FitReport) -> String {
             if let (Some(test), Some(n)) = (&r.test, r.n_test_sequences) {
                 push("test", format!("{test} ({n} sequences)"));
             }
-            push(
-                "classes",
-                format!("{} ({})", r.classes.len(), r.classes.join(", ")),
-            );
+            push("classes", class_list(&r.classes));
             push("reservoir size", r.size.to_string());
             push("backend", r.backend.clone());
             push("train accuracy", number(r.train_accuracy));
@@ -652,4 +649,39 @@ pub fn writes_npy(output: Option<&PathBuf>) -> bool {
             .and_then(|e| e.to_str())
             .is_some_and(|e| e.eq_ignore_ascii_case("npy"))
     })
+}
+
+/// Most class names a report lists; the rest are counted.
+const LISTED_CLASSES: usize = 20;
+
+/// `N (a, b, …)`: the number of classes and the first [`LISTED_CLASSES`] names, each cut as
+/// errors cut a file's text, so a report line stays short whatever the labels.
+fn class_list(classes: &[String]) -> String {
+    let mut names: Vec<String> = classes
+        .iter()
+        .take(LISTED_CLASSES)
+        .map(|c| quoted(c).into_owned())
+        .collect();
+    if classes.len() > LISTED_CLASSES {
+        names.push(format!("… {} more", classes.len() - LISTED_CLASSES));
+    }
+    format!("{} ({})", classes.len(), names.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_report_lists_few_class_names_each_cut_short() {
+        let classes = vec!["a".to_string(), "b".repeat(1_000_000)];
+        let line = class_list(&classes);
+        assert!(
+            line.starts_with("2 (a, bbb") && line.ends_with("…)"),
+            "{line}"
+        );
+        assert!(line.len() < 100, "{} bytes", line.len());
+        let many: Vec<String> = (0..25).map(|i| format!("c{i}")).collect();
+        assert!(class_list(&many).ends_with("c19, … 5 more)"));
+    }
 }

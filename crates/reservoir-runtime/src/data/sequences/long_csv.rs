@@ -126,9 +126,15 @@ pub(super) fn read_long_csv(
                         sequence: ids[s].clone(),
                         message: format!(
                             "label `{}` differs from label `{}` on line {first_line} \
-                             (a sequence has one label)",
+                             (a sequence has one label{})",
                             quoted(label),
-                            quoted(first)
+                            quoted(first),
+                            if sequence_column.is_none() {
+                                "; without --sequence-column the whole file is one \
+                                 sequence: name the column of each row's sequence"
+                            } else {
+                                ""
+                            }
                         ),
                     });
                 }
@@ -372,6 +378,7 @@ mod tests {
         let (_dir, path) = csv_file("walk.csv", "t,u,y,label\n1,0.5,1,up\n0,0.25,2,down\n");
         let message = error_text(read_long_csv("train file", &path, &columns));
         assert!(message.contains("walk.csv: line 3: sequence `walk.csv`: label `down` differs from label `up` on line 2"), "{message}");
+        assert!(message.contains("without --sequence-column"), "{message}");
     }
 
     #[test]

@@ -25,7 +25,7 @@ use zip::ZipArchive;
 
 use super::{SequenceColumns, SequenceFile};
 use crate::data::Result;
-use crate::error::DataError;
+use crate::error::{quoted, DataError};
 
 /// Why an array could not be read as one element type.
 pub(super) enum Failure {
@@ -68,36 +68,39 @@ pub(super) fn read_npz_file(
     path: &Path,
     columns: &SequenceColumns<'_>,
 ) -> Result<SequenceFile> {
-    let inputs_name = one_name(path, "inputs", columns.inputs)?;
-    let targets_name = columns
-        .targets
-        .map(|names| one_name(path, "targets", names))
-        .transpose()?;
-    let file = File::open(path).map_err(|source| DataError::Read {
+    let read_error = |source| DataError::Read {
         what,
         path: path.to_path_buf(),
         source,
-    })?;
+    };
+    // Checked before opening: a directory opens but reads as an I/O error, and a FIFO would
+    // block; a zip archive is read with seeks.
+    let metadata = std::fs::metadata(path).map_err(read_error)?;
+    if !metadata.is_file() {
+        return Err(DataError::NumpyFile {
+            path: path.to_path_buf(),
+            message: if metadata.is_dir() {
+                "is a directory, not a .npz archive".into()
+            } else {
+                "not a regular file (a .npz archive is read with seeks)".into()
+            },
+        });
+    }
+    let file = File::open(path).map_err(read_error)?;
     let not_an_archive = |e: ReadNpzError| DataError::NumpyFile {
         path: path.to_path_buf(),
         message: format!("not a readable .npz archive: {e}"),
     };
-    let bytes = file
-        .metadata()
-        .map_err(|source| DataError::Read {
-            what,
-            path: path.to_path_buf(),
-            source,
-        })?
-        .len();
+    let bytes = metadata.len();
     let mut archive = NpzReader::new(BufReader::new(file)).map_err(not_an_archive)?;
     let present = archive.names().map_err(not_an_archive)?;
+    let inputs_name = one_name(path, "inputs", columns.inputs, &present)?;
+    let targets_name = columns
+        .targets
+        .map(|names| one_name(path, "targets", names, &present))
+        .transpose()?;
     // The archive again, for the sizes of its entries (the reader does not give them).
-    let again = File::open(path).map_err(|source| DataError::Read {
-        what,
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let again = File::open(path).map_err(read_error)?;
     let mut entries = Entries {
         archive: ZipArchive::new(BufReader::new(again))
             .map_err(|e| not_an_archive(ReadNpzError::Zip(e)))?,
@@ -167,18 +170,30 @@ impl Npz<'_> {
     }
 }
 
-/// The one array name in `names` (`role`: `inputs` or `targets`).
-fn one_name<'n>(path: &Path, role: &str, names: &'n [String]) -> Result<&'n str> {
+/// The one array name in `names` (`role`: `inputs` or `targets`); an error lists the arrays
+/// `present` in the archive to choose from.
+fn one_name<'n>(
+    path: &Path,
+    role: &str,
+    names: &'n [String],
+    present: &[String],
+) -> Result<&'n str> {
     match names {
         [name] => Ok(name),
-        _ => Err(DataError::NumpyFile {
-            path: path.to_path_buf(),
-            message: format!(
-                "a .npz file needs exactly one {role} array name, got {} ({})",
-                names.len(),
-                names.join(", ")
-            ),
-        }),
+        _ => {
+            let quoted_names: Vec<String> = names.iter().map(|n| quoted(n).into_owned()).collect();
+            let arrays: Vec<String> = present.iter().map(|n| quoted(n).into_owned()).collect();
+            Err(DataError::NumpyFile {
+                path: path.to_path_buf(),
+                message: format!(
+                    "a .npz file needs one {role} array, named with --{role}; got {} name(s) \
+                     ({}); the archive holds: {}",
+                    names.len(),
+                    quoted_names.join(", "),
+                    arrays.join(", ")
+                ),
+            })
+        }
     }
 }
 

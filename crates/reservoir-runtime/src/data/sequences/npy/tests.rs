@@ -320,12 +320,38 @@ fn npz_needs_exactly_one_inputs_name() {
         inputs: &inputs,
         ..no_columns()
     };
-    let message = npz_error(|_| {}, &columns);
+    let message = npz_error(|w| add(w, "y", &indexed(3, 4, 1)), &columns);
     assert!(
-        message
-            .ends_with("data.npz: a .npz file needs exactly one inputs array name, got 2 (x, z)"),
+        message.ends_with(
+            "data.npz: a .npz file needs one inputs array, named with --inputs; got 2 name(s) \
+             (x, z); the archive holds: x, y"
+        ),
         "{message}"
     );
+}
+
+#[test]
+fn a_directory_or_a_fifo_is_not_read_as_an_archive() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let inputs = one_string("x");
+    let columns = SequenceColumns {
+        inputs: &inputs,
+        ..no_columns()
+    };
+    let folder = dir.path().join("dir.npz");
+    std::fs::create_dir(&folder).expect("dir");
+    let message = error_text(read_npz_file("train file", &folder, &columns));
+    assert!(
+        message.ends_with("dir.npz: is a directory, not a .npz archive"),
+        "{message}"
+    );
+    let fifo = dir.path().join("fifo.npz");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    if made.is_ok_and(|s| s.success()) {
+        // No writer: opening it would block; it is refused before.
+        let message = error_text(read_npz_file("train file", &fifo, &columns));
+        assert!(message.contains("not a regular file"), "{message}");
+    }
 }
 
 #[test]
