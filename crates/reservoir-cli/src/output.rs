@@ -5,7 +5,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use reservoir_runtime::files::{check_writable, follow_links, stage, Staged};
+use reservoir_runtime::files::{check_writable, follow_links, lock_folders, stage, Staged};
 use reservoir_runtime::RuntimeError;
 
 use crate::error::{CliError, Result};
@@ -31,10 +31,12 @@ pub fn stage_output(
 
 /// Puts every staged output of a command in place, once the command has succeeded: those
 /// written into a device or pipe first (they are the ones that can fail part way), then the
-/// renames of finished files. Until then no output has changed; an output not committed
-/// (an error returned before this) is removed with its temporary file.
+/// renames of finished files, with their folders locked against another process's commit so
+/// the set lands together. Until then no output has changed; an output not committed (an
+/// error returned before this) is removed with its temporary file.
 pub fn commit(mut outputs: Vec<(&'static str, Staged)>) -> Result<()> {
     outputs.sort_by_key(|(_, staged)| !staged.writes_through());
+    let _locks = lock_folders(outputs.iter().filter_map(|(_, staged)| staged.folder()));
     for (what, staged) in outputs {
         staged.commit().map_err(|e| CliError::writing(what, e))?;
     }

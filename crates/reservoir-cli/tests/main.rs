@@ -5,6 +5,7 @@ mod common;
 
 mod cli;
 mod cli_errors;
+mod hostile;
 mod no_data_loss;
 mod outputs;
 mod run;

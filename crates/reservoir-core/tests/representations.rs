@@ -8,7 +8,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use reservoir_conformance::fresh_seed;
 use reservoir_core::features::{FeatureParams, SequenceFeatures, Summary};
-use reservoir_core::reservoir::fit_features;
+use reservoir_core::reservoir::{features_of_runs, fit_features};
 use reservoir_core::{EchoStateNetwork, Par, Reservoir, ReservoirParams};
 
 const K: usize = 3;
@@ -135,6 +135,21 @@ fn projected_model_space_features_follow_their_definition() {
         .unwrap();
     let expected = by_definition(&mut esn, &data, &features);
     assert!(max_difference(&got, &expected) < 1e-9);
+    // The blocks summarize on their own threads the bits the provided method gives, in both
+    // directions and in one, projected or not.
+    let forward_only = FeatureParams::new()
+        .summaries(vec![Summary::ModelSpace, Summary::Mean])
+        .warmup(1)
+        .model_ridge(0.5)
+        .check()
+        .unwrap();
+    for features in [&features, &forward_only] {
+        let blocks = esn
+            .sequence_features(&views(&data), features, &mut |_, _| {})
+            .unwrap();
+        let provided = features_of_runs(&mut esn, &views(&data), features, &mut |_, _| {}).unwrap();
+        assert_eq!(blocks, provided);
+    }
 
     // The model of a sequence predicts its next projected state.
     let first = &data[0];

@@ -128,6 +128,19 @@ impl Staged {
         &self.path
     }
 
+    /// The folder the output is renamed into (`None` for a device or pipe written through).
+    pub fn folder(&self) -> Option<&Path> {
+        match self.how {
+            How::Rename(_) => Some(
+                self.target
+                    .parent()
+                    .filter(|p| !p.as_os_str().is_empty())
+                    .unwrap_or(Path::new(".")),
+            ),
+            How::Through(..) | How::Done => None,
+        }
+    }
+
     /// Whether committing writes into an existing device or pipe (which can fail part way)
     /// rather than renaming a finished file into place: commit those first.
     pub fn writes_through(&self) -> bool {
@@ -164,6 +177,38 @@ impl Drop for Staged {
         if let How::Rename(temp) = &self.how {
             forget_temporary(temp, true);
         }
+    }
+}
+
+/// Exclusive locks on folders, released when dropped: held while a command puts its outputs
+/// in place, so another process committing outputs into the same folders waits, and each
+/// command's outputs land as a set (never one file from each).
+#[derive(Debug)]
+#[must_use = "the folders are locked only while this is held"]
+pub struct FolderLocks {
+    /// The open folders whose locks are held; closing them releases the locks.
+    _held: Vec<fs::File>,
+}
+
+/// Locks `folders` (each once, in sorted order, so two processes never wait on each other),
+/// waiting for another process that holds one. A folder that cannot be opened or locked (a
+/// file system without locks) is left unlocked: its outputs are still each renamed whole.
+pub fn lock_folders<'a>(folders: impl IntoIterator<Item = &'a Path>) -> FolderLocks {
+    let mut folders: Vec<PathBuf> = folders
+        .into_iter()
+        .map(|f| fs::canonicalize(f).unwrap_or_else(|_| f.to_path_buf()))
+        .collect();
+    folders.sort();
+    folders.dedup();
+    FolderLocks {
+        _held: folders
+            .iter()
+            .filter_map(|folder| {
+                let file = fs::File::open(folder).ok()?;
+                file.lock().ok()?;
+                Some(file)
+            })
+            .collect(),
     }
 }
 

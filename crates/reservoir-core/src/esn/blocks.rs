@@ -7,7 +7,7 @@
 //! only change the sign of a zero: states equal those of [`Reservoir::run`], and are the same
 //! bits whatever the thread count, the order of the sequences or the others in the block.
 
-use ndarray::{s, Array1, Array2, ArrayView2};
+use ndarray::{concatenate, s, Array1, Array2, ArrayView2, Axis};
 use rayon::prelude::*;
 
 use super::EchoStateNetwork;
@@ -70,9 +70,11 @@ pub(super) fn run_in_blocks<T: Real>(
 }
 
 /// [`Reservoir::sequence_features`] in blocks of [`LANES`] sequences on up to
-/// [`Reservoir::par`] of rayon's threads, the
-/// features summed as the states go by (no sequence's states are ever held): the same bits as
-/// [`run_in_blocks`] followed by [`SequenceFeatures::write`].
+/// [`Reservoir::par`] of rayon's threads: [plain](SequenceFeatures::is_plain) features summed
+/// as the states go by (no sequence's states are ever held), others (a fitted projection, the
+/// model space, both directions) from each block's states on the thread that ran it, so no
+/// state is copied or summarized on one thread. The same bits as [`run_in_blocks`] followed by
+/// [`SequenceFeatures::write`].
 ///
 /// # Errors
 /// As [`Reservoir::sequence_features`].
@@ -93,16 +95,27 @@ pub(super) fn features_in_blocks<T: Real>(
     let wave = par.threads() * BLOCKS_PER_THREAD * LANES;
     for (first, chunk) in (0..).step_by(wave).zip(sequences.chunks(wave)) {
         let order = longest_first(chunk);
-        let blocks: Vec<Vec<Array1<f64>>> = order
+        let blocks: Vec<Result<Vec<Array1<f64>>>> = order
             .par_chunks(LANES)
             .with_min_len(par.min_len(chunk.len().div_ceil(LANES)))
             .map(|members| {
                 let block: Vec<ArrayView2<f64>> = members.iter().map(|&i| chunk[i]).collect();
-                block_features(reservoir, w, &block, features)
+                if features.is_plain() {
+                    return Ok(block_features(reservoir, w, &block, features));
+                }
+                let indices: Vec<usize> = members.iter().map(|&i| first + i).collect();
+                block_summaries(reservoir, w, &block, &indices, features)
             })
             .collect();
         for (members, block) in order.chunks(LANES).zip(blocks) {
-            for (&i, row) in members.iter().zip(block) {
+            for (&i, row) in members.iter().zip(block?) {
+                if row.len() != rows.ncols() {
+                    return Err(ReservoirError::shape(
+                        "sequence features",
+                        rows.ncols(),
+                        row.len(),
+                    ));
+                }
                 rows.row_mut(first + i).assign(&row);
             }
         }
@@ -223,6 +236,42 @@ fn block_states<T: Real>(
         }
     });
     out
+}
+
+/// The features of a block's sequences (`indices` in the call, for errors) from their states,
+/// with the time-reversed sequences' states beside them when the features are bidirectional:
+/// what [`SequenceFeatures::of`] makes of them.
+fn block_summaries<T: Real>(
+    reservoir: &EchoStateNetwork<T>,
+    w: &CsrMatrix<T>,
+    block: &[ArrayView2<f64>],
+    indices: &[usize],
+    features: &SequenceFeatures,
+) -> Result<Vec<Array1<f64>>> {
+    let forward = block_states(reservoir, w, block);
+    let states = if features.bidirectional() {
+        let reversed: Vec<Array2<f64>> = block
+            .iter()
+            .map(|u| u.slice(s![..;-1, ..]).to_owned())
+            .collect();
+        let views: Vec<ArrayView2<f64>> = reversed.iter().map(|r| r.view()).collect();
+        let backward = block_states(reservoir, w, &views);
+        forward
+            .iter()
+            .zip(&backward)
+            .map(|(f, b)| {
+                concatenate(Axis(1), &[f.view(), b.view()])
+                    .map_err(|e| ReservoirError::invalid("sequence features", e.to_string()))
+            })
+            .collect::<Result<Vec<_>>>()?
+    } else {
+        forward
+    };
+    states
+        .iter()
+        .zip(indices)
+        .map(|(states, &index)| features.of(states.view(), index))
+        .collect()
 }
 
 /// The features of a block's sequences, summed as the states go by (the same additions, in

@@ -383,15 +383,19 @@ impl<T: Real> Reservoir for EchoStateNetwork<T> {
     }
 
     /// Sums each block's [plain](SequenceFeatures::is_plain) features as its states go by
-    /// (see `blocks.rs`), without holding any sequence's states; with noise, one sequence or
-    /// other features, the features of [`Reservoir::run_many`].
+    /// (see `blocks.rs`), without holding any sequence's states, and makes other features
+    /// from each block's states on the thread that ran it; with noise, one sequence, a
+    /// projection still to fit or both directions of plain summaries, the features of
+    /// [`Reservoir::run_many`].
     fn sequence_features(
         &mut self,
         sequences: &[ArrayView2<f64>],
         features: &SequenceFeatures,
         progress: &mut dyn FnMut(usize, usize),
     ) -> Result<Array2<f64>> {
-        if self.config.noise_level() > 0.0 || sequences.len() < 2 || !features.is_plain() {
+        let provided = features.needs_projection()
+            || (features.bidirectional() && features.one_direction().is_plain());
+        if self.config.noise_level() > 0.0 || sequences.len() < 2 || provided {
             return features_of_runs(self, sequences, features, progress);
         }
         let recurrent = Arc::clone(&self.recurrent);

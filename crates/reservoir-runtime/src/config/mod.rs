@@ -106,9 +106,41 @@ impl From<ExperimentConfig> for ExperimentParams {
     }
 }
 
+/// Dotted parts of a key from which the TOML parser refuses it ("recursion limit", with no
+/// place given).
+const KEY_PARTS_LIMIT: usize = 80;
+
 /// A parse error of `text` as one line: the origin, the line and column, the parser's message.
+/// The parser's "recursion limit" for a key of too many dotted parts comes without a place:
+/// the line of the first such key is found here.
 fn parse_error(text: &str, origin: &str, error: &toml::de::Error) -> RuntimeError {
+    if error.span().is_none() && error.message().trim() == "recursion limit" {
+        if let Some((line, parts)) = deepest_key(text) {
+            return RuntimeError::ConfigParse {
+                origin: origin.to_string(),
+                message: format!(
+                    "line {line}: a key of {parts} dotted parts (tables nested {parts} deep); \
+                     the TOML parser reads fewer than {KEY_PARTS_LIMIT}"
+                ),
+            };
+        }
+    }
     located_error(text, origin, error.span(), error.message())
+}
+
+/// The first line (1-based) whose key, in a table header or before `=`, has at least
+/// [`KEY_PARTS_LIMIT`] dotted parts, with their count (dots inside quotes are counted too: a
+/// key that long is refused either way).
+fn deepest_key(text: &str) -> Option<(usize, usize)> {
+    text.lines().enumerate().find_map(|(i, line)| {
+        let line = line.trim_start();
+        let key = match line.strip_prefix('[') {
+            Some(header) => header.split(']').next().unwrap_or(header),
+            None => line.split('=').next().unwrap_or(line),
+        };
+        let parts = key.matches('.').count() + 1;
+        (parts >= KEY_PARTS_LIMIT).then_some((i + 1, parts))
+    })
 }
 
 /// `message` about the part `span` of `text`, as one line naming `origin`, the line and column.
