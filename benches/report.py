@@ -267,7 +267,10 @@ BENCHES = {
             "representation: `fit_seconds` (from the weights to the last test prediction: the "
             "runs, any projection's fit, the features and the one-hot readout's solve) and its "
             "ratio to the last state's. The model space gives the readout d² + d features: 930 "
-            "with 30 components, 5,700 with 75."
+            "with 30 components, 5,700 with 75, and the one-hot readout's sums (made on the "
+            "host) grow with the square of that width. A GPU projects the states "
+            "and solves each sequence's model on the device; a CPU summarizes each block of "
+            "sequences on the thread that ran it."
         ),
         (
             "`python3 benches/python/sequence_representations.py --speed 10000,100 "
