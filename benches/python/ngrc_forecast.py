@@ -38,7 +38,7 @@ the attractor. Figures, mean and std over the trials (the authors' code prints s
   components' variances over the trial's sampled trajectory); NaN if one blew up in it.
 - The one-step training NRMSE (same normalisation), and the fit time: building the NVAR, its
   features of warm-up and training, the ridge (median over trials of --repeat fits).
-Paper figures not verified: the paper's text could not be read here, so only ours are printed.
+The paper's own code, run on the same set-ups, is compared in docs/benchmarks.md.
 
 Prints a line per system and truth and the JSON lines of its figures (`records.py`). From the
 repository root, with the package installed (see python/), numpy and scipy (for rk23):
