@@ -279,3 +279,140 @@ fn tables_nested_beyond_the_parser_are_named_by_line() {
         &["nested.toml", "line 4", "199 dotted parts", "fewer than 80"],
     );
 }
+
+/// Whether a usable GPU is here; without one a GPU test prints why it skips, and fails
+/// instead when `RESERVOIR_REQUIRE_GPU=1`.
+fn gpu_here(test: &str) -> bool {
+    let support = gpu_reservoir::probe();
+    if let Some(problem) = &support.problem {
+        let required = std::env::var("RESERVOIR_REQUIRE_GPU").is_ok_and(|v| v == "1");
+        assert!(
+            !required,
+            "RESERVOIR_REQUIRE_GPU=1 but no usable GPU: {problem}"
+        );
+        eprintln!("skipping {test}: {problem}");
+        return false;
+    }
+    true
+}
+
+/// A NARMA-10 config of `size` units (`connection_prob` as given), as narma10.toml otherwise.
+fn narma(dir: &std::path::Path, name: &str, size: usize, connection_prob: f64) -> String {
+    let text = fs::read_to_string(config("narma10.toml"))
+        .expect("narma10")
+        .replace("size = 500", &format!("size = {size}"))
+        .replace(
+            "connection_prob = 0.1",
+            &format!("connection_prob = {connection_prob}"),
+        );
+    let path = dir.join(name);
+    fs::write(&path, text).expect("config");
+    path.display().to_string()
+}
+
+#[test]
+fn a_gpu_that_is_not_there_is_named() {
+    if !gpu_here("a_gpu_that_is_not_there_is_named") {
+        return;
+    }
+    let count = gpu_reservoir::probe().devices.len();
+    let device = format!("cuda:{count}");
+    fails_with(
+        &[
+            "run",
+            &config("narma10.toml"),
+            "--device",
+            &device,
+            "--no-save",
+        ],
+        &[&format!("no CUDA device {count}")],
+    );
+}
+
+#[test]
+fn a_gpu_filled_by_another_process_gives_typed_errors_and_writes_nothing() {
+    if !gpu_here("a_gpu_filled_by_another_process_gives_typed_errors_and_writes_nothing") {
+        return;
+    }
+    // The other process: PyTorch holding all but 256 MiB of GPU 0 (where it is installed).
+    let hog = "import sys, time, torch\n\
+               free, _ = torch.cuda.mem_get_info(0)\n\
+               held = torch.empty(free - (256 << 20), dtype=torch.uint8, device='cuda:0')\n\
+               print('full', flush=True)\n\
+               sys.stdin.read()\n";
+    let Ok(mut other) = Command::new("python3")
+        .args(["-c", hog])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+    else {
+        eprintln!("skipping: no python3 to fill the GPU from another process");
+        return;
+    };
+    let mut line = String::new();
+    let stdout = other.stdout.take().expect("piped");
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut line).expect("read");
+    if line.trim() != "full" {
+        let _ = other.kill();
+        eprintln!("skipping: PyTorch could not fill the GPU from another process");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("dir");
+    // A dense W of 10,000² f32 (400 MB) cannot be uploaded into the 256 MiB left.
+    let dense = narma(dir.path(), "dense.toml", 10_000, 1.0);
+    let model = dir.path().join("model.bin").display().to_string();
+    let message = fails_with(
+        &["run", &dense, "--device", "cuda", "--model", &model],
+        &["GPU", "memory"],
+    );
+    assert!(!std::path::Path::new(&model).exists(), "{message}");
+    // A sweep's lanes on the full device: refused the same way.
+    let sweep_text =
+        fs::read_to_string(&dense).expect("config") + "\n[sweep]\nspectral_radius = [0.8, 0.9]\n";
+    let sweep = dir.path().join("sweep.toml");
+    fs::write(&sweep, sweep_text).expect("config");
+    fails_with(
+        &["sweep", &sweep.display().to_string(), "--device", "cuda"],
+        &["GPU", "memory"],
+    );
+    drop(other.stdin.take());
+    let _ = other.wait();
+}
+
+#[test]
+fn a_run_killed_while_compiling_kernels_leaves_a_cache_the_next_run_uses() {
+    if !gpu_here("a_run_killed_while_compiling_kernels_leaves_a_cache_the_next_run_uses") {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("dir");
+    let cache = dir.path().join("kernels");
+    let small = narma(dir.path(), "small.toml", 200, 0.1);
+    let run = |cache: &std::path::Path| {
+        Command::new(env!("CARGO_BIN_EXE_reservoir"))
+            .args(["run", &small, "--device", "cuda", "--no-save", "--json"])
+            .env("RESERVOIR_KERNEL_CACHE", cache)
+            .current_dir(dir.path())
+            .stderr(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn")
+    };
+    // Killed at several points of its start-up, the kernels compiling and being stored.
+    for millis in [20u64, 80, 200, 400, 800, 1500] {
+        let mut child = run(&cache);
+        std::thread::sleep(Duration::from_millis(millis));
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    let report = |child: std::process::Child| -> serde_json::Value {
+        let out = child.wait_with_output().expect("wait");
+        assert!(out.status.success());
+        serde_json::from_slice(&out.stdout).expect("json")
+    };
+    let after = report(run(&cache));
+    let uncached = report(run(std::path::Path::new("off")));
+    assert_eq!(after["test_nrmse"], uncached["test_nrmse"], "{after}");
+    // And once more from the cache the run left.
+    assert_eq!(report(run(&cache))["test_nrmse"], uncached["test_nrmse"]);
+}
