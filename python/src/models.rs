@@ -17,7 +17,7 @@ use pyo3::types::PyBytes;
 use pyo3::types::PyDict;
 use reservoir_core::features::FeatureParams;
 use reservoir_runtime::config::ModelParams;
-use reservoir_runtime::jobs::predict::generate;
+use reservoir_runtime::jobs::predict::{continue_from, generate};
 use reservoir_runtime::jobs::sequences::{self, Labelled, Series};
 use reservoir_runtime::model::{Model, SequenceClassifier, SEQUENCE_MAGIC, SPIKE_MAGIC};
 use reservoir_runtime::{Dispatch, RuntimeError};
@@ -202,8 +202,7 @@ impl SeriesModel {
                         .predict_series(reservoir, &self.model.readout, &inputs, &mut |_, _| {})
                         .py_err(),
                     (true, [series]) => {
-                        reservoir.set_state(self.model.state.view()).py_err()?;
-                        let mut from = self.model.continuation.clone();
+                        let mut from = continue_from(reservoir, &self.model).py_err()?;
                         let rows = architecture.predict(
                             reservoir,
                             &self.model.readout,

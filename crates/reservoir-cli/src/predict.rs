@@ -104,7 +104,14 @@ fn describe(dispatch: &Dispatch) {
 fn is_sequence_classifier(path: &Path) -> Result<bool> {
     use std::io::Read;
     let mut magic = [0u8; 8];
-    let read = std::fs::File::open(path).and_then(|mut f| f.read(&mut magic));
+    // Only a regular file is opened: a FIFO would wait for a writer (the model load then says
+    // what else it is).
+    let read = std::fs::metadata(path).and_then(|m| {
+        if !m.is_file() {
+            return Ok(0);
+        }
+        std::fs::File::open(path).and_then(|mut f| f.read(&mut magic))
+    });
     match read {
         Ok(n) => Ok(n == magic.len() && magic == SEQUENCE_MAGIC),
         Err(source) => Err(DataError::Read {

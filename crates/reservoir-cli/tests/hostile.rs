@@ -416,3 +416,114 @@ fn a_run_killed_while_compiling_kernels_leaves_a_cache_the_next_run_uses() {
     // And once more from the cache the run left.
     assert_eq!(report(run(&cache))["test_nrmse"], uncached["test_nrmse"]);
 }
+
+/// `fit` of narma10's train.csv rows (`u` → `y`) with `config` text, saving `model`.
+fn fit_narma(fx: &Fixture, name: &str, config: &str, model: &str) -> Vec<String> {
+    let path = fx.write(name, config);
+    fx.fit_args(&path, &["--model", model])
+}
+
+#[test]
+fn mistakes_in_the_model_tables_name_their_key() {
+    let fx = Fixture::new();
+    let base = "[reservoir]\nsize = 40\nseed = 1\n[readout]\nwashout = 10\n";
+    let cases = [
+        ("[model]\nfeedback = 1e300\n", "model.feedback"),
+        (
+            "[model]\nreservoir = \"nvar\"\n[model.nvar]\ndelay = 4294967297\norder = 1\n",
+            "model.nvar.delay",
+        ),
+        ("[model]\nreadout_layers = [0]\n", "model.readout_layers"),
+        ("[model]\ninput_to_all = true\n", "model.input_to_all"),
+        (
+            "[model.plasticity]\nwarmup = 100000\n",
+            "model.plasticity.warmup",
+        ),
+    ];
+    for (i, (table, key)) in cases.iter().enumerate() {
+        let model = fx.p(&format!("m{i}.bin"));
+        let args = fit_narma(
+            &fx,
+            &format!("c{i}.toml"),
+            &format!("{base}{table}"),
+            &model,
+        );
+        fails_with(&args, &[key]);
+        assert!(!std::path::Path::new(&model).exists());
+    }
+    // A deep stack that reads out one layer of two: its state cannot be continued, and the
+    // error says how to predict anyway.
+    let deep = "[model]\nreservoir = \"deep_echo_state\"\nreadout_layers = [1]\n\
+                [[model.layers]]\nsize = 20\n[[model.layers]]\nsize = 20\n";
+    let model = fx.p("deep.bin");
+    succeeds(&fit_narma(
+        &fx,
+        "deep.toml",
+        &format!("{base}{deep}"),
+        &model,
+    ));
+    let input = fx.p("test.csv");
+    fails_with(
+        &[
+            "predict", "--model", &model, "--input", &input, "--device", "cpu",
+        ],
+        &["saved state", "--reset"],
+    );
+    succeeds(&["predict", "--model", &model, "--input", &input, "--reset"]);
+    // A FIFO as the model is refused, not waited on.
+    let fifo = fx.path("fifo.bin");
+    if Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        predict_fails(&fifo.display().to_string(), &input, &["not a regular file"]);
+    }
+}
+
+#[test]
+fn a_projection_or_a_holdout_too_large_for_the_sequences_names_its_key() {
+    let dir = tempfile::tempdir().expect("dir");
+    let mut rows = String::from("seq,t,x,label\n");
+    for s in 0..10 {
+        for t in 0..8 {
+            rows.push_str(&format!(
+                "s{s},{t},{},{}\n",
+                (s * t) as f64 * 0.1,
+                ["p", "q"][s % 2]
+            ));
+        }
+    }
+    let data = dir.path().join("seq.csv");
+    fs::write(&data, rows).expect("data");
+    let data = data.display().to_string();
+    let args = |config: &str| -> Vec<String> {
+        let path = dir.path().join("c.toml");
+        fs::write(&path, config).expect("config");
+        [
+            "fit",
+            "--config",
+            &path.display().to_string(),
+            "--train",
+            &data,
+            "--inputs",
+            "x",
+            "--label-column",
+            "label",
+            "--sequence-column",
+            "seq",
+            "--time-column",
+            "t",
+        ]
+        .map(String::from)
+        .to_vec()
+    };
+    fails_with(
+        &args("[reservoir]\nsize = 10\n[features]\nwarmup = 100\ncomponents = 2\n"),
+        &["features.warmup"],
+    );
+    let mut sweep = args("[reservoir]\nsize = 10\n[sweep]\nvalidation = 0.01\nridge = [1e-6]\n");
+    sweep[0] = "sweep".into();
+    sweep.remove(1);
+    fails_with(&sweep, &["sweep.validation"]);
+}

@@ -74,6 +74,21 @@ impl Architecture {
                 .slice_mut(s![1.., k..])
                 .assign(&(&previous * feedback.scaling()));
         }
+        // Named here: the reservoir would report these values as inputs of the data's rows.
+        let fed_back = teacher.slice(s![.., k..]);
+        if let Some(((row, _), value)) = fed_back
+            .indexed_iter()
+            .find(|(_, v)| !v.is_finite() || v.abs() > f64::from(f32::MAX))
+        {
+            return Err(ReservoirError::invalid(
+                "model.feedback",
+                format!(
+                    "the target of row {row} times the scaling {} is {value:e}, beyond \
+                     ±3.4028e38 (the range of f32 arithmetic): lower the scaling",
+                    feedback.scaling()
+                ),
+            ));
+        }
         Ok(teacher.into())
     }
 
@@ -391,6 +406,13 @@ mod tests {
         assert!(architecture
             .teacher_inputs(u.view(), array![[1.0, 2.0]].view())
             .is_err());
+        let huge = Architecture::new(echo_state(3))
+            .with_feedback(Some(Feedback::new(1, 1e300).expect("feedback")))
+            .expect("feedback");
+        let refused = huge
+            .teacher_inputs(u.view(), y.view())
+            .expect_err("beyond f32");
+        assert!(refused.to_string().contains("model.feedback"), "{refused}");
         let plain = Architecture::new(echo_state(2));
         let same = plain.teacher_inputs(u.view(), y.view()).expect("borrowed");
         assert!(same.is_view() && same.view() == u.view());

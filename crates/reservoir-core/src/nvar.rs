@@ -119,6 +119,13 @@ impl NvarParams {
             self.order,
         )?;
         let linear = self.delay.checked_mul(self.input_size);
+        // The linear part alone too wide: the delay's fault, whatever the order.
+        check(
+            linear.is_some_and(|l| l <= MAX_FEATURES),
+            "delay",
+            &format!("must keep delay · input_size at most {MAX_FEATURES} linear features"),
+            self.delay,
+        )?;
         let width = linear.and_then(|l| monomials(l, self.order).and_then(|m| m.checked_add(l)));
         let limit = format!(
             "must give at most {MAX_FEATURES} features a step (delay · input_size linear \

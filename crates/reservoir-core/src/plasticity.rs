@@ -157,6 +157,14 @@ pub fn learn(
     for inputs in sequences {
         check_inputs(config.input_size(), inputs)?;
     }
+    if !sequences.is_empty() && sequences.iter().all(|u| u.nrows() <= plasticity.warmup()) {
+        return Err(ConfigError::new(
+            "model.plasticity.warmup",
+            "leaves no step to adapt on: every training sequence is at most this long",
+            plasticity.warmup(),
+        )
+        .into());
+    }
     let n = config.size();
     let mut gain = try_vec("intrinsic gains", n, 1.0)?;
     let mut bias = try_vec("intrinsic biases", n, 0.0)?;

@@ -216,8 +216,21 @@ pub fn fit_features<R: Reservoir + ?Sized>(
     let rows: usize = sequences.iter().map(|u| u.nrows()).sum();
     let every = rows.div_ceil(PROJECTION_ROWS).max(1);
     let sample: Vec<ArrayView2<f64>> = sequences.iter().step_by(every).copied().collect();
-    let mut sums = StateCovariance::new(width, reservoir.par())?;
     let warmup = features.warmup();
+    let fitted_rows: usize = sample
+        .iter()
+        .map(|u| u.nrows().saturating_sub(warmup))
+        .sum();
+    if fitted_rows < 2 {
+        return Err(ReservoirError::invalid(
+            "features.warmup",
+            format!(
+                "leaves {fitted_rows} training state(s) after each sequence's first {warmup} \
+                 to fit the projection on; at least 2 are needed"
+            ),
+        ));
+    }
+    let mut sums = StateCovariance::new(width, reservoir.par())?;
     each_chunk(
         reservoir,
         &sample,

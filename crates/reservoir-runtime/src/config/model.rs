@@ -112,12 +112,19 @@ impl ModelParams {
     /// reservoir other than one echo-state network.
     pub fn check(self, reservoir: &ReservoirConfig) -> Result<ModelConfig, ConfigError> {
         let prefixed = |e: ConfigError| e.prefixed("model");
-        if !self.layers.is_empty() && self.reservoir != ReservoirChoice::DeepEchoState {
-            return Err(prefixed(ConfigError::new(
-                "layers",
-                "are read only with reservoir = \"deep_echo_state\"",
-                self.layers.len(),
-            )));
+        if self.reservoir != ReservoirChoice::DeepEchoState {
+            let deep_only = [
+                ("layers", !self.layers.is_empty(), "are"),
+                ("readout_layers", self.readout_layers.is_some(), "is"),
+                ("input_to_all", self.input_to_all, "is"),
+            ];
+            if let Some((field, _, verb)) = deep_only.into_iter().find(|(_, set, _)| *set) {
+                return Err(prefixed(ConfigError::new(
+                    field,
+                    format!("{verb} read only with reservoir = \"deep_echo_state\""),
+                    self.reservoir.name(),
+                )));
+            }
         }
         let plasticity = self
             .plasticity

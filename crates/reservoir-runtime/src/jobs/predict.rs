@@ -34,8 +34,7 @@ pub fn predict_one_series(
     let mut from = if reset {
         Continuation::zero(model.architecture.input_size(), model.readout.n_outputs())
     } else {
-        reservoir.set_state(model.state.view())?;
-        model.continuation.clone()
+        continue_from(reservoir.as_mut(), model)?
     };
     Ok(model.architecture.predict(
         reservoir.as_mut(),
@@ -44,6 +43,26 @@ pub fn predict_one_series(
         &mut from,
         progress,
     )?)
+}
+
+/// Sets `reservoir` (the model's) to the model's saved state and returns where its outputs
+/// continue from.
+///
+/// # Errors
+/// A reservoir that cannot take the saved state back (NVAR with strides above 1, a deep
+/// stack that reads out only some layers: their states do not hold what the next steps need),
+/// with the way out: starting from the zero state.
+pub fn continue_from(reservoir: &mut dyn Reservoir, model: &Model) -> Result<Continuation> {
+    reservoir.set_state(model.state.view()).map_err(|e| {
+        ReservoirError::invalid(
+            "the model's saved state",
+            format!(
+                "cannot be continued ({e}); start from the zero state instead (`predict \
+                 --reset`, or `continue_state=False` in Python)"
+            ),
+        )
+    })?;
+    Ok(model.continuation.clone())
 }
 
 /// The `steps` values that follow the rows `model` was last run on, each fed back as the next
@@ -62,8 +81,7 @@ pub fn generate(
     steps: usize,
 ) -> Result<Array2<f64>> {
     let architecture = &model.architecture;
-    reservoir.set_state(model.state.view())?;
-    let mut from = model.continuation.clone();
+    let mut from = continue_from(reservoir, model)?;
     if let Some(rows) = context {
         architecture.predict(reservoir, &model.readout, rows, &mut from, &mut |_, _| {})?;
     }

@@ -408,14 +408,15 @@ fn load_checked<T: Versioned>(path: &Path, magic: &[u8; 8]) -> Result<T> {
         path: path.to_path_buf(),
         source,
     };
-    let mut file = fs::File::open(path).map_err(io_error)?;
-    // Only a regular file has an end to read to (`/dev/zero` has none).
-    let metadata = file.metadata().map_err(io_error)?;
+    // Checked before opening: only a regular file has an end to read to (`/dev/zero` has
+    // none), and opening a FIFO would wait for a writer.
+    let metadata = fs::metadata(path).map_err(io_error)?;
     if !metadata.is_file() {
         return Err(format_error(
             "not a regular file, so not a model file".into(),
         ));
     }
+    let mut file = fs::File::open(path).map_err(io_error)?;
     // The header first: the payload is read only once its declared length matches the file's,
     // so a large file that is not a model is never read whole.
     let mut header = Vec::with_capacity(HEADER_LEN);

@@ -113,13 +113,17 @@ impl Grid {
         if (0..wanted).all(|g| groups.contains(&g)) {
             return Ok(());
         }
+        let (field, value) = match self.validation {
+            Validation::Folds(k) => ("sweep.folds", k.to_string()),
+            Validation::Holdout(fraction) => ("sweep.validation", fraction.to_string()),
+        };
         Err(ConfigError::new(
-            "sweep.folds",
+            field,
             format!(
                 "leaves a validation group empty: {} training sequences are too few",
                 groups.len()
             ),
-            wanted,
+            value,
         )
         .into())
     }
