@@ -7,7 +7,7 @@
 //! only change the sign of a zero: states equal those of [`Reservoir::run`], and are the same
 //! bits whatever the thread count, the order of the sequences or the others in the block.
 
-use ndarray::{concatenate, s, Array1, Array2, ArrayView2, Axis};
+use ndarray::{s, Array1, Array2, ArrayView2};
 use rayon::prelude::*;
 
 use super::EchoStateNetwork;
@@ -16,7 +16,7 @@ use crate::checks::check_inputs;
 use crate::error::{ReservoirError, Result};
 use crate::features::SequenceFeatures;
 use crate::real::{Real, LANES};
-use crate::reservoir::{Reservoir, SequenceVisitor};
+use crate::reservoir::{put_row, reversed_copies, side_by_side, Reservoir, SequenceVisitor};
 use crate::sparse::CsrMatrix;
 
 /// Blocks per thread in a wave: enough that uneven blocks even out across threads, while the
@@ -109,14 +109,7 @@ pub(super) fn features_in_blocks<T: Real>(
             .collect();
         for (members, block) in order.chunks(LANES).zip(blocks) {
             for (&i, row) in members.iter().zip(block?) {
-                if row.len() != rows.ncols() {
-                    return Err(ReservoirError::shape(
-                        "sequence features",
-                        rows.ncols(),
-                        row.len(),
-                    ));
-                }
-                rows.row_mut(first + i).assign(&row);
+                put_row(&mut rows, first + i, &row)?;
             }
         }
         progress(first + chunk.len(), total);
@@ -250,19 +243,13 @@ fn block_summaries<T: Real>(
 ) -> Result<Vec<Array1<f64>>> {
     let forward = block_states(reservoir, w, block);
     let states = if features.bidirectional() {
-        let reversed: Vec<Array2<f64>> = block
-            .iter()
-            .map(|u| u.slice(s![..;-1, ..]).to_owned())
-            .collect();
+        let reversed = reversed_copies(block);
         let views: Vec<ArrayView2<f64>> = reversed.iter().map(|r| r.view()).collect();
         let backward = block_states(reservoir, w, &views);
         forward
             .iter()
             .zip(&backward)
-            .map(|(f, b)| {
-                concatenate(Axis(1), &[f.view(), b.view()])
-                    .map_err(|e| ReservoirError::invalid("sequence features", e.to_string()))
-            })
+            .map(|(f, b)| side_by_side(f.view(), b.view()))
             .collect::<Result<Vec<_>>>()?
     } else {
         forward

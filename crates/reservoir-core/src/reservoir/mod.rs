@@ -12,6 +12,7 @@ mod summaries;
 
 pub(crate) use parallel::run_on_threads;
 pub use summaries::{features_of_runs, fit_features};
+pub(crate) use summaries::{put_row, reversed_copies, side_by_side};
 
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2, ArrayViewMut2};
 

@@ -73,15 +73,7 @@ pub fn features_of_runs<R: Reservoir + ?Sized>(
                 .map(|(i, states)| features.of(states.view(), first + i))
                 .collect();
             for (i, row) in summarized.into_iter().enumerate() {
-                let row = row?;
-                if row.len() != rows.ncols() {
-                    return Err(ReservoirError::shape(
-                        "sequence features",
-                        rows.ncols(),
-                        row.len(),
-                    ));
-                }
-                rows.row_mut(first + i).assign(&row);
+                put_row(&mut rows, first + i, &row?)?;
             }
             progress(first + states.len(), total);
             Ok(())
@@ -134,11 +126,33 @@ fn both_directions<R: Reservoir + ?Sized>(
 }
 
 /// Copies of `sequences` with their steps in reverse order.
-fn reversed_copies(sequences: &[ArrayView2<f64>]) -> Vec<Array2<f64>> {
+pub(crate) fn reversed_copies(sequences: &[ArrayView2<f64>]) -> Vec<Array2<f64>> {
     sequences
         .iter()
         .map(|u| u.slice(s![..;-1, ..]).to_owned())
         .collect()
+}
+
+/// A sequence's states with the reversed sequence's beside them: T × 2N.
+pub(crate) fn side_by_side(
+    forward: ArrayView2<f64>,
+    backward: ArrayView2<f64>,
+) -> Result<Array2<f64>> {
+    concatenate(Axis(1), &[forward, backward])
+        .map_err(|e| ReservoirError::invalid("sequence features", e.to_string()))
+}
+
+/// Puts sequence `index`'s feature `row` in `rows`, an error unless it is as wide.
+pub(crate) fn put_row(rows: &mut Array2<f64>, index: usize, row: &Array1<f64>) -> Result<()> {
+    if row.len() != rows.ncols() {
+        return Err(ReservoirError::shape(
+            "sequence features",
+            rows.ncols(),
+            row.len(),
+        ));
+    }
+    rows.row_mut(index).assign(row);
+    Ok(())
 }
 
 /// Hands `visit` the states of the sequences, a chunk of about [`CHUNK_VALUES`] state values
@@ -173,8 +187,7 @@ fn each_chunk<R: Reservoir + ?Sized>(
                 let forward = states.get_mut(i).ok_or_else(|| {
                     ReservoirError::invalid("run_many", "a sequence of the chunk was not run")
                 })?;
-                *forward = concatenate(Axis(1), &[forward.view(), backward])
-                    .map_err(|e| ReservoirError::invalid("sequence features", e.to_string()))?;
+                *forward = side_by_side(forward.view(), backward)?;
                 Ok(())
             })?;
         }
