@@ -1,10 +1,12 @@
 //! # reservoir-kernels
 //!
 //! The CUDA C++ sources of the reservoir engine's GPU kernels, the single source of truth for
-//! every kernel: `gpu-reservoir` compiles them at run time with NVRTC (for the device's own
-//! architecture, `--fmad=false`), with [`HEADERS`] available to `#include`. Entry points are
-//! named through the constants here, so a typo is a compile error; a test checks that each
-//! is defined in its module's source.
+//! every kernel, and the PTX made from each (`ptx/`, written by `generate-ptx.sh` with NVRTC,
+//! [`PTX_OPTIONS`] and the module's [`Target`]). `gpu-reservoir` hands the PTX to the driver,
+//! which compiles it for the device: no CUDA toolkit is needed at run time. A test fails when a
+//! source changes without its PTX being made again. Entry points are named through the
+//! constants here, so a typo is a compile error; a test checks that each is defined in its
+//! module's source.
 //!
 //! Every kernel has a CPU reference in `reservoir-core`; the module docs name it.
 
@@ -19,10 +21,101 @@ pub struct Module {
     pub source: &'static str,
     /// The entry points (`extern "C" __global__` functions) of the file.
     pub entry_points: &'static [&'static str],
-    /// Whether the module uses instructions of compute capability 9.0's architecture-specific
-    /// target (`sm_90a`: warpgroup register reallocation); it is compiled for that target and
-    /// used on devices of capability 9.0 only.
-    pub hopper_specific: bool,
+    /// The devices the module is built for.
+    pub target: Target,
+    /// The module's PTX, made from `source` by `generate-ptx.sh`; its first line is
+    /// [`Module::ptx_stamp`].
+    pub ptx: &'static str,
+}
+
+/// The virtual architecture a module's PTX is made for, which sets the devices that can run it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Target {
+    /// `compute_70`: every device the engine supports (compute capability 7.0 and later).
+    Portable,
+    /// `compute_90`: thread-block clusters and the transaction barriers (9.0 and later).
+    Clusters,
+    /// `compute_90a`: capability 9.0's architecture-specific instructions (warpgroup register
+    /// reallocation); the driver compiles such PTX for capability 9.0 only.
+    Hopper,
+}
+
+impl Target {
+    /// NVRTC's `--gpu-architecture` for the PTX.
+    pub const fn architecture(self) -> &'static str {
+        match self {
+            Self::Portable => "compute_70",
+            Self::Clusters => "compute_90",
+            Self::Hopper => "compute_90a",
+        }
+    }
+
+    /// Whether a device of compute capability `(major, minor)` can run the PTX.
+    pub fn runs_on(self, capability: (i32, i32)) -> bool {
+        match self {
+            Self::Portable => capability >= (7, 0),
+            Self::Clusters => capability >= (9, 0),
+            Self::Hopper => capability == (9, 0),
+        }
+    }
+}
+
+/// The NVRTC options every module's PTX is made with, before its `--gpu-architecture`:
+/// `--fmad=false`, so every kernel keeps the CPU reference's separately rounded multiplies and
+/// adds (PTX's `mul.rn`/`add.rn`, which the driver's compiler does not fuse either); device code
+/// by default, so that lambdas inside kernels (which NVRTC would otherwise take for host
+/// functions) compile.
+pub const PTX_OPTIONS: &[&str] = &["--fmad=false", "--device-as-default-execution-space"];
+
+/// The oldest CUDA version whose driver takes the PTX (the PTX ISA version NVRTC 12.0 writes,
+/// 8.0), as `cuDriverGetVersion` gives it: 1000 × major + 10 × minor.
+pub const MINIMUM_DRIVER_CUDA: i32 = 12000;
+
+/// The oldest Linux driver of [`MINIMUM_DRIVER_CUDA`], for messages.
+pub const MINIMUM_DRIVER_RELEASE: &str = "525.60.13";
+
+/// FNV-1a over `parts`, each prefixed by its length so that no two lists of parts collide by
+/// concatenation. Stable across Rust versions and platforms, unlike `std`'s hasher.
+pub fn fingerprint(parts: &[&[u8]]) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut eat = |bytes: &[u8]| {
+        for &b in bytes {
+            hash ^= u64::from(b);
+            hash = hash.wrapping_mul(0x0100_0000_01b3);
+        }
+    };
+    for part in parts {
+        eat(&(part.len() as u64).to_le_bytes());
+        eat(part);
+    }
+    hash
+}
+
+impl Module {
+    /// The fingerprint of everything the PTX is made from: the source, every header, the
+    /// options and the target.
+    pub fn source_fingerprint(&self) -> u64 {
+        let mut parts: Vec<&[u8]> = vec![self.name.as_bytes(), self.source.as_bytes()];
+        for (name, text) in HEADERS {
+            parts.push(name.as_bytes());
+            parts.push(text.as_bytes());
+        }
+        for option in PTX_OPTIONS {
+            parts.push(option.as_bytes());
+        }
+        parts.push(self.target.architecture().as_bytes());
+        fingerprint(&parts)
+    }
+
+    /// The first line of the module's PTX file (a PTX comment), which ties it to its source.
+    pub fn ptx_stamp(&self) -> String {
+        format!(
+            "// {} for {}, source fingerprint {:016x}",
+            self.name,
+            self.target.architecture(),
+            self.source_fingerprint()
+        )
+    }
 }
 
 /// The headers modules include, as `(name, text)`: given to NVRTC with every module.
@@ -56,7 +149,7 @@ pub mod lif_feature {
 /// `reservoir_core::EchoStateNetwork`), and the sums of sequence features over a batch's
 /// chunk of states.
 pub mod esn {
-    use super::Module;
+    use super::{Module, Target};
 
     /// `drive[t, i] = b[i] + Σ_c W_in[i, c]·v[t, c] (+ noise[t, i])`, row t of v being
     /// `[u[t], beside[t]]` read from two buffers (a deep layer's states below and the input).
@@ -89,14 +182,15 @@ pub mod esn {
             TO_F16,
             FEATURES_ADD,
         ],
-        hopper_specific: false,
+        target: Target::Portable,
+        ptx: include_str!("../ptx/esn.ptx"),
     };
 }
 
 /// `esn_persistent.cu`: many echo-state steps in one cooperative launch, and the step of a
 /// shard of a dense W that streams its rows the same way.
 pub mod esn_persistent {
-    use super::Module;
+    use super::{Module, Target};
 
     /// A run over a CSR W (cached in shared memory when it fits).
     pub const CSR: &str = "esn_persistent_csr";
@@ -114,14 +208,15 @@ pub mod esn_persistent {
         name: "esn_persistent.cu",
         source: include_str!("../esn_persistent.cu"),
         entry_points: &[CSR, DENSE, DENSE_F16, DENSE_BF16, SHARD_DENSE_STEP],
-        hopper_specific: false,
+        target: Target::Portable,
+        ptx: include_str!("../ptx/esn_persistent.ptx"),
     };
 }
 
 /// `esn_cluster.cu`: a whole echo-state run in one thread-block cluster with W on chip
 /// (sm_90 and later).
 pub mod esn_cluster {
-    use super::Module;
+    use super::{Module, Target};
 
     /// The run.
     pub const RUN: &str = "esn_cluster";
@@ -131,7 +226,8 @@ pub mod esn_cluster {
         name: "esn_cluster.cu",
         source: include_str!("../esn_cluster.cu"),
         entry_points: &[RUN],
-        hopper_specific: false,
+        target: Target::Clusters,
+        ptx: include_str!("../ptx/esn_cluster.ptx"),
     };
 }
 
@@ -140,7 +236,7 @@ pub mod esn_cluster {
 /// states exchanged between blocks through global memory (compute capability 9.0; CPU
 /// reference: the batched step with f16 operands, `tests/batched_parity.rs`).
 pub mod esn_batch_tc {
-    use super::Module;
+    use super::{Module, Target};
 
     /// The run with one group of 16 sequences per tile.
     pub const RUN_1: &str = "esn_batch_tc_1";
@@ -169,14 +265,15 @@ pub mod esn_batch_tc {
         name: "esn_batch_tc.cu",
         source: include_str!("../esn_batch_tc.cu"),
         entry_points: &[RUN_1, RUN_2, RUN_4],
-        hopper_specific: true,
+        target: Target::Hopper,
+        ptx: include_str!("../ptx/esn_batch_tc.ptx"),
     };
 }
 
 /// `lanes.cu`: one step of a sweep's lanes after the shared GEMM (CPU reference: a lane's
 /// own `EchoStateNetwork`).
 pub mod lanes {
-    use super::Module;
+    use super::{Module, Target};
 
     /// `x_b ← (1 − a_b)·x_b + a_b·f(ρ_b·(W₁X)_b + b + s_b·W_in₁u + noise)` for every lane b.
     pub const STEP: &str = "sweep_lane_step";
@@ -186,7 +283,8 @@ pub mod lanes {
         name: "lanes.cu",
         source: include_str!("../lanes.cu"),
         entry_points: &[STEP],
-        hopper_specific: false,
+        target: Target::Portable,
+        ptx: include_str!("../ptx/lanes.ptx"),
     };
 }
 
@@ -194,7 +292,7 @@ pub mod lanes {
 /// of ridge readouts solved on the device (CPU reference:
 /// `reservoir_core::readout::RidgeAccumulator`, its `solve` and `score`).
 pub mod ridge {
-    use super::Module;
+    use super::{Module, Target};
 
     /// `dst[i] = (double)src[i]`.
     pub const WIDEN: &str = "widen_f32_to_f64";
@@ -214,7 +312,8 @@ pub mod ridge {
         name: "ridge.cu",
         source: include_str!("../ridge.cu"),
         entry_points: &[WIDEN, BUILD_SYSTEMS, FACTOR_DIAGONAL, READOUT_PRODUCTS],
-        hopper_specific: false,
+        target: Target::Portable,
+        ptx: include_str!("../ptx/ridge.ptx"),
     };
 }
 
@@ -223,7 +322,7 @@ pub mod ridge {
 /// centred, the summarized states gathered per sequence in f64, and each sequence's
 /// model-space ridge model solved from its Grams, a thread block per sequence.
 pub mod sequence_features {
-    use super::Module;
+    use super::{Module, Target};
 
     /// `values[c·d + i] −= shift[i]`: projected states centred on the training mean.
     pub const CENTRE: &str = "features_centre";
@@ -241,14 +340,15 @@ pub mod sequence_features {
         name: "sequence_features.cu",
         source: include_str!("../sequence_features.cu"),
         entry_points: &[CENTRE, GATHER, MODEL_SPACE_SOLVE],
-        hopper_specific: false,
+        target: Target::Portable,
+        ptx: include_str!("../ptx/sequence_features.ptx"),
     };
 }
 
 /// `spectral.cu`: the f64 product of the spectral-radius iteration (CPU reference:
 /// `reservoir_core::CsrMatrix::mul_vec`).
 pub mod spectral {
-    use super::Module;
+    use super::{Module, Target};
 
     /// `y = W·x` in f64 (CSR, a thread per row, summed in the CPU's order).
     pub const CSR_PRODUCT_F64: &str = "csr_matvec_f64";
@@ -262,14 +362,15 @@ pub mod spectral {
         name: "spectral.cu",
         source: include_str!("../spectral.cu"),
         entry_points: &[CSR_PRODUCT_F64],
-        hopper_specific: false,
+        target: Target::Portable,
+        ptx: include_str!("../ptx/spectral.ptx"),
     };
 }
 
 /// `encoding.cu`: rate encoding with the counter-based generator (CPU reference:
 /// `reservoir_core::encoding::rate_sequence`).
 pub mod encoding {
-    use super::Module;
+    use super::{Module, Target};
 
     /// Bernoulli rate code of a sequence.
     pub const RATE: &str = "rate_encode_kernel";
@@ -279,14 +380,15 @@ pub mod encoding {
         name: "encoding.cu",
         source: include_str!("../encoding.cu"),
         entry_points: &[RATE],
-        hopper_specific: false,
+        target: Target::Portable,
+        ptx: include_str!("../ptx/encoding.ptx"),
     };
 }
 
 /// `detection.cu`: spike-train filter and template scores (CPU reference:
 /// `reservoir_core::detection::PatternDetector::scores`).
 pub mod detection {
-    use super::Module;
+    use super::{Module, Target};
 
     /// `f[b, c] = s[b, c] + f[b − 1, c]·α`, a thread per channel.
     pub const FILTER: &str = "filter_kernel";
@@ -298,14 +400,15 @@ pub mod detection {
         name: "detection.cu",
         source: include_str!("../detection.cu"),
         entry_points: &[FILTER, SCORES],
-        hopper_specific: false,
+        target: Target::Portable,
+        ptx: include_str!("../ptx/detection.ptx"),
     };
 }
 
 /// `lif.cu`: the steps of the LIF reservoir, by gather and event-driven (CPU reference:
 /// `reservoir_core::lif::LifNetwork`).
 pub mod lif {
-    use super::Module;
+    use super::{Module, Target};
 
     /// One step of every neuron, the recurrent input gathered over W's rows.
     pub const STEP: &str = "lif_step_kernel";
@@ -322,14 +425,15 @@ pub mod lif {
         name: "lif.cu",
         source: include_str!("../lif.cu"),
         entry_points: &[STEP, EVENT_STEP, DELIVER, FLAGS_TO_LIST],
-        hopper_specific: false,
+        target: Target::Portable,
+        ptx: include_str!("../ptx/lif.ptx"),
     };
 }
 
 /// `lif_cluster.cu`: a whole event-driven LIF run of one sequence in one thread-block
 /// cluster (sm_90 and later; CPU reference: `reservoir_core::lif::LifNetwork`).
 pub mod lif_cluster {
-    use super::Module;
+    use super::{Module, Target};
 
     /// The run: every step's update and delivery, one cluster barrier per step.
     pub const RUN: &str = "lif_event_cluster_run";
@@ -341,14 +445,15 @@ pub mod lif_cluster {
         name: "lif_cluster.cu",
         source: include_str!("../lif_cluster.cu"),
         entry_points: &[RUN],
-        hopper_specific: false,
+        target: Target::Clusters,
+        ptx: include_str!("../ptx/lif_cluster.ptx"),
     };
 }
 
 /// `csr.cu`: the transpose of a CSR matrix on the device (CPU reference:
 /// `reservoir_core::lif::LifWeights::outgoing_f32`), and its values scaled and rounded to f32.
 pub mod csr {
-    use super::Module;
+    use super::{Module, Target};
 
     /// Counts each column's entries.
     pub const COLUMN_COUNTS: &str = "csr_column_counts";
@@ -367,7 +472,8 @@ pub mod csr {
         name: "csr.cu",
         source: include_str!("../csr.cu"),
         entry_points: &[COLUMN_COUNTS, SCATTER_TRANSPOSE, SORT_ROWS, SCALED_TO_F32],
-        hopper_specific: false,
+        target: Target::Portable,
+        ptx: include_str!("../ptx/csr.ptx"),
     };
 }
 
@@ -532,5 +638,54 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn every_module_ships_ptx_made_from_its_current_source() {
+        for module in MODULES {
+            let stamp = module.ptx.lines().next().unwrap_or_default();
+            assert_eq!(
+                stamp,
+                module.ptx_stamp(),
+                "{}: its PTX was not made from the current source, headers and options; run \
+                 kernels/generate-ptx.sh",
+                module.name
+            );
+            // The PTX ISA version the oldest supported driver takes, and the module's target.
+            assert!(
+                module.ptx.lines().any(|l| l.trim() == ".version 8.0"),
+                "{}: PTX ISA other than 8.0",
+                module.name
+            );
+            let target = format!(
+                ".target {}",
+                module.target.architecture().replace("compute", "sm")
+            );
+            assert!(
+                module.ptx.lines().any(|l| l.trim() == target),
+                "{}: no `{target}`",
+                module.name
+            );
+            for entry in module.entry_points {
+                assert!(
+                    module.ptx.contains(&format!(".entry {entry}(")),
+                    "{}: {entry} is not in the PTX",
+                    module.name
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn targets_run_where_their_instructions_exist() {
+        assert!(Target::Portable.runs_on((7, 0)) && !Target::Portable.runs_on((6, 1)));
+        assert!(Target::Clusters.runs_on((10, 0)) && !Target::Clusters.runs_on((8, 9)));
+        assert!(Target::Hopper.runs_on((9, 0)) && !Target::Hopper.runs_on((10, 0)));
+    }
+
+    #[test]
+    fn fingerprints_separate_parts() {
+        assert_ne!(fingerprint(&[b"ab", b"c"]), fingerprint(&[b"a", b"bc"]));
+        assert_eq!(fingerprint(&[b"abc"]), fingerprint(&[b"abc"]));
     }
 }

@@ -54,8 +54,8 @@ pub enum GpuError {
         source: DriverError,
     },
 
-    /// NVRTC could not compile a kernel module.
-    #[error("NVRTC could not compile {module}: {log}")]
+    /// The driver could not compile a kernel module's PTX.
+    #[error("the driver could not compile the PTX of {module}: {log}")]
     Compile {
         /// The kernel source file, e.g. `esn.cu`.
         module: &'static str,

@@ -2,18 +2,19 @@
 //!
 //! The CUDA backend of the reservoir engine, on cudarc with the CUDA libraries loaded at run
 //! time: it builds and its tests run on a machine without CUDA, and at run time it finds the
-//! driver, NVRTC and cuBLAS or says which one is missing ([`probe()`](fn@probe)).
+//! driver and cuBLAS or says which one is missing ([`probe()`](fn@probe)).
 //!
 //! ```text
 //! probe() ─► GpuDevice::shared(ordinal) ─► GpuReservoirComputer::new_shared(&config, &device)
 //!            (context, stream; kernel         (weights from reservoir-core, uploaded once;
-//!             modules compiled on first use)   state stays on the device)
+//!             modules loaded on first use)   state stays on the device)
 //! ```
 //!
-//! Layers: [`driver`] (device, NVRTC, launches, cuBLAS, graphs) → `ops` (one typed
+//! Layers: [`driver`] (device, kernel modules, launches, cuBLAS, graphs) → `ops` (one typed
 //! operation per kernel, lengths checked) → the reservoirs ([`GpuReservoirComputer`],
 //! [`GpuLifNetwork`], [`GpuLaneRunner`]), which implement `reservoir-core`'s interfaces.
-//! Kernels come from `reservoir-kernels`, compiled with NVRTC for the device's architecture;
+//! Kernels come from `reservoir-kernels` as PTX, compiled by the driver for the device (and
+//! kept in a disk cache);
 //! every kernel has a CPU reference in `reservoir-core` and a test comparing them on fresh
 //! random inputs.
 

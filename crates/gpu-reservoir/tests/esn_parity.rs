@@ -207,12 +207,11 @@ fn process_gpu_runs_a_spike_pattern_like_the_cpu() {
 }
 
 #[test]
-fn the_two_launch_kernels_compiled_by_nvrtc_give_the_cpu_results() {
-    // The per-step path's kernels (matvec_input_kernel, matvec_reservoir_kernel,
-    // leaky_integration_kernel) were once shipped as PTX with an NVRTC fallback; every kernel
-    // is now compiled by NVRTC for this device, and this path must still match the CPU.
+fn the_per_step_kernels_give_the_cpu_results() {
+    // The per-step path's kernels: matvec_input_kernel, matvec_reservoir_kernel,
+    // leaky_integration_kernel.
     let Some(device) = gpu() else { return };
-    let mut rng = ChaCha8Rng::seed_from_u64(fresh_seed("per_step_nvrtc"));
+    let mut rng = ChaCha8Rng::seed_from_u64(fresh_seed("per_step"));
     let config = ReservoirParams::new()
         .size(200)
         .seed(rng.random())
@@ -227,7 +226,7 @@ fn the_two_launch_kernels_compiled_by_nvrtc_give_the_cpu_results() {
         gpu,
         &config,
         &random_inputs(&mut rng, 1000, 1),
-        "per-step kernels compiled by NVRTC",
+        "per-step kernels",
     );
 }
 

@@ -8,7 +8,7 @@ use gpu_reservoir::{probe, GpuDevice, GpuError};
 fn probe_reports_consistently() {
     let support = probe();
     if support.usable() {
-        assert!(support.driver_version.is_some() && support.nvrtc && !support.devices.is_empty());
+        assert!(support.driver_version.is_some() && !support.devices.is_empty());
         let d = &support.devices[0];
         assert!(
             d.total_memory > 0 && d.compute_capability.0 >= 3 && d.multiprocessors > 0,

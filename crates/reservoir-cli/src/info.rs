@@ -53,7 +53,6 @@ fn describe(info: &Info) -> String {
                 |(major, minor)| format!("{major}.{minor}")
             )
         ),
-        format!("NVRTC        {}", yes_no(s.nvrtc)),
         format!("cuBLAS       {}", yes_no(s.cublas)),
         format!("devices      {}", s.devices.len()),
     ];

@@ -1,9 +1,8 @@
 //! Compiled kernel modules on disk, so that a process after the first loads its kernels instead
-//! of compiling them with NVRTC (hundreds of milliseconds per module).
+//! of having the driver compile their PTX again (tens to hundreds of milliseconds per module).
 //!
-//! An entry is keyed by everything that changes the compiled code: the module's source and the
-//! shared headers, the compile options, the device's architecture, the driver's version and
-//! this crate's version. A file holds a magic tag, its key, the payload's length and checksum,
+//! An entry is keyed by everything that changes the compiled code: the module's PTX, the
+//! device's architecture, the driver's version and this crate's version. A file holds a magic tag, its key, the payload's length and checksum,
 //! then the payload, and is written to a temporary file and renamed into place, so a reader
 //! never sees half a file. Anything wrong with the cache (a corrupt or foreign file, a folder
 //! that cannot be created or written) is a note, never a failure: the kernels are compiled
@@ -13,28 +12,13 @@ use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use reservoir_kernels::fingerprint;
+
 /// The environment variable naming the cache folder; `off` turns the cache off.
 pub const CACHE_ENV: &str = "RESERVOIR_KERNEL_CACHE";
 
 const MAGIC: &[u8; 8] = b"RKCACHE1";
 const HEADER_BYTES: usize = MAGIC.len() + 3 * 8;
-
-/// FNV-1a over `parts`, each prefixed by its length so that no two lists of parts collide by
-/// concatenation. Stable across Rust versions and platforms, unlike `std`'s hasher.
-pub(crate) fn fingerprint(parts: &[&[u8]]) -> u64 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    let mut eat = |bytes: &[u8]| {
-        for &b in bytes {
-            hash ^= u64::from(b);
-            hash = hash.wrapping_mul(0x0100_0000_01b3);
-        }
-    };
-    for part in parts {
-        eat(&(part.len() as u64).to_le_bytes());
-        eat(part);
-    }
-    hash
-}
 
 /// Where compiled kernels are kept: `$RESERVOIR_KERNEL_CACHE` if set (`off`: nowhere), else
 /// `$XDG_CACHE_HOME/reservoir/kernels`, else `$HOME/.cache/reservoir/kernels`.
@@ -215,11 +199,5 @@ mod tests {
             .expect_err("a file in the way");
         assert!(note.contains("cannot"), "{note}");
         let _ = fs::remove_file(&dir);
-    }
-
-    #[test]
-    fn fingerprints_separate_parts() {
-        assert_ne!(fingerprint(&[b"ab", b"c"]), fingerprint(&[b"a", b"bc"]));
-        assert_eq!(fingerprint(&[b"abc"]), fingerprint(&[b"abc"]));
     }
 }

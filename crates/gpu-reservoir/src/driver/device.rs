@@ -13,11 +13,11 @@ use cudarc::driver::sys::{
 use cudarc::driver::{CudaContext, CudaFunction, CudaGraph, CudaModule, CudaStream};
 use cudarc::nvrtc::Ptx;
 use reservoir_core::ReservoirError;
-use reservoir_kernels::{Module, HEADERS};
+use reservoir_kernels::{fingerprint, Module};
 
 use super::blas::blas_handle_on;
-use super::cache::{cache_dir, fingerprint, KernelCache, Lookup};
-use super::compile::{compile, options};
+use super::cache::{cache_dir, KernelCache, Lookup};
+use super::jit::compile;
 use super::probe::{probe_devices, DeviceInfo};
 use super::startup::Startup;
 use crate::error::{DriverContext, GpuError, Result};
@@ -99,7 +99,7 @@ impl GpuDevice {
     /// The process-wide handle of GPU `ordinal`, created on first use and shared afterwards.
     ///
     /// # Errors
-    /// [`GpuError::Unavailable`] naming what is missing (driver, NVRTC, the device), or the
+    /// [`GpuError::Unavailable`] naming what is missing (a driver new enough, the device), or the
     /// driver's error creating the context.
     pub fn shared(ordinal: usize) -> Result<Self> {
         let slot = lock(registry()).entry(ordinal).or_default().clone();
@@ -225,10 +225,26 @@ impl GpuDevice {
         Ok(set)
     }
 
-    /// Loads `module`'s cubin from the kernel cache, or compiles it and stores it there; says
-    /// which (`cached`, `compiled`). A cache that cannot be used is noted, never an error.
+    /// Loads `module`'s cubin from the kernel cache, or has the driver compile the module's PTX
+    /// and stores the result there; says which (`cached`, `compiled`). A cache that cannot be
+    /// used is noted, never an error.
+    ///
+    /// # Errors
+    /// [`GpuError::Unsupported`] for a module whose target this device cannot run; as
+    /// [`compile`].
     fn load_module(&self, module: &Module) -> Result<(Arc<CudaModule>, &'static str)> {
         let capability = self.inner.info.compute_capability;
+        if !module.target.runs_on(capability) {
+            return Err(GpuError::Unsupported {
+                what: format!("the kernels of {}", module.name),
+                reason: format!(
+                    "they are built for {}; this device has compute capability {}.{}",
+                    module.target.architecture(),
+                    capability.0,
+                    capability.1
+                ),
+            });
+        }
         let key = self.module_key(module);
         let cache = cache_dir().map(KernelCache::new);
         if let Some(cache) = &cache {
@@ -244,7 +260,7 @@ impl GpuDevice {
                 Lookup::Unusable(note) => self.note_cache(format!("{note}; compiling again")),
             }
         }
-        let image = compile(module, capability)?;
+        let image = compile(&self.inner.ctx, module)?;
         if let Some(cache) = &cache {
             if let Err(note) = cache.store(module.name, key, &image) {
                 self.note_cache(format!(
@@ -262,24 +278,18 @@ impl GpuDevice {
         Ok((loaded, "compiled"))
     }
 
-    /// The cache key of `module` on this device: its source and the shared headers, the
-    /// compile options, the architecture, the driver's version and this crate's version.
+    /// The cache key of `module` on this device: its PTX, the device's compute capability,
+    /// the driver's version (its compiler made the cubin) and this crate's version.
     fn module_key(&self, module: &Module) -> u64 {
         let (major, minor) = self.inner.driver_version;
-        let driver = format!("driver {major}.{minor}");
-        let options = options(module, self.inner.info.compute_capability).join(" ");
-        let mut parts: Vec<&[u8]> = vec![
+        let (cc_major, cc_minor) = self.inner.info.compute_capability;
+        let target = format!("driver {major}.{minor}, sm_{cc_major}{cc_minor}");
+        fingerprint(&[
             env!("CARGO_PKG_VERSION").as_bytes(),
             module.name.as_bytes(),
-            module.source.as_bytes(),
-            options.as_bytes(),
-            driver.as_bytes(),
-        ];
-        for (name, text) in HEADERS {
-            parts.push(name.as_bytes());
-            parts.push(text.as_bytes());
-        }
-        fingerprint(&parts)
+            module.ptx.as_bytes(),
+            target.as_bytes(),
+        ])
     }
 
     /// Reads an attribute of the device.

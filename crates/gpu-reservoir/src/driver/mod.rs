@@ -1,13 +1,13 @@
-//! The driver layer: the only code that calls cudarc's driver, NVRTC and cuBLAS directly.
+//! The driver layer: the only code that calls cudarc's driver and cuBLAS directly.
 //! Above it, `ops` launches kernels through typed operations and the reservoirs use
 //! those.
 
 mod args;
 pub(crate) mod blas;
 mod cache;
-mod compile;
 pub(crate) mod csr;
 mod device;
+mod jit;
 pub(crate) mod launch;
 mod probe;
 pub(crate) mod staging;

@@ -1,9 +1,10 @@
 //! What this machine has for CUDA, found without panicking.
 //!
-//! cudarc loads libcuda, libnvrtc and libcublas at run time and panics on the first call into
+//! cudarc loads libcuda and libcublas at run time and panics on the first call into
 //! a library it cannot find, so every probe asks `is_culib_present` before calling anything.
 
 use cudarc::driver::{result, sys, CudaContext};
+use reservoir_kernels::{MINIMUM_DRIVER_CUDA, MINIMUM_DRIVER_RELEASE};
 use serde::Serialize;
 
 /// One CUDA device.
@@ -26,8 +27,6 @@ pub struct DeviceInfo {
 pub struct GpuSupport {
     /// CUDA driver version as (major, minor), when libcuda loaded and initialised.
     pub driver_version: Option<(i32, i32)>,
-    /// Whether libnvrtc (run-time compilation) can be loaded.
-    pub nvrtc: bool,
     /// Whether libcublas can be loaded.
     pub cublas: bool,
     /// The devices the driver reports.
@@ -37,41 +36,42 @@ pub struct GpuSupport {
 }
 
 impl GpuSupport {
-    /// Whether a GPU reservoir can be built (driver, NVRTC and at least one device).
+    /// Whether a GPU reservoir can be built (a driver new enough and at least one device).
     pub fn usable(&self) -> bool {
         self.problem.is_none()
     }
 }
 
-/// Looks for the driver, NVRTC, cuBLAS and devices; never panics.
+/// Looks for the driver, cuBLAS and devices; never panics.
 pub fn probe() -> GpuSupport {
     let mut support = probe_devices();
-    // SAFETY: these only try to dlopen the libraries; no function of theirs is called.
-    let (nvrtc, cublas) = unsafe {
-        (
-            cudarc::nvrtc::sys::is_culib_present(),
-            cudarc::cublas::sys::is_culib_present(),
-        )
-    };
-    support.nvrtc = nvrtc;
-    support.cublas = cublas;
-    if support.problem.is_none() && !nvrtc {
-        support.problem = Some(
-            "the NVRTC library (libnvrtc.so) was not found; it compiles the kernels at run time"
-                .into(),
-        );
-    }
+    // SAFETY: this only tries to dlopen libcublas; no function of it is called.
+    support.cublas = unsafe { cudarc::cublas::sys::is_culib_present() };
     support
 }
 
-/// The driver and its devices only: what opening a device needs. NVRTC and cuBLAS are large
-/// libraries, loaded only when a kernel must be compiled or a product needs cuBLAS.
+/// Why a driver of CUDA version `version` (`cuDriverGetVersion`'s number) cannot run the
+/// kernels, if it cannot: their PTX needs [`MINIMUM_DRIVER_CUDA`].
+fn driver_too_old(version: i32) -> Option<String> {
+    (version < MINIMUM_DRIVER_CUDA).then(|| {
+        format!(
+            "the NVIDIA driver supports CUDA {}.{}; the kernels need CUDA {}.{} or later (Linux \
+             driver {MINIMUM_DRIVER_RELEASE} or later)",
+            version / 1000,
+            (version % 1000) / 10,
+            MINIMUM_DRIVER_CUDA / 1000,
+            (MINIMUM_DRIVER_CUDA % 1000) / 10
+        )
+    })
+}
+
+/// The driver and its devices only: what opening a device needs. cuBLAS is a large library,
+/// loaded only when a product needs it.
 pub(crate) fn probe_devices() -> GpuSupport {
     // SAFETY: this only tries to dlopen libcuda; no CUDA function is called.
     let driver_present = unsafe { sys::is_culib_present() };
     let mut support = GpuSupport {
         driver_version: None,
-        nvrtc: false,
         cublas: false,
         devices: Vec::new(),
         problem: None,
@@ -91,6 +91,10 @@ pub(crate) fn probe_devices() -> GpuSupport {
         .is_ok()
     {
         support.driver_version = Some((version / 1000, (version % 1000) / 10));
+        if let Some(reason) = driver_too_old(version) {
+            support.problem = Some(reason);
+            return support;
+        }
     }
     match CudaContext::device_count() {
         Ok(count) => support.devices = (0..count.max(0) as usize).filter_map(device_info).collect(),
@@ -121,4 +125,20 @@ fn device_info(ordinal: usize) -> Option<DeviceInfo> {
         total_memory: unsafe { result::device::total_mem(dev) }.ok()?,
         multiprocessors: attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_driver_older_than_the_ptx_is_named_with_the_driver_needed() {
+        let reason = driver_too_old(11080).expect("CUDA 11.8 is too old");
+        assert!(
+            reason.contains("supports CUDA 11.8") && reason.contains(MINIMUM_DRIVER_RELEASE),
+            "{reason}"
+        );
+        assert_eq!(driver_too_old(MINIMUM_DRIVER_CUDA), None);
+        assert_eq!(driver_too_old(13000), None);
+    }
 }

@@ -161,7 +161,7 @@ pub(crate) fn unsupported(device: &GpuDevice, n: usize) -> Result<Option<String>
             "a tile needs {row_blocks} SMs; this device has {sms}"
         )));
     }
-    // An NVRTC too old for sm_90a leaves the GEMM path, not an error.
+    // A driver whose compiler does not take the sm_90a PTX leaves the GEMM path, not an error.
     let kernels = match device.kernels::<TensorCoreKernels>() {
         Ok(kernels) => kernels,
         Err(GpuError::Compile { log, .. }) => {
