@@ -67,12 +67,13 @@ impl Target {
 /// functions) compile.
 pub const PTX_OPTIONS: &[&str] = &["--fmad=false", "--device-as-default-execution-space"];
 
-/// The oldest CUDA version whose driver takes the PTX (the PTX ISA version NVRTC 12.0 writes,
-/// 8.0), as `cuDriverGetVersion` gives it: 1000 × major + 10 × minor.
-pub const MINIMUM_DRIVER_CUDA: i32 = 12000;
+/// The oldest CUDA version whose driver takes the PTX (the PTX ISA version NVRTC 12.1 writes,
+/// 8.1, which the cluster kernels' asynchronous stores need), as `cuDriverGetVersion` gives
+/// it: 1000 × major + 10 × minor.
+pub const MINIMUM_DRIVER_CUDA: i32 = 12010;
 
 /// The oldest Linux driver of [`MINIMUM_DRIVER_CUDA`], for messages.
-pub const MINIMUM_DRIVER_RELEASE: &str = "525.60.13";
+pub const MINIMUM_DRIVER_RELEASE: &str = "530.30.02";
 
 /// FNV-1a over `parts`, each prefixed by its length so that no two lists of parts collide by
 /// concatenation. Stable across Rust versions and platforms, unlike `std`'s hasher.
@@ -651,10 +652,15 @@ mod tests {
                  kernels/generate-ptx.sh",
                 module.name
             );
-            // The PTX ISA version the oldest supported driver takes, and the module's target.
+            // The PTX ISA version of the oldest driver named (CUDA 12.x takes ISA 8.x).
+            let isa = format!(
+                ".version {}.{}",
+                MINIMUM_DRIVER_CUDA / 1000 - 4,
+                (MINIMUM_DRIVER_CUDA % 1000) / 10
+            );
             assert!(
-                module.ptx.lines().any(|l| l.trim() == ".version 8.0"),
-                "{}: PTX ISA other than 8.0",
+                module.ptx.lines().any(|l| l.trim() == isa),
+                "{}: not `{isa}`",
                 module.name
             );
             let target = format!(

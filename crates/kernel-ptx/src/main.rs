@@ -1,7 +1,7 @@
 //! Writes `<dir>/<module>.ptx` for every module of `reservoir_kernels::MODULES`, compiled by
 //! NVRTC with `PTX_OPTIONS` for the module's target and stamped with `Module::ptx_stamp`.
 //! The PTX ISA version is NVRTC's own, so the NVRTC used sets the oldest driver that takes the
-//! PTX: `kernels/generate-ptx.sh` runs this with NVRTC 12.0 (PTX ISA 8.0).
+//! PTX: `kernels/generate-ptx.sh` runs this with NVRTC 12.1 (PTX ISA 8.1).
 //!
 //! Usage: `kernel-ptx DIR`.
 
@@ -104,7 +104,7 @@ fn run(dir: &Path) -> Result<(), String> {
     if !unsafe { sys::is_culib_present() } {
         return Err(
             "the NVRTC library (libnvrtc.so) was not found; put its folder on \
-                    LD_LIBRARY_PATH (kernels/generate-ptx.sh fetches NVRTC 12.0)"
+                    LD_LIBRARY_PATH (kernels/generate-ptx.sh fetches NVRTC 12.1)"
                 .into(),
         );
     }

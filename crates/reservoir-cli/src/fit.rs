@@ -137,6 +137,14 @@ pub fn run(args: &FitArgs) -> Result<()> {
                 plot: args.plot.as_deref().filter(|_| writes),
                 json: args.json,
             };
+            // The GPU opens while the files are read.
+            let data_bytes = [Some(&args.train), args.test.as_ref()]
+                .into_iter()
+                .flatten()
+                .filter_map(|path| std::fs::metadata(path).ok())
+                .map(|m| m.len())
+                .sum();
+            let _opening = dispatch.open_early(data_bytes);
             sequence_tasks::fit(&job, &mut dispatch, writes)
         }
     }

@@ -53,6 +53,9 @@ struct DeviceInner {
     /// The driver's CUDA version as (major, minor), part of the kernel cache's key.
     driver_version: (i32, i32),
     kernel_sets: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
+    /// The modules loaded so far, by name (a module's kernel sets and [`GpuDevice::preload`]
+    /// share them).
+    modules: Mutex<HashMap<&'static str, Arc<CudaModule>>>,
     blas: OnceLock<CudaBlas>,
     /// A second cuBLAS handle whose math mode is TF32, set once when it is made: a math mode
     /// is the handle's, so switching one handle would change the GEMMs of every thread using
@@ -138,6 +141,7 @@ impl GpuDevice {
                 info,
                 driver_version: support.driver_version.unwrap_or((0, 0)),
                 kernel_sets: Mutex::new(HashMap::new()),
+                modules: Mutex::new(HashMap::new()),
                 blas: OnceLock::new(),
                 blas_tf32: OnceLock::new(),
                 startup: Mutex::new(Startup::default()),
@@ -217,12 +221,46 @@ impl GpuDevice {
                 return Ok(set);
             }
         }
-        let started = Instant::now();
-        let (module, how) = self.load_module(&K::MODULE)?;
+        let module = self.module(&K::MODULE)?;
         let set = Arc::new(K::load(&LoadedModule { module })?);
-        self.record(format!("kernels {} ({how})", K::MODULE.name), started);
         sets.insert(TypeId::of::<K>(), set.clone());
         Ok(set)
+    }
+
+    /// Loads those of `modules` this device runs and has not loaded yet, side by side: the
+    /// driver compiles each on a thread of its own where the kernel cache lacks it, so a first
+    /// run waits for the slowest module rather than for all of them in turn. A module that
+    /// fails is left for its first use to report.
+    pub(crate) fn preload(&self, modules: &[Module]) {
+        let capability = self.inner.info.compute_capability;
+        let missing: Vec<&Module> = {
+            let loaded = lock(&self.inner.modules);
+            modules
+                .iter()
+                .filter(|m| m.target.runs_on(capability) && !loaded.contains_key(m.name))
+                .collect()
+        };
+        std::thread::scope(|scope| {
+            for module in missing {
+                scope.spawn(move || {
+                    let _ = self.module(module);
+                });
+            }
+        });
+    }
+
+    /// `module`, loaded on first use (recorded as a start-up phase).
+    fn module(&self, module: &Module) -> Result<Arc<CudaModule>> {
+        if let Some(loaded) = lock(&self.inner.modules).get(module.name) {
+            return Ok(loaded.clone());
+        }
+        let started = Instant::now();
+        let (loaded, how) = self.load_module(module)?;
+        self.record(format!("kernels {} ({how})", module.name), started);
+        Ok(lock(&self.inner.modules)
+            .entry(module.name)
+            .or_insert(loaded)
+            .clone())
     }
 
     /// Loads `module`'s cubin from the kernel cache, or has the driver compile the module's PTX

@@ -90,6 +90,13 @@ impl GpuReservoirComputer {
         device: &GpuDevice,
     ) -> Result<Self> {
         weights.check_fits(config)?;
+        // The modules of every step path and of the readout's sums, compiled side by side.
+        device.preload(&[
+            reservoir_kernels::esn::MODULE,
+            reservoir_kernels::esn_persistent::MODULE,
+            reservoir_kernels::esn_cluster::MODULE,
+            reservoir_kernels::ridge::MODULE,
+        ]);
         let kernels = device.kernels::<EsnKernels>()?;
         let w = weights.recurrent();
         let started = Instant::now();

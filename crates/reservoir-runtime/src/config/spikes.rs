@@ -249,6 +249,7 @@ impl SpikeClassificationOptions {
         Workload {
             sequences: samples,
             steps: samples.saturating_mul(self.bins()),
+            states_back: true,
         }
     }
 

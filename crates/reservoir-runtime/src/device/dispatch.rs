@@ -21,6 +21,22 @@ use super::ranks::RankLaneRunner;
 use super::topology::Topology;
 use crate::error::{Result, RuntimeError};
 
+/// Data files of at least this many bytes make `auto` open GPU 0 while they are read
+/// ([`Dispatch::open_early`]): jobs of that size run on a GPU where one is usable.
+pub const EARLY_OPEN_BYTES: u64 = 64 << 20;
+
+/// The thread of [`Dispatch::open_early`], waited for when dropped.
+#[derive(Debug)]
+pub struct EarlyOpen(Option<std::thread::JoinHandle<()>>);
+
+impl Drop for EarlyOpen {
+    fn drop(&mut self) {
+        if let Some(thread) = self.0.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
 /// A many-sequence job's reservoirs, one per GPU of this process, and the collective that
 /// joins them to each other (and to the other processes of a launch).
 #[derive(Debug)]
@@ -94,6 +110,24 @@ impl Dispatch {
     /// The device asked for.
     pub fn device(&self) -> Device {
         self.device
+    }
+
+    /// Starts opening the GPU this job will use on a thread of its own, so that the GPU opens
+    /// while the job reads `data_bytes` of files: the GPU asked for by name (this rank's
+    /// under a launch), or under `auto` GPU 0 when the data is large enough that the GPU is
+    /// likely chosen ([`EARLY_OPEN_BYTES`]). The guard waits for the thread when dropped, so
+    /// that no thread is inside the driver when the process ends.
+    pub fn open_early(&self, data_bytes: u64) -> EarlyOpen {
+        let ordinal = match self.topology.device(self.device) {
+            Ok(Device::Cuda(ordinal)) => ordinal,
+            Ok(Device::Auto) if data_bytes >= EARLY_OPEN_BYTES => 0,
+            _ => return EarlyOpen(None),
+        };
+        gpu_reservoir::driver::preload_cublas();
+        EarlyOpen(Some(std::thread::spawn(move || {
+            // An error here is met again, and reported, where the job opens the GPU.
+            let _ = GpuDevice::shared(ordinal);
+        })))
     }
 
     /// `(what, where)` for everything built so far, in order (`what` is `esn`, `lif` or
@@ -402,6 +436,7 @@ impl Dispatch {
             nonzeros: per_row(base.connection_prob()) * base.size(),
             input_nonzeros: per_row(base.input_connectivity()) * base.input_size(),
             lanes,
+            batches_sequences: false,
         };
         let gpu = self.gpu_for("sweep", gpu_precision(base.precision()), shape, work)?;
         let Some(device) = gpu else {

@@ -12,7 +12,7 @@ mod ranks;
 mod topology;
 
 pub use cost::Workload;
-pub use dispatch::Dispatch;
+pub use dispatch::{Dispatch, EarlyOpen, EARLY_OPEN_BYTES};
 pub(crate) use dispatch::{Built, Spread};
 pub use launch::Launch;
 pub use name::{Device, Devices};

@@ -5,8 +5,11 @@
 //! hyper-parameter lanes over its task; [`spikes`] classifies spike patterns.
 
 pub mod fit;
+mod phases;
 pub mod predict;
 pub mod run;
 pub mod sequences;
 pub mod spikes;
 pub mod sweep;
+
+pub use phases::{Phase, Phases};

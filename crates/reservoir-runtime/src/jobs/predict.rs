@@ -132,5 +132,6 @@ fn work(inputs: &[ArrayView2<'_, f64>]) -> Workload {
     Workload {
         sequences: inputs.len(),
         steps: inputs.iter().map(|u| u.nrows()).sum(),
+        states_back: true,
     }
 }

@@ -30,6 +30,7 @@ use reservoir_core::ReservoirError;
 use crate::config::ExperimentConfig;
 use crate::device::{Built, Dispatch, Workload};
 use crate::error::Result;
+use crate::jobs::{Phase, Phases};
 use crate::memory::ensure_fit_fits;
 use crate::model::{predict_classes, Classes, Model, SequenceClassifier};
 
@@ -72,6 +73,8 @@ pub struct ClassifierOutcome {
     pub test_predictions: Option<Vec<usize>>,
     /// Seconds from the weights to the last test prediction (the files read before).
     pub fit_seconds: f64,
+    /// Those seconds phase by phase.
+    pub phases: Vec<Phase>,
 }
 
 /// Scores of a multi-series regression on the rows after each series' washout.
@@ -134,6 +137,7 @@ fn workload(splits: &[&[ArrayView2<f64>]]) -> Workload {
             .flat_map(|s| s.iter())
             .map(|u| u.nrows())
             .sum(),
+        states_back: true,
     }
 }
 
@@ -172,8 +176,14 @@ pub fn fit_classifier(
         train.inputs.len() + test.map_or(0, |t| t.inputs.len()),
     )?;
     let started = Instant::now();
+    let mut phases = Phases::start();
     let weights = architecture.generate(train.inputs)?;
-    let work = workload(&[train.inputs, test.map_or(&[], |t| t.inputs)]);
+    phases.lap("weights");
+    // Only each sequence's features come back.
+    let work = Workload {
+        states_back: false,
+        ..workload(&[train.inputs, test.map_or(&[], |t| t.inputs)])
+    };
     let ridge = config.readout().ridge();
     // One echo-state network alone may spread over GPUs; any other model is built whole.
     let built = match (&weights, architecture.echo_state()) {
@@ -182,12 +192,15 @@ pub fn fit_classifier(
         }
         _ => Built::One(dispatch.build(&architecture, &weights, work)?),
     };
+    phases.lap("reservoir built");
     let (readout, train_predicted, features, mut reservoir) = match built {
         Built::One(mut reservoir) => {
             let features = fit_features(reservoir.as_mut(), train.inputs, features)?;
             let train_x = reservoir
                 .sequence_features(train.inputs, &features, &mut |d, t| progress("train", d, t))?;
+            phases.lap("training features");
             let readout = fit_class_readout(train_x.view(), &train_labels, classes.len(), ridge)?;
+            phases.lap("readout solved");
             let predicted = predict_classes(&readout, train_x.view())?;
             (readout, predicted, features, Built::One(reservoir))
         }
@@ -207,6 +220,7 @@ pub fn fit_classifier(
                 &mut |d, t| progress("train", d, t),
             )?;
             progress("train", train.inputs.len(), train.inputs.len());
+            phases.lap("training features and readout, spread");
             (readout, predicted, features, Built::Spread(spread))
         }
     };
@@ -245,6 +259,7 @@ pub fn fit_classifier(
         }
         _ => None,
     };
+    phases.lap("training scores and test");
     let fit_seconds = started.elapsed().as_secs_f64();
     let (test, test_predictions) = tested.unzip();
     Ok(ClassifierOutcome {
@@ -253,6 +268,7 @@ pub fn fit_classifier(
         test,
         test_predictions,
         fit_seconds,
+        phases: phases.into_vec(),
     })
 }
 
