@@ -2,9 +2,10 @@
 //! `Reservoir::run_many`, one GEMM per step for all of them.
 
 use cudarc::cublas::CudaBlas;
-use cudarc::driver::{CudaSlice, CudaView, CudaViewMut};
+use cudarc::driver::{CudaEvent, CudaSlice, CudaView, CudaViewMut, PinnedHostSlice};
 use ndarray::{s, Array2, ArrayView2};
 use rand_chacha::ChaCha8Rng;
+use rayon::prelude::*;
 use reservoir_core::features::SequenceFeatures;
 use reservoir_core::{ReservoirConfig, ReservoirError, ReservoirWeights};
 
@@ -57,6 +58,11 @@ pub(crate) struct Shared<'a> {
 
 /// The buffers of one batch's time chunks, reused chunk after chunk.
 struct ChunkBuffers {
+    /// Two page-locked buffers the chunks' inputs are laid out in, in turn, each with the
+    /// event recorded after its upload: the host fills one while the device reads the other.
+    staged_inputs: [(PinnedHostSlice<f32>, CudaEvent); 2],
+    /// The chunks run so far (which staged buffer is next).
+    chunks: usize,
     u: CudaSlice<f32>,
     drive: CudaSlice<f32>,
     noise: Option<CudaSlice<f32>>,
@@ -320,7 +326,17 @@ impl BatchEngine {
             Some(w) => Some(w.scratch(shared.device, b)?),
             None => None,
         };
+        let context = shared.device.context();
+        let staged = || -> Result<(PinnedHostSlice<f32>, CudaEvent)> {
+            // SAFETY: a staged buffer is only read by a copy after its chunk was written.
+            let buffer = unsafe { context.alloc_pinned::<f32>((chunk * b * k).max(1)) }
+                .context("allocating page-locked input buffers")?;
+            let event = context.new_event(None).context("creating a copy event")?;
+            Ok((buffer, event))
+        };
         Ok(ChunkBuffers {
+            staged_inputs: [staged()?, staged()?],
+            chunks: 0,
             u: alloc(chunk * b * k, "allocating the batch's inputs")?,
             drive: alloc(chunk * b * n, "allocating the batch's drive")?,
             noise: if noise {
@@ -356,18 +372,36 @@ impl BatchEngine {
             batch.len(),
         );
         let s = shared.device.stream();
-        // Row t·B + j of u (and of the drive) is sequence j at step first + t.
-        let mut u = vec![0.0f32; steps * b * k];
-        for (j, sequence) in batch.iter().enumerate() {
-            for t in 0..steps.min(sequence.nrows().saturating_sub(first)) {
-                let row = &mut u[(t * b + j) * k..][..k];
-                for (dst, &src) in row.iter_mut().zip(sequence.row(first + t)) {
-                    *dst = src as f32;
+        let (staged, uploaded) = &mut buffers.staged_inputs[buffers.chunks % 2];
+        buffers.chunks += 1;
+        // The device has read this buffer's previous chunk.
+        uploaded
+            .synchronize()
+            .context("waiting for a page-locked input buffer")?;
+        let u = &mut staged
+            .as_mut_slice()
+            .context("reaching a page-locked input buffer")?[..steps * b * k];
+        // Row t·B + j of u (and of the drive) is sequence j at step first + t; past its end a
+        // sequence's inputs are zero. Each step's rows are laid out on a thread of their own.
+        u.par_chunks_mut((b * k).max(1))
+            .enumerate()
+            .for_each(|(t, rows)| {
+                for (j, row) in rows.chunks_mut(k.max(1)).enumerate() {
+                    match batch.get(j).filter(|s| first + t < s.nrows()) {
+                        Some(sequence) => {
+                            for (dst, &src) in row.iter_mut().zip(sequence.row(first + t)) {
+                                *dst = src as f32;
+                            }
+                        }
+                        None => row.fill(0.0),
+                    }
                 }
-            }
-        }
-        s.memcpy_htod(&u, &mut buffers.u.slice_mut(..u.len()))
+            });
+        s.memcpy_htod(&*u, &mut buffers.u.slice_mut(..u.len()))
             .context("uploading inputs")?;
+        uploaded
+            .record(s)
+            .context("recording the end of an input upload")?;
         if let (Some(noise), Some(device_noise)) = (noise, buffers.noise.as_mut()) {
             let mut host = vec![0.0f32; steps * b * n];
             for (j, drawn) in noise.iter().enumerate() {

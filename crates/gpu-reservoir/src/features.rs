@@ -6,6 +6,7 @@
 use std::ops::Range;
 
 use ndarray::ArrayViewMut2;
+use rayon::prelude::*;
 use reservoir_core::features::{SequenceFeatures, Summary};
 use reservoir_core::ReservoirError;
 
@@ -124,12 +125,28 @@ impl SummaryRows {
             )
             .into());
         }
-        for (pair, range) in self.ranges().enumerate() {
-            let (j, k) = (pair / s, pair % s);
-            let count = range.len() as f64;
-            let sums = &sums[pair * n..][..n];
-            for (dst, &sum) in out.row_mut(j).iter_mut().skip(k * n).zip(sums) {
-                *dst = f64::from(sum) / count;
+        let counts: Vec<f64> = self.ranges().map(|range| range.len() as f64).collect();
+        // Row j holds sequence j's summaries side by side; rows are written on rayon's threads.
+        let fill = |(j, row): (usize, &mut [f64])| {
+            for (k, features) in row.chunks_mut(n.max(1)).enumerate() {
+                let pair = j * s + k;
+                let sums = &sums[pair * n..][..n];
+                for (dst, &sum) in features.iter_mut().zip(sums) {
+                    *dst = f64::from(sum) / counts[pair];
+                }
+            }
+        };
+        match out.as_slice_mut() {
+            Some(values) => values
+                .par_chunks_mut((s * n).max(1))
+                .enumerate()
+                .for_each(fill),
+            None => {
+                for (j, mut row) in out.rows_mut().into_iter().enumerate() {
+                    let mut values = row.to_vec();
+                    fill((j, &mut values));
+                    row.assign(&ndarray::ArrayView1::from(&values));
+                }
             }
         }
         Ok(())

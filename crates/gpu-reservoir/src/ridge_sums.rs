@@ -6,13 +6,14 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaSlice, CudaView};
 use ndarray::{Array2, ArrayView2};
+use rayon::prelude::*;
 use reservoir_core::checks::check_targets;
 use reservoir_core::readout::{RidgeAccumulator, TargetSums};
 use reservoir_core::{Par, ReservoirError};
 
 use crate::collective::Collective;
 use crate::driver::blas::{add_grams_f64, add_product_f64};
-use crate::driver::GpuDevice;
+use crate::driver::{staging, GpuDevice};
 use crate::error::{DriverContext, Result};
 use crate::ops::ridge::{widen, RidgeKernels};
 
@@ -238,7 +239,7 @@ impl DeviceRidgeSums {
                 &copied
             }
         };
-        if let Some(at) = values.iter().position(|v| !v.is_finite()) {
+        if let Some(at) = values.par_iter().position_first(|v| !v.is_finite()) {
             let width = rows.ncols();
             return Err(ReservoirError::invalid(
                 "device ridge sums",
@@ -246,11 +247,7 @@ impl DeviceRidgeSums {
             )
             .into());
         }
-        let uploaded = self
-            .device
-            .stream()
-            .clone_htod(values)
-            .alloc_context::<f64>("uploading features", values.len())?;
+        let uploaded = staging::upload(&self.device, values, "uploading features")?;
         self.add_widened(&uploaded.slice(..), targets)
     }
 

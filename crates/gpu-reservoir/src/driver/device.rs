@@ -196,6 +196,51 @@ impl GpuDevice {
         self.blas_handle(&self.inner.blas, false)
     }
 
+    /// Makes the device's cuBLAS handle and runs one small product in f32 and one in f64 on
+    /// it, so that the library's first-use costs (its set-up, its kernels loaded) are paid
+    /// here, on a thread of its own while a job reads its data, rather than in the job's
+    /// first batch.
+    ///
+    /// # Errors
+    /// cuBLAS not found; any error of the products.
+    pub fn warm_up_blas(&self) -> Result<()> {
+        const N: usize = 256;
+        let started = Instant::now();
+        let blas = self.blas()?;
+        let stream = self.stream();
+        let single = stream
+            .alloc_zeros::<f32>(N * N)
+            .context("allocating a warm-up product")?;
+        let mut out = stream
+            .alloc_zeros::<f32>(N * N)
+            .context("allocating a warm-up product")?;
+        super::blas::product_row_major(
+            blas,
+            &single.slice(..),
+            &single.slice(..),
+            &mut out.slice_mut(..),
+            (N, N, N),
+            "warming up cuBLAS",
+        )?;
+        let double = stream
+            .alloc_zeros::<f64>(N * N)
+            .context("allocating a warm-up product")?;
+        let mut grams = stream
+            .alloc_zeros::<f64>(N * N)
+            .context("allocating a warm-up product")?;
+        super::blas::add_grams_f64(
+            blas,
+            &double.slice(..),
+            N,
+            &mut grams.slice_mut(..),
+            (N, N, 1),
+            "warming up cuBLAS",
+        )?;
+        stream.synchronize().context("warming up cuBLAS")?;
+        self.record("cuBLAS warm-up", started);
+        Ok(())
+    }
+
     /// The device's TF32 cuBLAS handle (on its stream, math mode
     /// `CUBLAS_TF32_TENSOR_OP_MATH` from its creation on), created on first use.
     pub(crate) fn blas_tf32(&self) -> Result<&CudaBlas> {

@@ -664,10 +664,7 @@ impl Reservoir for GpuReservoirComputer {
             let Some((math, plan)) = device_path else {
                 return features_of_runs(self, sequences, features, progress);
             };
-            for (index, inputs) in sequences.iter().enumerate() {
-                features.check_steps(index, inputs.nrows())?;
-                check_inputs(self.input_size(), inputs)?;
-            }
+            check_sequences(self.input_size(), sequences, features)?;
             let rows = self.with_batch_engine(math, |engine, shared, noise| {
                 engine.summarized_features(shared, sequences, &plan, noise, progress)
             })?;
@@ -678,10 +675,7 @@ impl Reservoir for GpuReservoirComputer {
             // The provided method's way: the states of each run, summarized on the host.
             return features_of_runs(self, sequences, features, progress);
         };
-        for (index, inputs) in sequences.iter().enumerate() {
-            features.check_steps(index, inputs.nrows())?;
-            check_inputs(self.input_size(), inputs)?;
-        }
+        check_sequences(self.input_size(), sequences, features)?;
         let rows = self.with_batch_engine(math, |engine, shared, noise| {
             engine.features(shared, sequences, features, noise, progress)
         })?;
@@ -701,6 +695,28 @@ impl Reservoir for GpuReservoirComputer {
         Ok(accumulate_on_device(
             self, inputs, targets, washout, acc, progress,
         )?)
+    }
+}
+
+/// Checks every sequence (K columns, finite, long enough for `features`) on rayon's threads;
+/// the error is the first sequence's that fails.
+fn check_sequences(
+    input_size: usize,
+    sequences: &[ArrayView2<f64>],
+    features: &SequenceFeatures,
+) -> reservoir_core::Result<()> {
+    use rayon::prelude::*;
+    let check = |index: usize, inputs: &ArrayView2<f64>| {
+        features.check_steps(index, inputs.nrows())?;
+        check_inputs(input_size, inputs)
+    };
+    match sequences
+        .par_iter()
+        .enumerate()
+        .position_first(|(index, inputs)| check(index, inputs).is_err())
+    {
+        Some(index) => check(index, &sequences[index]),
+        None => Ok(()),
     }
 }
 

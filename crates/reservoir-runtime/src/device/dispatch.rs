@@ -126,7 +126,9 @@ impl Dispatch {
         gpu_reservoir::driver::preload_cublas();
         EarlyOpen(Some(std::thread::spawn(move || {
             // An error here is met again, and reported, where the job opens the GPU.
-            let _ = GpuDevice::shared(ordinal);
+            if let Ok(device) = GpuDevice::shared(ordinal) {
+                let _ = device.warm_up_blas();
+            }
         })))
     }
 
