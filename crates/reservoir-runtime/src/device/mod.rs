@@ -12,8 +12,8 @@ mod ranks;
 mod topology;
 
 pub use cost::Workload;
-pub use dispatch::{Dispatch, EarlyOpen, EARLY_OPEN_BYTES};
 pub(crate) use dispatch::{Built, Spread};
+pub use dispatch::{Dispatch, EarlyOpen, EARLY_OPEN_BYTES};
 pub use launch::Launch;
 pub use name::{Device, Devices};
 pub use placement::Placement;

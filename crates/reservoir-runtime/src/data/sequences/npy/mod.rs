@@ -92,7 +92,8 @@ pub(super) fn read_npz_file(
         message: format!("not a readable .npz archive: {e}"),
     };
     let bytes = metadata.len();
-    let mut archive = NpzReader::new(BufReader::new(file)).map_err(not_an_archive)?;
+    let mut archive =
+        NpzReader::new(BufReader::with_capacity(1 << 20, file)).map_err(not_an_archive)?;
     let present = archive.names().map_err(not_an_archive)?;
     let inputs_name = one_name(path, "inputs", columns.inputs, &present)?;
     let targets_name = columns
