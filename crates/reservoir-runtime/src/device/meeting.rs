@@ -127,8 +127,8 @@ impl Launch {
                     .map(|rank| rank.to_string())
                     .collect();
                 return Err(self.failed(format!(
-                    "rank 0 waited {:.0} s for ranks {} of {} (RESERVOIR_MEET_TIMEOUT sets the \
-                     wait)",
+                    "rank 0 waited {:.0} s, but ranks {} of {} did not come \
+                     (RESERVOIR_MEET_TIMEOUT sets the wait)",
                     self.timeout.as_secs_f64(),
                     missing.join(", "),
                     self.world
