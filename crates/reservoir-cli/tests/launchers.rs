@@ -25,7 +25,7 @@ const LAUNCHER_PREFIXES: [&str; 6] = [
     "RESERVOIR_MEET_",
     "MASTER_",
 ];
-const LAUNCHER_NAMES: [&str; 4] = ["WORLD_SIZE", "RANK", "LOCAL_RANK", "GROUP_RANK"];
+const LAUNCHER_NAMES: [&str; 3] = ["WORLD_SIZE", "RANK", "LOCAL_RANK"];
 
 /// A command with this test's environment less every launcher's variables.
 fn clean(program: impl Into<PathBuf>) -> Command {

@@ -55,8 +55,11 @@ pub const SLURM_PORT_BASE: u16 = 20000;
 /// The longest token sent to rank 0.
 pub const MAX_TOKEN_BYTES: usize = 256;
 
+/// The most processes of a launch (rank 0 keeps a slot for each).
+pub const MAX_WORLD: usize = 1 << 20;
+
 /// Where this process stands in a job of several processes, and where the ranks meet.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Launch {
     /// The launcher that started the processes (for messages).
     pub launcher: Launcher,
@@ -95,8 +98,11 @@ impl Launch {
         };
         let [world_name, rank_name, local_name] = launcher.places();
         let world = vars.number(world_name)?;
-        if world == 0 {
-            return Err(invalid(world_name, "is 0".to_string()));
+        if world == 0 || world > MAX_WORLD {
+            return Err(invalid(
+                world_name,
+                format!("{world} is not a number of processes from 1 to {MAX_WORLD}"),
+            ));
         }
         if world == 1 {
             return Ok(None);
@@ -556,6 +562,7 @@ mod tests {
             (vec![("WORLD_SIZE", "2")], "RANK"),
             (vec![("WORLD_SIZE", "two")], "WORLD_SIZE"),
             (vec![("WORLD_SIZE", "0")], "WORLD_SIZE"),
+            (vec![("WORLD_SIZE", "99999999999")], "WORLD_SIZE"),
             (with(&TORCHRUN, &[("RANK", "2")]), "RANK"),
             (without(&TORCHRUN, "LOCAL_RANK"), "LOCAL_RANK"),
             (without(&TORCHRUN, "MASTER_ADDR"), "MASTER_ADDR"),

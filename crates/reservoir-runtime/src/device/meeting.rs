@@ -33,7 +33,7 @@ const MAX_ANSWER_BYTES: u32 = 1 << 20;
 const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
 /// The most connections rank 0 reads at once; any beyond are closed (a real rank retries).
 const MAX_PENDING: usize = 256;
-/// How often rank 0 looks for new connections, and a rank retries a refused connection.
+/// How often rank 0 looks for new connections.
 const POLL: Duration = Duration::from_millis(10);
 /// How long a rank waits before it tries to reach rank 0 again.
 const RETRY: Duration = Duration::from_millis(100);
@@ -147,6 +147,7 @@ impl Launch {
                         });
                         pending += usize::from(reader.is_ok());
                     }
+                    // Too many at once: closed, and a real rank tries again.
                     Ok(_) => {}
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                     Err(e) if is_transient(&e) => {}
@@ -190,8 +191,8 @@ impl Launch {
             };
             if Instant::now() + RETRY >= deadline {
                 return Err(self.failed(format!(
-                    "rank {} of {} found no rank 0 there within {:.0} s ({last}); rank 0 must \
-                     run on that host and reach it too (RESERVOIR_MEET_TIMEOUT sets the wait)",
+                    "rank {} of {} found no rank 0 there within {:.0} s ({last}); rank 0 \
+                     listens there once it starts (RESERVOIR_MEET_TIMEOUT sets the wait)",
                     self.rank,
                     self.world,
                     self.timeout.as_secs_f64()
@@ -220,7 +221,7 @@ impl Launch {
         }
         stream.set_read_timeout(Some(left))?;
         stream.write_all(hello)?;
-        let (mut magic, mut status, mut length) = ([0u8; 8], [0u8; 1], [0u8; 4]);
+        let (mut magic, mut status, mut length) = ([0u8; MAGIC.len()], [0u8; 1], [0u8; 4]);
         for field in [&mut magic[..], &mut status[..], &mut length[..]] {
             stream.read_exact(field)?;
         }
@@ -255,7 +256,7 @@ fn read_hello(stream: &mut TcpStream, token: &[u8], world: usize) -> Said {
         stream.set_nonblocking(false)?;
         stream.set_read_timeout(Some(HELLO_TIMEOUT))?;
         let (mut magic, mut rank, mut theirs, mut length) =
-            ([0u8; 8], [0u8; 4], [0u8; 4], [0u8; 2]);
+            ([0u8; MAGIC.len()], [0u8; 4], [0u8; 4], [0u8; 2]);
         stream.read_exact(&mut magic)?;
         if magic != *MAGIC {
             return Ok(Said::Nothing);
