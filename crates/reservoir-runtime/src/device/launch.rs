@@ -117,7 +117,8 @@ impl Launch {
         let local_rank = vars.number(local_name)?;
         let host = vars.host(launcher)?;
         let port = vars.port(launcher)?;
-        let address = if host.contains(':') {
+        // An IPv6 address is written in brackets before the port.
+        let address = if host.contains(':') && !host.starts_with('[') {
             format!("[{host}]:{port}")
         } else {
             format!("{host}:{port}")
@@ -458,6 +459,8 @@ mod tests {
         assert_eq!(moved.timeout, Duration::from_millis(2500));
         let v6 = some(&with(&TORCHRUN, &[("MASTER_ADDR", "::1")]));
         assert_eq!(v6.address, "[::1]:29501");
+        let bracketed = some(&with(&TORCHRUN, &[("MASTER_ADDR", "[::1]")]));
+        assert_eq!(bracketed.address, "[::1]:29501");
     }
 
     #[test]
