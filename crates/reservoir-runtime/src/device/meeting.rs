@@ -480,10 +480,13 @@ mod tests {
         drop(probe);
         // An address of another host, or one in use, is refused naming what to set.
         let elsewhere = format!("192.0.2.1:{port}");
-        let message = rank(0, 2, &elsewhere)
-            .meet(|| Ok(Vec::new()))
-            .expect_err("elsewhere")
-            .to_string();
+        let message = Launch {
+            timeout: Duration::from_secs(1),
+            ..rank(0, 2, &elsewhere)
+        }
+        .meet(|| Ok(Vec::new()))
+        .expect_err("elsewhere")
+        .to_string();
         assert!(
             message.contains(&elsewhere) && message.contains("RESERVOIR_MEET_ADDR"),
             "{message}"
