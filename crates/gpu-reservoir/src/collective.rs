@@ -3,13 +3,9 @@
 //!
 //! A [`Collective`] is the part of an NCCL communicator that this process drives: every GPU
 //! of one process ([`Collective::local`]), or the one GPU of a process among several, on one
-//! host or many ([`Collective::process`], its unique id exchanged by [`exchange_id`]). The
+//! host or many ([`Collective::process`], its unique id made by [`new_unique_id`]). The
 //! algorithms above it are written once for both: they hand one buffer per local member to
 //! each collective, and the members' global ranks say which part of the work is theirs.
-
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream, ToSocketAddrs};
-use std::time::{Duration, Instant};
 
 use cudarc::driver::{CudaSlice, CudaView, CudaViewMut};
 use cudarc::nccl::result::NcclError;
@@ -188,12 +184,18 @@ impl Collective {
     }
 
     /// This process's rank `rank` of `world` processes, on `device`, joined through `id`
-    /// (the same on every rank: [`exchange_id`]). Blocks until every rank has joined.
+    /// (the same on every rank: [`new_unique_id`] of rank 0). Blocks until every rank has
+    /// joined.
     ///
     /// # Errors
     /// An invalid-input error for a rank not below `world`; NCCL not loadable; any error of
     /// `ncclCommInitRank`.
-    pub fn process(device: &GpuDevice, rank: usize, world: usize, id: Id) -> Result<Self> {
+    pub fn process(
+        device: &GpuDevice,
+        rank: usize,
+        world: usize,
+        id: [u8; UNIQUE_ID_BYTES],
+    ) -> Result<Self> {
         if rank >= world {
             return Err(ReservoirError::invalid(
                 "rank",
@@ -202,6 +204,7 @@ impl Collective {
             .into());
         }
         nccl_loadable()?;
+        let id = Id::uninit(id.map(|b| b as std::ffi::c_char));
         let comm = Comm::from_rank(device.stream().clone(), rank, world, id)
             .map_err(|e| nccl_error("joining the communicator of the processes", e))?;
         Ok(Self {
@@ -414,137 +417,18 @@ pub fn share(total: usize, world: usize, rank: usize) -> std::ops::Range<usize> 
     total * rank / world..total * (rank + 1) / world
 }
 
-/// The bytes that open every message of [`exchange_id`], so a stray connection to the port is
-/// told apart from a rank.
-const MAGIC: &[u8; 8] = b"RESVNCCL";
+/// The size of NCCL's unique id, which rank 0 of a launch hands to the other ranks.
+pub const UNIQUE_ID_BYTES: usize = 128;
 
-/// Rank 0 makes a new NCCL unique id and hands it to the `world − 1` other ranks, which
-/// connect to `address` (rank 0's `host:port`) and receive it; every rank returns the same id.
-/// Each rank sends its rank and world size first, so a rank listed twice or a different world
-/// size is an error on rank 0 rather than a hang in NCCL. Only the 128-byte id travels here:
-/// the collectives themselves are NCCL's.
+/// A new NCCL unique id, for [`Collective::process`] on every rank of a launch: rank 0 makes
+/// it and hands its bytes to the others (the runtime's meeting of the ranks).
 ///
 /// # Errors
-/// [`GpuError::Rendezvous`] when rank 0 cannot listen on `address`, when a rank cannot reach
-/// rank 0 within `timeout`, or when the ranks disagree; NCCL not loadable (rank 0).
-pub fn exchange_id(rank: usize, world: usize, address: &str, timeout: Duration) -> Result<Id> {
-    let fail = |reason: String| GpuError::Rendezvous {
-        address: address.to_string(),
-        reason,
-    };
-    if rank >= world {
-        return Err(fail(format!(
-            "rank {rank} is not below the world size {world}"
-        )));
-    }
-    let header = |rank: usize| {
-        let mut bytes = [0u8; 24];
-        bytes[..8].copy_from_slice(MAGIC);
-        bytes[8..16].copy_from_slice(&(rank as u64).to_le_bytes());
-        bytes[16..].copy_from_slice(&(world as u64).to_le_bytes());
-        bytes
-    };
-    if rank == 0 {
-        nccl_loadable()?;
-        let id = Id::new().map_err(|e| nccl_error("making the NCCL unique id", e))?;
-        let port = address
-            .rsplit_once(':')
-            .map(|(_, port)| port)
-            .ok_or_else(|| fail("the address is not host:port".to_string()))?;
-        let listener = TcpListener::bind((
-            "0.0.0.0",
-            port.parse::<u16>()
-                .map_err(|e| fail(format!("port `{port}`: {e}")))?,
-        ))
-        .map_err(|e| fail(format!("rank 0 cannot listen: {e}")))?;
-        listener
-            .set_nonblocking(true)
-            .map_err(|e| fail(e.to_string()))?;
-        let deadline = Instant::now() + timeout;
-        let mut joined = vec![false; world];
-        joined[0] = true;
-        let payload: Vec<u8> = id.internal().iter().map(|&c| c as u8).collect();
-        while joined.iter().any(|&j| !j) {
-            match listener.accept() {
-                Ok((mut stream, _)) => {
-                    stream
-                        .set_nonblocking(false)
-                        .and_then(|()| stream.set_read_timeout(Some(Duration::from_secs(10))))
-                        .map_err(|e| fail(e.to_string()))?;
-                    let mut got = [0u8; 24];
-                    if stream.read_exact(&mut got).is_err() || &got[..8] != MAGIC {
-                        continue;
-                    }
-                    let other = u64::from_le_bytes(got[8..16].try_into().unwrap_or_default());
-                    let their_world = u64::from_le_bytes(got[16..].try_into().unwrap_or_default());
-                    if their_world != world as u64 {
-                        return Err(fail(format!(
-                            "a rank says the world size is {their_world}, rank 0 says {world}"
-                        )));
-                    }
-                    let other = usize::try_from(other).unwrap_or(usize::MAX);
-                    match joined.get_mut(other) {
-                        Some(seen) if !*seen => *seen = true,
-                        _ => {
-                            return Err(fail(format!(
-                                "rank {other} joined twice or is not below the world size {world}"
-                            )))
-                        }
-                    }
-                    stream
-                        .write_all(&payload)
-                        .map_err(|e| fail(format!("sending the id to rank {other}: {e}")))?;
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                    if Instant::now() >= deadline {
-                        let missing: Vec<String> = (0..world)
-                            .filter(|&r| !joined[r])
-                            .map(|r| r.to_string())
-                            .collect();
-                        return Err(fail(format!(
-                            "ranks {} did not connect within {} s",
-                            missing.join(", "),
-                            timeout.as_secs()
-                        )));
-                    }
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-                Err(e) => return Err(fail(format!("accepting a rank: {e}"))),
-            }
-        }
-        return Ok(id);
-    }
-    let deadline = Instant::now() + timeout;
-    loop {
-        let attempt = (|| -> std::io::Result<[u8; 128]> {
-            let target = address
-                .to_socket_addrs()?
-                .next()
-                .ok_or_else(|| std::io::Error::other("the host name resolves to nothing"))?;
-            let mut stream = TcpStream::connect_timeout(&target, Duration::from_secs(5))?;
-            // A connection to a port of this host that nobody listens on yet can get that very
-            // port as its own (TCP's simultaneous open) and connect to itself, which would also
-            // keep rank 0 from listening there: drop it and try again.
-            if stream.local_addr()? == stream.peer_addr()? {
-                return Err(std::io::Error::other("connected to itself"));
-            }
-            stream.set_read_timeout(Some(timeout))?;
-            stream.write_all(&header(rank))?;
-            let mut id = [0u8; 128];
-            stream.read_exact(&mut id)?;
-            Ok(id)
-        })();
-        match attempt {
-            Ok(bytes) => return Ok(Id::uninit(bytes.map(|b| b as std::ffi::c_char))),
-            Err(e) if Instant::now() >= deadline => {
-                return Err(fail(format!(
-                    "rank {rank} could not get the id from rank 0 within {} s: {e}",
-                    timeout.as_secs()
-                )))
-            }
-            Err(_) => std::thread::sleep(Duration::from_millis(100)),
-        }
-    }
+/// NCCL not loadable ([`nccl_loadable`]); any error of `ncclGetUniqueId`.
+pub fn new_unique_id() -> Result<[u8; UNIQUE_ID_BYTES]> {
+    nccl_loadable()?;
+    let id = Id::new().map_err(|e| nccl_error("making the NCCL unique id", e))?;
+    Ok(id.internal().map(|c| c as u8))
 }
 
 #[cfg(test)]
@@ -561,18 +445,5 @@ mod tests {
                 "{total} over {world}"
             );
         }
-    }
-
-    #[test]
-    fn a_rank_that_finds_no_rank_0_gives_up_with_the_address() {
-        let error = exchange_id(1, 2, "127.0.0.1:9", Duration::from_millis(300))
-            .expect_err("nobody listens on the discard port");
-        let text = error.to_string();
-        assert!(
-            text.contains("127.0.0.1:9") && text.contains("rank 1"),
-            "{text}"
-        );
-        let error = exchange_id(2, 2, "127.0.0.1:9", Duration::from_millis(10)).expect_err("rank");
-        assert!(error.to_string().contains("not below"), "{error}");
     }
 }

@@ -81,16 +81,6 @@ pub enum GpuError {
         code: String,
     },
 
-    /// The processes of a job over several machines could not meet to exchange NCCL's
-    /// unique id.
-    #[error("the ranks could not meet at {address}: {reason}")]
-    Rendezvous {
-        /// Rank 0's `host:port`.
-        address: String,
-        /// What went wrong.
-        reason: String,
-    },
-
     /// An error of the core library (shapes, configs, inputs).
     #[error(transparent)]
     Core(#[from] ReservoirError),

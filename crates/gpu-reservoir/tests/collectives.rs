@@ -6,10 +6,9 @@
 use crate::common;
 
 use std::process::Command;
-use std::time::Duration;
 
 use common::{fresh_seed, gpu};
-use gpu_reservoir::collective::{exchange_id, nccl_loadable, share};
+use gpu_reservoir::collective::{nccl_loadable, new_unique_id, share, UNIQUE_ID_BYTES};
 use gpu_reservoir::{
     probe, Collective, DeviceRidgeSums, GpuDevice, GpuReservoirComputer, ShardedLifNetwork,
     ShardedReservoir,
@@ -17,7 +16,7 @@ use gpu_reservoir::{
 use ndarray::Array2;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use reservoir_conformance::{free_port, harness_name};
+use reservoir_conformance::harness_name;
 use reservoir_core::lif::{LifFeatures, LifNetwork, LifParams, LifWeights};
 use reservoir_core::readout::RidgeAccumulator;
 use reservoir_core::{Reservoir, ReservoirConfig, ReservoirWeights};
@@ -270,6 +269,17 @@ fn a_lif_network_split_over_the_gpus_spikes_as_the_cpu_does() {
 
 /// The environment variable that makes this test binary a child rank.
 const CHILD_RANK: &str = "RESERVOIR_TEST_CHILD_RANK";
+/// The environment variable that hands the child rank NCCL's unique id, in hex.
+const CHILD_ID: &str = "RESERVOIR_TEST_NCCL_ID";
+
+/// The unique id written in hex.
+fn unhex(hex: &str) -> Option<[u8; UNIQUE_ID_BYTES]> {
+    let bytes: Vec<u8> = (0..hex.len())
+        .step_by(2)
+        .map(|at| u8::from_str_radix(hex.get(at..at + 2)?, 16).ok())
+        .collect::<Option<_>>()?;
+    bytes.try_into().ok()
+}
 
 #[test]
 fn two_processes_add_their_sums_through_nccl() {
@@ -278,19 +288,24 @@ fn two_processes_add_their_sums_through_nccl() {
         .ok()
         .and_then(|r| r.parse::<usize>().ok());
     let world = ordinals.len().min(2);
-    let (rank, seed, port) = match child {
+    // Rank 0 makes NCCL's unique id and hands it to the child in its environment, in hex.
+    let (rank, seed, id) = match child {
         Some(rank) => (
             rank,
             std::env::var("RESERVOIR_TEST_SEED")
                 .ok()
                 .and_then(|s| s.parse().ok())
                 .expect("seed"),
-            std::env::var("RESERVOIR_TEST_PORT")
+            std::env::var(CHILD_ID)
                 .ok()
-                .and_then(|s| s.parse::<u16>().ok())
-                .expect("port"),
+                .and_then(|hex| unhex(&hex))
+                .expect("the unique id"),
         ),
-        None => (0, fresh_seed("two_processes"), free_port()),
+        None => (
+            0,
+            fresh_seed("two_processes"),
+            new_unique_id().expect("unique id"),
+        ),
     };
     if world < 2 {
         eprintln!("one GPU: the two-process test runs as one rank");
@@ -304,12 +319,13 @@ fn two_processes_add_their_sums_through_nccl() {
             ])
             .env(CHILD_RANK, "1")
             .env("RESERVOIR_TEST_SEED", seed.to_string())
-            .env("RESERVOIR_TEST_PORT", port.to_string())
+            .env(
+                CHILD_ID,
+                id.iter().map(|b| format!("{b:02x}")).collect::<String>(),
+            )
             .spawn()
             .expect("the second rank")
     });
-    let address = format!("127.0.0.1:{port}");
-    let id = exchange_id(rank, world, &address, Duration::from_secs(60)).expect("id");
     let device = GpuDevice::shared(ordinals[rank]).expect("GPU");
     let mut collective = Collective::process(&device, rank, world, id).expect("collective");
     let mut rng = ChaCha8Rng::seed_from_u64(seed);

@@ -113,7 +113,7 @@ pub fn run(args: &FitArgs) -> Result<()> {
             if launch.is_some() && !matches!(goal, Goal::Classes(_)) {
                 return Err(CliError::Argument {
                     flag: "--label-column",
-                    message: "a launch of several processes (WORLD_SIZE above 1) fits \
+                    message: "a launch of several processes (torchrun, srun or mpirun) fits \
                               sequence classifiers only"
                         .to_string(),
                 });

@@ -1,11 +1,15 @@
-//! `reservoir info`: what this machine has for the GPU backend (exits 0 without a GPU).
+//! `reservoir info`: what this machine has for the GPU backend (exits 0 without a GPU), or,
+//! with `--meet`, whether the ranks of a launch can meet (no GPU needed).
+
+use std::time::Instant;
 
 use gpu_reservoir::probe;
 use serde::Serialize;
 
 use reservoir_runtime::error::DataError;
+use reservoir_runtime::{Launch, RuntimeError};
 
-use crate::error::Result;
+use crate::error::{CliError, Result};
 use crate::output::write_stdout;
 
 /// Arguments of `reservoir info`.
@@ -14,6 +18,10 @@ pub struct InfoArgs {
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Under torchrun, srun or mpirun, meet the other ranks as a job would (without GPUs)
+    /// and say where and how fast.
+    #[arg(long)]
+    pub meet: bool,
 }
 
 #[derive(Serialize)]
@@ -25,19 +33,89 @@ struct Info {
 
 /// Runs `reservoir info`.
 pub fn run(args: &InfoArgs) -> Result<()> {
+    if args.meet {
+        return meet(args.json);
+    }
     let info = Info {
         support: probe(),
         cpu_threads: reservoir_core::Par::all().threads(),
     };
     let text = if args.json {
-        let mut line = serde_json::to_string(&info).map_err(|e| DataError::Format {
-            what: "the JSON report",
-            message: e.to_string(),
-        })?;
-        line.push('\n');
-        line
+        json_line(&info)?
     } else {
         describe(&info)
+    };
+    write_stdout(text.as_bytes())
+}
+
+/// `value` as one line of JSON.
+fn json_line(value: &impl Serialize) -> Result<String> {
+    let mut line = serde_json::to_string(value).map_err(|e| DataError::Format {
+        what: "the JSON report",
+        message: e.to_string(),
+    })?;
+    line.push('\n');
+    Ok(line)
+}
+
+/// What `reservoir info --meet` found: `null` fields without a launch.
+#[derive(Default, Serialize)]
+struct Met {
+    launcher: Option<String>,
+    rank: Option<usize>,
+    world: Option<usize>,
+    local_rank: Option<usize>,
+    address: Option<String>,
+    seconds: Option<f64>,
+}
+
+/// What rank 0 hands out in `reservoir info --meet`, checked by every rank.
+const MEET_PAYLOAD: &[u8] = b"reservoir info --meet";
+
+/// `reservoir info --meet`: meets the other ranks of the launch with [`MEET_PAYLOAD`] in place
+/// of NCCL's unique id, and says where and in how long.
+fn meet(json: bool) -> Result<()> {
+    let launch =
+        Launch::from_env().map_err(|e| CliError::core("reading the launcher's environment", e))?;
+    let Some(launch) = launch else {
+        let text = if json {
+            json_line(&Met::default())?
+        } else {
+            "no launch: this process was not started as one of several by torchrun, srun or \
+             mpirun\n"
+                .to_string()
+        };
+        return write_stdout(text.as_bytes());
+    };
+    let started = Instant::now();
+    let payload = launch
+        .meet(|| Ok(MEET_PAYLOAD.to_vec()))
+        .map_err(|e| CliError::core(format!("meeting the ranks under {}", launch.launcher), e))?;
+    if payload != MEET_PAYLOAD {
+        return Err(CliError::core(
+            format!("meeting the ranks under {}", launch.launcher),
+            RuntimeError::Meeting {
+                address: launch.address.clone(),
+                reason: "rank 0 handed out something other than `reservoir info --meet`'s payload"
+                    .to_string(),
+            },
+        ));
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    let text = if json {
+        json_line(&Met {
+            launcher: Some(launch.launcher.to_string()),
+            rank: Some(launch.rank),
+            world: Some(launch.world),
+            local_rank: Some(launch.local_rank),
+            address: Some(launch.address.clone()),
+            seconds: Some(seconds),
+        })?
+    } else {
+        format!(
+            "rank {} of {} ({}) met at {} in {seconds:.2} s\n",
+            launch.rank, launch.world, launch.launcher, launch.address
+        )
     };
     write_stdout(text.as_bytes())
 }

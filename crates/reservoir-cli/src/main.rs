@@ -54,7 +54,8 @@ enum Command {
     /// values) and report the best lanes; with `--train`, on a sequence dataset, validated on
     /// folds of its training sequences, the best then fitted and scored on `--test`.
     Sweep(sweep::SweepArgs),
-    /// Show what this machine has for the GPU backend: driver, cuBLAS, devices.
+    /// Show what this machine has for the GPU backend: driver, cuBLAS, devices; with
+    /// `--meet`, check that the ranks of a launch (torchrun, srun, mpirun) can meet.
     Info(info::InfoArgs),
 }
 

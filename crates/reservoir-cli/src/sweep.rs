@@ -112,7 +112,7 @@ pub fn run(args: &SweepArgs) -> Result<()> {
     if launch.is_some() && args.train.is_some() {
         return Err(CliError::Argument {
             flag: "--train",
-            message: "a launch of several processes (WORLD_SIZE above 1) sweeps a config's \
+            message: "a launch of several processes (torchrun, srun or mpirun) sweeps a config's \
                       [task]; a sweep of sequences runs in one process"
                 .to_string(),
         });

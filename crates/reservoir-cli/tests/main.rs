@@ -6,6 +6,7 @@ mod common;
 mod cli;
 mod cli_errors;
 mod hostile;
+mod launchers;
 mod no_data_loss;
 mod outputs;
 mod run;

@@ -227,6 +227,7 @@ fn a_launched_run_on_the_cpu_is_refused_and_writes_nothing() {
             ("LOCAL_RANK", "0"),
             ("MASTER_ADDR", "127.0.0.1"),
             ("MASTER_PORT", "29513"),
+            ("TORCHELASTIC_RUN_ID", "test"),
         ])
         .output()
         .expect("the reservoir binary runs");

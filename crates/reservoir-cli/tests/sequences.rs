@@ -371,6 +371,7 @@ fn a_launch_of_several_processes_is_checked_before_anything_runs() {
         ("LOCAL_RANK", "0"),
         ("MASTER_ADDR", "127.0.0.1"),
         ("MASTER_PORT", "29511"),
+        ("TORCHELASTIC_RUN_ID", "test"),
     ];
     launched_fit_fails(&[("WORLD_SIZE", "2")], &classify, "RANK is not set");
     launched_fit_fails(

@@ -268,6 +268,7 @@ fn a_launched_sweep_is_checked_before_anything_runs() {
                 ("LOCAL_RANK", "1"),
                 ("MASTER_ADDR", "127.0.0.1"),
                 ("MASTER_PORT", "29512"),
+                ("TORCHELASTIC_RUN_ID", "test"),
             ])
             .output()
             .expect("the reservoir binary runs");

@@ -40,6 +40,6 @@ pub mod jobs;
 pub mod memory;
 pub mod model;
 
-pub use device::{Device, Devices, Dispatch, Launch, Placement, Workload};
+pub use device::{Device, Devices, Dispatch, Launch, Launcher, Placement, Workload};
 pub use error::{Result, RuntimeError};
 pub use gpu_reservoir::GemmMath;

@@ -278,10 +278,13 @@ fn a_sweep_over_two_processes_gives_every_rank_one_gpus_results() {
     });
     let config = ExperimentConfig::from_toml(&sweep_config(17).0, "<test>").expect("config");
     let launch = reservoir_runtime::Launch {
+        launcher: reservoir_runtime::Launcher::Torchrun,
         rank,
         world: 2,
         local_rank: rank,
         address: format!("127.0.0.1:{port}"),
+        token: "the two-process sweep".to_string(),
+        timeout: std::time::Duration::from_secs(60),
     };
     let mut ranked = Dispatch::new(Device::Cuda(0)).with_launch(Some(launch));
     let spread = reservoir_runtime::jobs::sweep::run_sweep(&config, &mut ranked).expect("launch");

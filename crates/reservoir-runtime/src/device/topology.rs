@@ -2,17 +2,12 @@
 //! was placed on, and, under a launch, this process's GPU and its meeting with the other
 //! ranks.
 
-use std::time::Duration;
-
-use gpu_reservoir::collective::exchange_id;
+use gpu_reservoir::collective::{new_unique_id, UNIQUE_ID_BYTES};
 use gpu_reservoir::{Collective, GpuDevice};
 
 use super::launch::Launch;
 use super::name::{Device, Devices};
 use crate::error::{Result, RuntimeError};
-
-/// How long the ranks of a launch wait for each other to exchange NCCL's unique id.
-const RENDEZVOUS_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// The GPUs a job may spread over and the launch this process is a rank of.
 #[derive(Debug, Default)]
@@ -46,7 +41,7 @@ impl Topology {
     /// collective of one GPU per process, `device` this process's.
     ///
     /// # Errors
-    /// No launch; any error of the rendezvous or of NCCL.
+    /// No launch; any error of the meeting or of NCCL.
     pub(super) fn join_launch(&self, device: &GpuDevice) -> Result<Collective> {
         let Some(launch) = &self.launch else {
             return Err(RuntimeError::from(reservoir_core::ReservoirError::invalid(
@@ -54,12 +49,12 @@ impl Topology {
                 "this process is not a rank of a launch",
             )));
         };
-        let id = exchange_id(
-            launch.rank,
-            launch.world,
-            &launch.address,
-            RENDEZVOUS_TIMEOUT,
-        )?;
+        let id = launch.meet(|| Ok(new_unique_id()?.to_vec()))?;
+        let id: [u8; UNIQUE_ID_BYTES] =
+            id.try_into().map_err(|id: Vec<u8>| RuntimeError::Meeting {
+                address: launch.address.clone(),
+                reason: format!("rank 0 sent {} bytes, not NCCL's unique id", id.len()),
+            })?;
         Ok(Collective::process(device, launch.rank, launch.world, id)?)
     }
 

@@ -46,6 +46,15 @@ pub enum RuntimeError {
         reason: String,
     },
 
+    /// The ranks of a launch could not meet to share NCCL's unique id.
+    #[error("the ranks could not meet at {address}: {reason}")]
+    Meeting {
+        /// Rank 0's `host:port`.
+        address: String,
+        /// What went wrong, and what to set about it.
+        reason: String,
+    },
+
     /// A TOML configuration could not be parsed (syntax, type or unknown key).
     #[error("{origin}: {message}")]
     ConfigParse {
