@@ -76,10 +76,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let mut dispatch = Dispatch::new(device);
     // `auto` weighs the job (its sequences and steps) to pick the faster device.
-    let work = Workload {
-        sequences: SEQUENCES,
-        steps: sequences.iter().map(|x| x.nrows()).sum(),
-    };
+    let work = Workload::many(SEQUENCES, sequences.iter().map(|x| x.nrows()).sum());
     let mut reservoir = dispatch.echo_state(&config, weights, work)?;
     for (what, placement) in dispatch.placements() {
         match placement {

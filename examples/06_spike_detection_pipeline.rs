@@ -178,10 +178,7 @@ pub fn analyse(graph: &Graph, device: Device) -> Result<Report, Box<dyn Error>> 
         .check()?;
     let (weights, _) = ReservoirWeights::generate(&config)?;
     let mut dispatch = Dispatch::new(device);
-    let work = Workload {
-        sequences: n,
-        steps: n * STEPS,
-    };
+    let work = Workload::many(n, n * STEPS);
     let mut reservoir = dispatch.echo_state(&config, weights, work)?;
     let placement = match dispatch.placements().last() {
         Some((

@@ -14,10 +14,7 @@ pub fn views<'a>(arrays: &'a [PyReadonlyArray2<'_, f64>]) -> Vec<ArrayView2<'a, 
 
 /// The work of running every one of `sequences`: what `device="auto"` weighs.
 pub fn workload(sequences: &[ArrayView2<f64>]) -> Workload {
-    Workload {
-        sequences: sequences.len(),
-        steps: sequences.iter().map(|s| s.nrows()).sum(),
-    }
+    Workload::many(sequences.len(), sequences.iter().map(|s| s.nrows()).sum())
 }
 
 /// Ids for messages: each sequence's index.

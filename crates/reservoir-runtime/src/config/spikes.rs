@@ -246,11 +246,7 @@ impl SpikeClassificationOptions {
     /// `ceil(sample_ms / dt_ms)` bins.
     pub fn workload(&self) -> Workload {
         let samples = self.samples();
-        Workload {
-            sequences: samples,
-            steps: samples.saturating_mul(self.bins()),
-            states_back: true,
-        }
+        Workload::many(samples, samples.saturating_mul(self.bins()))
     }
 
     /// Training and test samples in all.

@@ -27,10 +27,23 @@ pub struct Workload {
 impl Workload {
     /// One sequence of `steps` steps, its states brought back.
     pub fn single(steps: usize) -> Self {
+        Self::many(1, steps)
+    }
+
+    /// `sequences` sequences of `steps` steps in all, their states brought back.
+    pub fn many(sequences: usize, steps: usize) -> Self {
         Self {
-            sequences: 1,
+            sequences,
             steps,
             states_back: true,
+        }
+    }
+
+    /// The same work with only each sequence's features brought back (a classifier).
+    pub fn features_only(self) -> Self {
+        Self {
+            states_back: false,
+            ..self
         }
     }
 }
@@ -167,11 +180,7 @@ mod tests {
 
     #[test]
     fn many_sequences_spread_over_the_cores() {
-        let work = Workload {
-            sequences: 400,
-            steps: 32_000,
-            states_back: true,
-        };
+        let work = Workload::many(400, 32_000);
         let one = cpu_seconds(shape(400, 0.1), work, 1);
         let sixteen = cpu_seconds(shape(400, 0.1), work, 16);
         assert!((one / sixteen - 16.0).abs() < 1e-9);
@@ -189,11 +198,7 @@ mod tests {
     fn many_sequences_classified_on_a_gpu_are_priced_as_batches() {
         // 50,000 sequences of 100 steps at N = 500, 10 % connected: measured 2.6 s on the
         // 16 CPU threads of an NVIDIA H200 host and about 1.2 s on its GPU.
-        let work = Workload {
-            sequences: 50_000,
-            steps: 5_000_000,
-            states_back: false,
-        };
+        let work = Workload::many(50_000, 5_000_000).features_only();
         let shape = shape(500, 0.1);
         let gpu = gpu_seconds(shape, work, false);
         assert!(gpu < cpu_seconds(shape, work, 16) && gpu < 1.0, "{gpu}");

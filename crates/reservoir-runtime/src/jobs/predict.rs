@@ -129,9 +129,5 @@ pub fn classify_sequences(
 
 /// Every sequence's steps: what the device choice weighs.
 fn work(inputs: &[ArrayView2<'_, f64>]) -> Workload {
-    Workload {
-        sequences: inputs.len(),
-        steps: inputs.iter().map(|u| u.nrows()).sum(),
-        states_back: true,
-    }
+    Workload::many(inputs.len(), inputs.iter().map(|u| u.nrows()).sum())
 }

@@ -130,15 +130,14 @@ fn check_lengths(
 
 /// The steps of every sequence: what the device choice weighs.
 fn workload(splits: &[&[ArrayView2<f64>]]) -> Workload {
-    Workload {
-        sequences: splits.iter().map(|s| s.len()).sum(),
-        steps: splits
+    Workload::many(
+        splits.iter().map(|s| s.len()).sum(),
+        splits
             .iter()
             .flat_map(|s| s.iter())
             .map(|u| u.nrows())
             .sum(),
-        states_back: true,
-    }
+    )
 }
 
 /// Trains a sequence classifier on `train` as `config` says (`[reservoir]`, `[readout]
@@ -180,10 +179,7 @@ pub fn fit_classifier(
     let weights = architecture.generate(train.inputs)?;
     phases.lap("weights");
     // Only each sequence's features come back.
-    let work = Workload {
-        states_back: false,
-        ..workload(&[train.inputs, test.map_or(&[], |t| t.inputs)])
-    };
+    let work = workload(&[train.inputs, test.map_or(&[], |t| t.inputs)]).features_only();
     let ridge = config.readout().ridge();
     // One echo-state network alone may spread over GPUs; any other model is built whole.
     let built = match (&weights, architecture.echo_state()) {

@@ -194,8 +194,7 @@ fn check_finite(
     one_sequence: bool,
     limit: f64,
 ) -> Result<()> {
-    // Not finite, or beyond the limit (a NaN compares false).
-    let bad = |v: &f64| !(v.abs() <= limit);
+    let bad = |v: &f64| !v.is_finite() || v.abs() > limit;
     // The common case, every value fine, counted without indices or early exits (which
     // keeps the loop vectorized).
     let fine = match values.as_slice() {
