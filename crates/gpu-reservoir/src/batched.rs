@@ -9,6 +9,7 @@ use rayon::prelude::*;
 use reservoir_core::features::SequenceFeatures;
 use reservoir_core::{ReservoirConfig, ReservoirError, ReservoirWeights};
 
+use crate::driver::staging::Staging;
 use crate::driver::GpuDevice;
 use crate::error::{DriverContext, Result};
 use crate::features::SummaryRows;
@@ -205,9 +206,10 @@ impl BatchEngine {
     }
 
     /// One batch: time chunks of all its sequences stepped together; shorter sequences are
-    /// padded with zero inputs, which cannot reach their earlier states. Sequence j is handed
-    /// to `visit` as `first_index + j`: straight from the copied-back chunk when the batch fits
-    /// in one, else once its last chunk is back.
+    /// padded with zero inputs, which cannot reach their earlier states. Each chunk's states
+    /// come back through a page-locked buffer and are laid out per sequence (in f64) on
+    /// rayon's threads; sequence j is handed to `visit` as `first_index + j` once the batch is
+    /// done.
     fn run_batch(
         &self,
         shared: &Shared<'_>,
@@ -224,43 +226,25 @@ impl BatchEngine {
             }
             return Ok(());
         }
-        let one_chunk = chunk_steps(n, b, longest) == longest;
-        let mut kept: Vec<Array2<f64>> = if one_chunk {
-            Vec::new()
-        } else {
-            batch
-                .iter()
-                .map(|s| Array2::zeros((s.nrows(), n)))
-                .collect()
-        };
+        let mut kept: Vec<Array2<f64>> = batch
+            .iter()
+            .map(|s| Array2::zeros((s.nrows(), n)))
+            .collect();
+        let mut staging = Staging::default();
         self.step_batch(shared, batch, noise, &mut |states, first, steps| {
-            let host = shared
-                .device
-                .stream()
-                .clone_dtoh(&states)
-                .context("copying the states back")?;
+            staging.reserve(shared.device, states.len())?;
+            staging.copy_back(shared.device, 0, &states)?;
+            let host = staging.read(0, states.len())?;
             // Row t of sequence j is at (t·B + j)·N in the chunk.
-            let copy_rows = |j: usize, rows: std::ops::Range<usize>, out: &mut Array2<f64>| {
-                for t in rows {
+            kept.par_iter_mut().enumerate().for_each(|(j, out)| {
+                let end = (first + steps).min(out.nrows()).max(first);
+                for t in first..end {
                     let row = &host[((t - first) * b + j) * n..][..n];
                     for (dst, &src) in out.row_mut(t).iter_mut().zip(row) {
                         *dst = f64::from(src);
                     }
                 }
-            };
-            if one_chunk {
-                let mut states = Array2::zeros((longest, n));
-                for (j, sequence) in batch.iter().enumerate() {
-                    let rows = sequence.nrows();
-                    copy_rows(j, 0..rows, &mut states);
-                    visit(first_index + j, states.slice(s![..rows, ..]))?;
-                }
-            } else {
-                for (j, states) in kept.iter_mut().enumerate() {
-                    let end = (first + steps).min(states.nrows());
-                    copy_rows(j, first..end.max(first), states);
-                }
-            }
+            });
             Ok(())
         })?;
         for (j, states) in kept.iter().enumerate() {
