@@ -26,9 +26,16 @@ class Sequences:
     """Sequences as float64 2-D arrays, and the layout they came in, to give results back
     in the same layout."""
 
-    def __init__(self, arrays, layout):
+    def __init__(self, arrays, layout, batch=None):
         self.arrays = arrays
         self.layout = layout  # "series", "batch" or "list"
+        self.batch = batch  # the B x T x K array of a "batch"
+
+    @property
+    def engine(self):
+        """What the engine takes: the 3-D array of a batch (one borrow for every sequence),
+        else the list of 2-D arrays."""
+        return self.batch if self.batch is not None else self.arrays
 
     @property
     def width(self):
@@ -56,6 +63,7 @@ def sequences(X, name="X"):
     """`X` as `Sequences`: a 2-D array (or nested list of rows) is one series, a 3-D array B
     series of equal length, a list or tuple of 2-D arrays one array per sequence (lengths
     may differ)."""
+    batch = None
     if isinstance(X, (list, tuple)) and (len(X) == 0 or any(np.ndim(x) == 2 for x in X)):
         if len(X) == 0:
             raise ValueError(f"{name}: no sequences (an empty list)")
@@ -71,7 +79,7 @@ def sequences(X, name="X"):
         if array.ndim == 2:
             arrays, layout = [array], "series"
         elif array.ndim == 3:
-            arrays, layout = list(array), "batch"
+            arrays, layout, batch = list(array), "batch", array
         else:
             raise ValueError(
                 f"{name}: expected a 2-D array (steps x channels), a 3-D array "
@@ -83,7 +91,7 @@ def sequences(X, name="X"):
     if any(x.shape[0] == 0 for x in arrays):
         empty = next(i for i, x in enumerate(arrays) if x.shape[0] == 0)
         raise ValueError(f"{name}: sequence {empty} has no steps")
-    return Sequences(arrays, layout)
+    return Sequences(arrays, layout, batch)
 
 
 def targets(y, inputs, name="y"):

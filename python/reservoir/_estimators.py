@@ -139,7 +139,9 @@ class _EchoStateEstimator(BaseEstimator):
     def _many(self, X, reset):
         """Many sequences (a 3-D array or a list of 2-D arrays), checked."""
         inputs = sequences(X)
-        for i, x in enumerate(inputs.arrays):
+        # A batch is checked whole; the first sequence with a bad value is then named.
+        whole_fine = inputs.batch is not None and np.isfinite(inputs.batch).all()
+        for i, x in enumerate([] if whole_fine else inputs.arrays):
             finite(x, f"X[{i}]")
         self._width(inputs.arrays[0], reset)
         return inputs
@@ -293,7 +295,7 @@ class ESNRegressor(RegressorMixin, _EchoStateEstimator):
         k, m = inputs.width, rows[0].shape[1]
         model, placed = _engine.fit_series(
             self._tables(),
-            inputs.arrays,
+            inputs.engine,
             rows,
             [f"x{i}" for i in range(k)],
             [f"y{i}" for i in range(m)],
@@ -308,7 +310,7 @@ class ESNRegressor(RegressorMixin, _EchoStateEstimator):
         of the last training series (or of the fit that wrote a loaded model file)."""
         self._check_fitted()
         inputs = self._inputs(X, reset=False)
-        outputs, _ = self.model_.predict(inputs.arrays, self.device, continue_state)
+        outputs, _ = self.model_.predict(inputs.engine, self.device, continue_state)
         if self._flat:
             outputs = [o[:, 0] for o in outputs]
         return inputs.like(outputs)
@@ -517,7 +519,7 @@ class ESNClassifier(ClassifierMixin, _EchoStateEstimator):
             )
         model, placed = _engine.fit_classifier(
             self._tables(),
-            inputs.arrays,
+            inputs.engine,
             [str(c) for c in labels],
             [f"x{i}" for i in range(inputs.width)],
             labels.dtype.str,
@@ -536,7 +538,7 @@ class ESNClassifier(ClassifierMixin, _EchoStateEstimator):
         """The readout's output for every sequence and class (columns in `classes_` order)."""
         self._check_fitted()
         inputs = self._inputs(X, reset=False)
-        outputs, _ = self.model_.decision_function(inputs.arrays, self.device)
+        outputs, _ = self.model_.decision_function(inputs.engine, self.device)
         return outputs[:, self._columns]
 
     def decision_function(self, X):

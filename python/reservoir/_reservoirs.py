@@ -60,7 +60,7 @@ class EchoStateNetwork:
         """The states of every sequence (3-D array or list), each run from the zero state;
         the reservoir's own state is left as it was."""
         seqs = sequences(inputs, "inputs")
-        return seqs.like(self._engine.run_many(seqs.arrays))
+        return seqs.like(self._engine.run_many(seqs.engine))
 
     def state(self):
         """The current state (N)."""

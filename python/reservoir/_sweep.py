@@ -48,10 +48,10 @@ def sweep(
     inputs = sequences(X)
     if isinstance(estimator, ESNClassifier):
         labels = [str(label) for label in np.asarray(y)]
-        report = _engine.sweep(params, inputs.arrays, labels=labels)
+        report = _engine.sweep(params, inputs.engine, labels=labels)
     elif isinstance(estimator, ESNRegressor):
         rows, _ = targets(y, inputs)
-        report = _engine.sweep(params, inputs.arrays, targets=rows)
+        report = _engine.sweep(params, inputs.engine, targets=rows)
     else:
         raise TypeError(
             "estimator: expected an ESNClassifier or an ESNRegressor, "

@@ -361,7 +361,7 @@ class LifReservoir:
         """The features of every sequence (3-D array or list), each run from rest; the
         reservoir is left at rest."""
         seqs = sequences(inputs, "inputs")
-        return seqs.like(self._engine.run_many(seqs.arrays))
+        return seqs.like(self._engine.run_many(seqs.engine))
 
     def reset(self):
         """Back to rest: membranes at v_rest, currents, traces and counts zero."""

@@ -2,14 +2,36 @@
 //! and keeps every memory order), read here as strided views without a copy; results go back
 //! as new NumPy arrays.
 
-use ndarray::{Array2, ArrayView2};
-use numpy::{IntoPyArray, PyArray2, PyReadonlyArray2};
+use ndarray::{Array2, ArrayView2, Axis};
+use numpy::{IntoPyArray, PyArray2, PyReadonlyArray2, PyReadonlyArray3};
 use pyo3::prelude::*;
 use reservoir_runtime::Workload;
 
-/// Views of `arrays` (valid while they are borrowed).
-pub fn views<'a>(arrays: &'a [PyReadonlyArray2<'_, f64>]) -> Vec<ArrayView2<'a, f64>> {
-    arrays.iter().map(|a| a.as_array()).collect()
+/// Many sequences from Python: one 3-D array (B × T × K), borrowed once for all of them, or a
+/// list of 2-D arrays (T_i × K), one borrow each (NumPy's borrow checking makes each new
+/// borrow of views into one array cost as many checks as there are borrows already, so a
+/// batch of 40,000 views would take seconds).
+#[derive(FromPyObject)]
+pub enum SequenceArrays<'py> {
+    /// B sequences of the same length.
+    Batch(PyReadonlyArray3<'py, f64>),
+    /// Sequences of any lengths.
+    List(Vec<PyReadonlyArray2<'py, f64>>),
+}
+
+impl SequenceArrays<'_> {
+    /// Views of the sequences (valid while they are borrowed).
+    pub fn views(&self) -> Vec<ArrayView2<'_, f64>> {
+        match self {
+            Self::Batch(batch) => {
+                let batch = batch.as_array();
+                (0..batch.len_of(Axis(0)))
+                    .map(|i| batch.clone().index_axis_move(Axis(0), i))
+                    .collect()
+            }
+            Self::List(arrays) => arrays.iter().map(|a| a.as_array()).collect(),
+        }
+    }
 }
 
 /// The work of running every one of `sequences`: what `device="auto"` weighs.

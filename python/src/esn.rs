@@ -6,7 +6,7 @@ use pyo3::types::PyDict;
 use reservoir_core::{ReservoirConfig, ReservoirWeights};
 use reservoir_runtime::{Dispatch, Workload};
 
-use crate::arrays::{to_list, views};
+use crate::arrays::{to_list, SequenceArrays};
 use crate::config::experiment_config;
 use crate::errors::IntoPy;
 use crate::runner::{placed, Held};
@@ -71,9 +71,9 @@ impl EchoStateNetwork {
     fn run_many<'py>(
         &self,
         py: Python<'py>,
-        inputs: Vec<PyReadonlyArray2<'py, f64>>,
+        inputs: SequenceArrays<'py>,
     ) -> PyResult<Vec<Bound<'py, PyArray2<f64>>>> {
-        let inputs = views(&inputs);
+        let inputs = inputs.views();
         let states = self.reservoir.run_many(py, &inputs)?;
         Ok(to_list(py, states))
     }

@@ -10,7 +10,7 @@ use reservoir_core::lif::{LifConfig, LifParams, LifWeights};
 use reservoir_core::{CsrMatrix, Reservoir};
 use reservoir_runtime::{Device, Dispatch, RuntimeError, Workload};
 
-use crate::arrays::{to_list, views};
+use crate::arrays::{to_list, SequenceArrays};
 use crate::config::{experiment_config, to_python};
 use crate::errors::IntoPy;
 use crate::runner::{placed, Held};
@@ -143,9 +143,9 @@ impl LifReservoir {
     fn run_many<'py>(
         &self,
         py: Python<'py>,
-        inputs: Vec<PyReadonlyArray2<'py, f64>>,
+        inputs: SequenceArrays<'py>,
     ) -> PyResult<Vec<Bound<'py, PyArray2<f64>>>> {
-        let inputs = views(&inputs);
+        let inputs = inputs.views();
         let features = self.reservoir.run_many(py, &inputs)?;
         Ok(to_list(py, features))
     }

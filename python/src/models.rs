@@ -22,7 +22,7 @@ use reservoir_runtime::jobs::sequences::{self, Labelled, Series};
 use reservoir_runtime::model::{Model, SequenceClassifier, SEQUENCE_MAGIC, SPIKE_MAGIC};
 use reservoir_runtime::{Dispatch, RuntimeError};
 
-use crate::arrays::{ids, to_list, views};
+use crate::arrays::{ids, to_list, SequenceArrays};
 use crate::config::{experiment_config, to_python};
 use crate::errors::IntoPy;
 use crate::runner::{device, placed, Runner};
@@ -47,13 +47,13 @@ pub struct ClassifierModel {
 pub fn fit_series(
     py: Python<'_>,
     params: &Bound<'_, PyDict>,
-    inputs: Vec<PyReadonlyArray2<'_, f64>>,
-    targets: Vec<PyReadonlyArray2<'_, f64>>,
+    inputs: SequenceArrays<'_>,
+    targets: SequenceArrays<'_>,
     input_columns: Vec<String>,
     target_columns: Vec<String>,
 ) -> PyResult<(SeriesModel, String)> {
     let config = experiment_config(params)?;
-    let (inputs, targets) = (views(&inputs), views(&targets));
+    let (inputs, targets) = (inputs.views(), targets.views());
     let ids = ids(inputs.len());
     let (model, placed) = py
         .detach(|| {
@@ -85,13 +85,13 @@ pub fn fit_series(
 pub fn fit_classifier(
     py: Python<'_>,
     params: &Bound<'_, PyDict>,
-    inputs: Vec<PyReadonlyArray2<'_, f64>>,
+    inputs: SequenceArrays<'_>,
     labels: Vec<String>,
     input_columns: Vec<String>,
     label_dtype: String,
 ) -> PyResult<(ClassifierModel, String)> {
     let config = experiment_config(params)?;
-    let inputs = views(&inputs);
+    let inputs = inputs.views();
     let ids = ids(inputs.len());
     let (model, placed) = py
         .detach(|| {
@@ -184,12 +184,12 @@ impl SeriesModel {
     fn predict<'py>(
         &self,
         py: Python<'py>,
-        inputs: Vec<PyReadonlyArray2<'py, f64>>,
+        inputs: SequenceArrays<'py>,
         device: &str,
         continue_state: bool,
     ) -> PyResult<(Vec<Bound<'py, PyArray2<f64>>>, String)> {
         let device = self::device(device)?;
-        let inputs = views(&inputs);
+        let inputs = inputs.views();
         let architecture = &self.model.architecture;
         let (predictions, placed) = py.detach(|| {
             self.runner.with(
@@ -320,11 +320,11 @@ impl ClassifierModel {
     fn features(
         &self,
         py: Python<'_>,
-        inputs: &[PyReadonlyArray2<'_, f64>],
+        inputs: &SequenceArrays<'_>,
         device: &str,
     ) -> PyResult<(Array2<f64>, String)> {
         let device = self::device(device)?;
-        let inputs = views(inputs);
+        let inputs = inputs.views();
         py.detach(|| {
             self.runner.with(
                 &self.model.architecture,
@@ -348,7 +348,7 @@ impl ClassifierModel {
     fn decision_function<'py>(
         &self,
         py: Python<'py>,
-        inputs: Vec<PyReadonlyArray2<'py, f64>>,
+        inputs: SequenceArrays<'py>,
         device: &str,
     ) -> PyResult<(Bound<'py, PyArray2<f64>>, String)> {
         let (features, placed) = self.features(py, &inputs, device)?;

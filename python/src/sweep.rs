@@ -1,7 +1,6 @@
 //! Hyper-parameter sweeps over many sequences: every (lane, ridge) of a `[sweep]` grid
 //! scored on validation folds of the training sequences, as `reservoir sweep --train` does.
 
-use numpy::PyReadonlyArray2;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -11,7 +10,7 @@ use reservoir_runtime::jobs::sequences::sweep::{
 use reservoir_runtime::jobs::sequences::{Labelled, Series};
 use reservoir_runtime::Dispatch;
 
-use crate::arrays::{ids, views};
+use crate::arrays::{ids, SequenceArrays};
 use crate::config::{experiment_config, to_python};
 use crate::errors::IntoPy;
 
@@ -23,18 +22,20 @@ use crate::errors::IntoPy;
 pub fn sweep<'py>(
     py: Python<'py>,
     params: &Bound<'py, PyDict>,
-    inputs: Vec<PyReadonlyArray2<'py, f64>>,
+    inputs: SequenceArrays<'py>,
     labels: Option<Vec<String>>,
-    targets: Option<Vec<PyReadonlyArray2<'py, f64>>>,
+    targets: Option<SequenceArrays<'py>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let config = experiment_config(params)?;
-    let inputs = views(&inputs);
+    let inputs = inputs.views();
     let ids = ids(inputs.len());
     let columns: Vec<String> = (0..inputs.first().map_or(0, |u| u.ncols()))
         .map(|i| format!("x{i}"))
         .collect();
-    let target_arrays = targets.unwrap_or_default();
-    let targets = views(&target_arrays);
+    let targets = targets
+        .as_ref()
+        .map(SequenceArrays::views)
+        .unwrap_or_default();
     let report: SequenceSweepReport = match labels {
         Some(labels) => py.detach(|| {
             sweep_classifier(

@@ -116,19 +116,18 @@ impl BatchEngine {
         noise: Option<(&mut ChaCha8Rng, f64)>,
         visit: &mut dyn FnMut(usize, ArrayView2<f64>) -> reservoir_core::Result<()>,
     ) -> Result<()> {
-        // The states of a batch are kept on the host until it is done.
+        let n = shared.config.size();
+        // A batch's drive and states fit one time chunk on the device ([`CHUNK_BYTES`]), so that
+        // it comes back whole (unless one sequence alone is longer).
         let limit = BatchLimit {
             max_sequences: usize::MAX,
-            bytes_per_step: shared.config.size() * 8,
-            padded_bytes_per_step: 0,
+            bytes_per_step: n * 8,
+            padded_bytes_per_step: n * 8 * (PADDED_BATCH_BYTES / CHUNK_BYTES),
         };
-        for_each_batch(
-            sequences,
-            limit,
-            noise,
-            shared.config.size(),
-            |batch, first_index, noise| self.run_batch(shared, batch, noise, first_index, visit),
-        )
+        let mut host = HostStates::default();
+        for_each_batch(sequences, limit, noise, n, |batch, first_index, noise| {
+            self.run_batch(shared, batch, noise, first_index, &mut host, visit)
+        })
     }
 
     /// The readout features of `sequences` (checked: K columns, finite, long enough for
@@ -207,15 +206,17 @@ impl BatchEngine {
 
     /// One batch: time chunks of all its sequences stepped together; shorter sequences are
     /// padded with zero inputs, which cannot reach their earlier states. Each chunk's states
-    /// come back through a page-locked buffer and are laid out per sequence (in f64) on
-    /// rayon's threads; sequence j is handed to `visit` as `first_index + j` once the batch is
-    /// done.
+    /// come back through a page-locked buffer of `host` and are laid out per sequence (in f64)
+    /// on rayon's threads; sequence j is handed to `visit` as `first_index + j`. A batch of one
+    /// chunk is laid out a group of sequences at a time into the reused buffers of `host`
+    /// (no fresh memory per sequence); a longer one keeps every sequence until its last chunk.
     fn run_batch(
         &self,
         shared: &Shared<'_>,
         batch: &[ArrayView2<f64>],
         noise: Option<&[Vec<f32>]>,
         first_index: usize,
+        host: &mut HostStates,
         visit: &mut dyn FnMut(usize, ArrayView2<f64>) -> reservoir_core::Result<()>,
     ) -> Result<()> {
         let (n, b) = (shared.config.size(), batch.len());
@@ -226,25 +227,50 @@ impl BatchEngine {
             }
             return Ok(());
         }
-        let mut kept: Vec<Array2<f64>> = batch
-            .iter()
-            .map(|s| Array2::zeros((s.nrows(), n)))
-            .collect();
-        let mut staging = Staging::default();
+        let one_chunk = chunk_steps(n, b, longest) == longest;
+        let mut kept: Vec<Array2<f64>> = if one_chunk {
+            Vec::new()
+        } else {
+            batch
+                .iter()
+                .map(|s| Array2::zeros((s.nrows(), n)))
+                .collect()
+        };
+        let HostStates { staging, group } = host;
         self.step_batch(shared, batch, noise, &mut |states, first, steps| {
             staging.reserve(shared.device, states.len())?;
             staging.copy_back(shared.device, 0, &states)?;
-            let host = staging.read(0, states.len())?;
-            // Row t of sequence j is at (t·B + j)·N in the chunk.
-            kept.par_iter_mut().enumerate().for_each(|(j, out)| {
-                let end = (first + steps).min(out.nrows()).max(first);
-                for t in first..end {
-                    let row = &host[((t - first) * b + j) * n..][..n];
+            let chunk = staging.read(0, states.len())?;
+            // Rows `first..end` of sequence j, at (t·B + j)·N in the chunk for step first + t.
+            let lay_out = |j: usize, end: usize, out: &mut Array2<f64>| {
+                for t in first..end.max(first) {
+                    let row = &chunk[((t - first) * b + j) * n..][..n];
                     for (dst, &src) in out.row_mut(t).iter_mut().zip(row) {
                         *dst = f64::from(src);
                     }
                 }
-            });
+            };
+            if !one_chunk {
+                kept.par_iter_mut().enumerate().for_each(|(j, out)| {
+                    let end = (first + steps).min(out.nrows());
+                    lay_out(j, end, out)
+                });
+                return Ok(());
+            }
+            let size = rayon::current_num_threads().max(1);
+            if group.len() < size || group.first().is_some_and(|g| g.nrows() < longest) {
+                *group = (0..size).map(|_| Array2::zeros((longest, n))).collect();
+            }
+            for start in (0..b).step_by(size) {
+                let members = start..(start + size).min(b);
+                group
+                    .par_iter_mut()
+                    .zip(members.clone())
+                    .for_each(|(out, j)| lay_out(j, batch[j].nrows(), out));
+                for (out, j) in group.iter().zip(members) {
+                    visit(first_index + j, out.slice(s![..batch[j].nrows(), ..]))?;
+                }
+            }
             Ok(())
         })?;
         for (j, states) in kept.iter().enumerate() {
@@ -531,6 +557,14 @@ impl BatchEngine {
             update,
         )
     }
+}
+
+/// Host memory that [`BatchEngine::run`] reuses from batch to batch: the page-locked buffer
+/// states come back through, and the f64 states of a group of sequences laid out at a time.
+#[derive(Default)]
+struct HostStates {
+    staging: Staging,
+    group: Vec<Array2<f64>>,
 }
 
 /// Steps of one time chunk of a batch of `b` sequences of `n` units whose longest has
