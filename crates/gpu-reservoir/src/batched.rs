@@ -1,6 +1,8 @@
 //! Many independent sequences through one echo-state reservoir at once: the GPU's
 //! `Reservoir::run_many`, one GEMM per step for all of them.
 
+use std::sync::{Mutex, PoisonError};
+
 use cudarc::cublas::CudaBlas;
 use cudarc::driver::{CudaEvent, CudaSlice, CudaView, CudaViewMut, PinnedHostSlice};
 use ndarray::{s, Array2, ArrayView2};
@@ -42,6 +44,9 @@ const HOST_BATCH_BYTES: usize = 1 << 29;
 pub(crate) struct BatchEngine {
     w: BatchW,
     math: GemmMath,
+    /// The host memory [`BatchEngine::run`] brings states back through, kept from run to run
+    /// (page-locking memory costs about as much as copying it).
+    host: Mutex<HostStates>,
 }
 
 /// What [`BatchEngine::step_batch`] does with each time chunk's states (on the device):
@@ -92,6 +97,7 @@ impl BatchEngine {
         Ok(Self {
             w: BatchW::upload(device, config, weights, math, kernel, "batched reservoir")?,
             math,
+            host: Mutex::new(HostStates::default()),
         })
     }
 
@@ -124,7 +130,8 @@ impl BatchEngine {
             bytes_per_step: n * 8,
             padded_bytes_per_step: n * 8 * (PADDED_BATCH_BYTES / CHUNK_BYTES),
         };
-        let mut host = HostStates::default();
+        // A panic elsewhere while it was held leaves only buffers, refilled before each read.
+        let mut host = self.host.lock().unwrap_or_else(PoisonError::into_inner);
         for_each_batch(sequences, limit, noise, n, |batch, first_index, noise| {
             self.run_batch(shared, batch, noise, first_index, &mut host, visit)
         })
@@ -561,7 +568,7 @@ impl BatchEngine {
 
 /// Host memory that [`BatchEngine::run`] reuses from batch to batch: the page-locked buffer
 /// states come back through, and the f64 states of a group of sequences laid out at a time.
-#[derive(Default)]
+#[derive(Debug, Default)]
 struct HostStates {
     staging: Staging,
     group: Vec<Array2<f64>>,
