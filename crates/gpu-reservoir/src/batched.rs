@@ -47,7 +47,15 @@ pub(crate) struct BatchEngine {
     /// The host memory [`BatchEngine::run`] brings states back through, kept from run to run
     /// (page-locking memory costs about as much as copying it).
     host: Mutex<HostStates>,
+    /// The device buffers of the last batch, with the shape they were made for: the next
+    /// batch of that shape (every batch of a run but the last) reuses them rather than
+    /// allocating hundreds of megabytes again.
+    chunk_buffers: Mutex<Option<(ChunkShape, ChunkBuffers)>>,
 }
+
+/// What a batch's [`ChunkBuffers`] are sized by: N, K, B, the steps of a chunk, and whether
+/// there is noise.
+type ChunkShape = (usize, usize, usize, usize, bool);
 
 /// What [`BatchEngine::step_batch`] does with each time chunk's states (on the device):
 /// `(states, first step, steps)`.
@@ -82,6 +90,14 @@ struct ChunkBuffers {
     tensor_core: Option<TensorCoreScratch>,
 }
 
+impl std::fmt::Debug for ChunkBuffers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChunkBuffers")
+            .field("chunks", &self.chunks)
+            .finish_non_exhaustive()
+    }
+}
+
 impl BatchEngine {
     /// Uploads W for `math` and the kernel `kernel` resolves to ([`BatchW::upload`]).
     ///
@@ -98,6 +114,7 @@ impl BatchEngine {
             w: BatchW::upload(device, config, weights, math, kernel, "batched reservoir")?,
             math,
             host: Mutex::new(HostStates::default()),
+            chunk_buffers: Mutex::new(None),
         })
     }
 
@@ -309,12 +326,34 @@ impl BatchEngine {
             return Ok(());
         }
         let chunk = chunk_steps(n, b, longest);
-        let mut buffers = self.buffers(shared, (n, k, b), chunk, noise.is_some())?;
+        let shape = (n, k, b, chunk, noise.is_some());
+        let cached = self
+            .chunk_buffers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        let mut buffers = match cached {
+            // The tensor-core run's scratch is made per batch.
+            Some((made_for, mut buffers)) if made_for == shape && buffers.tensor_core.is_none() => {
+                // Every sequence starts from the zero state.
+                shared
+                    .device
+                    .stream()
+                    .memset_zeros(&mut buffers.state)
+                    .context("clearing the batch's states")?;
+                buffers
+            }
+            _ => self.buffers(shared, (n, k, b), chunk, noise.is_some())?,
+        };
         for first in (0..longest).step_by(chunk) {
             let steps = chunk.min(longest - first);
             self.run_chunk(shared, &mut buffers, batch, noise, first, steps)?;
             take(buffers.states.slice(..steps * b * n), first, steps)?;
         }
+        *self
+            .chunk_buffers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some((shape, buffers));
         Ok(())
     }
 

@@ -11,8 +11,9 @@ use rayon::prelude::*;
 use super::GpuDevice;
 use crate::error::{DriverContext, Result};
 
-/// Bytes of each of the two page-locked buffers of [`upload`] (64 MiB).
-const UPLOAD_PIECE_BYTES: usize = 1 << 26;
+/// Bytes of each of the two page-locked buffers of [`upload`] (8 MiB): page-locking memory
+/// costs about as much as copying it, so the buffers are small and the pieces many.
+const UPLOAD_PIECE_BYTES: usize = 1 << 23;
 
 /// `host` in a new device buffer. From two pieces of [`UPLOAD_PIECE_BYTES`] on it goes through
 /// two page-locked buffers in turn, rayon's threads copying a piece into one while the device
