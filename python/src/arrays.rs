@@ -26,7 +26,7 @@ impl SequenceArrays<'_> {
             Self::Batch(batch) => {
                 let batch = batch.as_array();
                 (0..batch.len_of(Axis(0)))
-                    .map(|i| batch.clone().index_axis_move(Axis(0), i))
+                    .map(|i| batch.index_axis_move(Axis(0), i))
                     .collect()
             }
             Self::List(arrays) => arrays.iter().map(|a| a.as_array()).collect(),
