@@ -284,6 +284,24 @@ BENCHES = {
             "[--device cpu|cuda] [--repeat R]`"
         ),
     ),
+    "many_sequences_job": (
+        "The many-sequence classifier job on every device of a host",
+        (
+            "`reservoir fit --config benches/python/esn500.toml` (N = 500, last state) on "
+            "synthetic .npz files of B training and B/4 test sequences (`data`: B,T,K,C) on "
+            "`cuda`, `cpu`, `auto` and `cuda` with `--gpu-matmul f16`: `fit_seconds` (weights "
+            "to the last test prediction; the GPU opens while the files are read), the seconds "
+            "reading the files and the process's wall time, median of the repeats; the same "
+            "training set from Python (`ESNClassifier`, arrays in memory): the process's first "
+            "fit (it opens the GPU) and a second; and a first GPU run on a fresh machine (empty "
+            "kernel cache, the driver's own cache off) against a warm one."
+        ),
+        (
+            "`python3 benches/python/many_sequences_job.py --reservoir-bin "
+            "target/release/reservoir [--synthetic B,T,K,C] [--repeat R]` (with the package "
+            "installed for the Python part)"
+        ),
+    ),
     "sequences_vs_reservoirpy": (
         "Sequence classification against ReservoirPy",
         (

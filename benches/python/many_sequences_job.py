@@ -21,6 +21,7 @@ root, on a GPU machine:
 
     python3 benches/python/many_sequences_job.py --reservoir-bin target/release/reservoir
 """
+
 import argparse
 import json
 import os
@@ -37,17 +38,17 @@ from sequences_vs_reservoirpy import make_synthetic
 
 CONFIG = REPO / "benches" / "python" / "esn500.toml"
 # The parameters of esn500.toml, for the Python estimator.
-PYTHON_PARAMS = dict(
-    size=500,
-    spectral_radius=0.9,
-    connection_prob=0.1,
-    input_connectivity=0.1,
-    leak_rate=0.3,
-    input_scaling=1.0,
-    seed=1,
-    ridge=1e-6,
-    features="last",
-)
+PYTHON_PARAMS = {
+    "size": 500,
+    "spectral_radius": 0.9,
+    "connection_prob": 0.1,
+    "input_connectivity": 0.1,
+    "leak_rate": 0.3,
+    "input_scaling": 1.0,
+    "seed": 1,
+    "ridge": 1e-6,
+    "features": "last",
+}
 
 
 def timed(command, env=None):
@@ -56,7 +57,9 @@ def timed(command, env=None):
     done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
     wall = time.perf_counter() - started
     if done.returncode != 0:
-        sys.exit(f"many_sequences_job: {' '.join(map(str, command))} failed: {done.stderr}")
+        sys.exit(
+            f"many_sequences_job: {' '.join(map(str, command))} failed: {done.stderr}"
+        )
     return wall, done.stdout
 
 
@@ -64,11 +67,26 @@ def cli_fits(args, data, rec):
     """The command line's fit on each device, `--repeat` times."""
     rows = []
     base = [
-        args.reservoir_bin, "fit", "--config", str(CONFIG),
-        "--train", str(data / "train.npz"), "--test", str(data / "test.npz"),
-        "--inputs", "x", "--label-column", "labels", "--json",
+        args.reservoir_bin,
+        "fit",
+        "--config",
+        str(CONFIG),
+        "--train",
+        str(data / "train.npz"),
+        "--test",
+        str(data / "test.npz"),
+        "--inputs",
+        "x",
+        "--label-column",
+        "labels",
+        "--json",
     ]
-    cases = [("cuda", []), ("cpu", []), ("auto", []), ("cuda, f16", ["--gpu-matmul", "f16"])]
+    cases = [
+        ("cuda", []),
+        ("cpu", []),
+        ("auto", []),
+        ("cuda, f16", ["--gpu-matmul", "f16"]),
+    ]
     # One run first, so that every timed run finds the kernels in the cache.
     timed(base + ["--device", "cuda"])
     timed(base + ["--device", "cuda", "--gpu-matmul", "f16"])
@@ -82,18 +100,31 @@ def cli_fits(args, data, rec):
             fits.append(report["fit_seconds"])
             reads.append(report["read_seconds"])
             first = first or report
-        row = dict(
-            case=name,
-            backend=first["backend"],
-            fit=statistics.median(fits),
-            read=statistics.median(reads),
-            wall=statistics.median(walls),
-            accuracy=first["test_accuracy"],
-            phases=", ".join(f"{p['name']} {p['seconds']:.3f}" for p in first["phases"]),
-        )
+        row = {
+            "case": name,
+            "backend": first["backend"],
+            "fit": statistics.median(fits),
+            "read": statistics.median(reads),
+            "wall": statistics.median(walls),
+            "accuracy": first["test_accuracy"],
+            "phases": ", ".join(
+                f"{p['name']} {p['seconds']:.3f}" for p in first["phases"]
+            ),
+        }
         rows.append(row)
-        for metric, unit in [("fit", "s"), ("read", "s"), ("wall", "s"), ("accuracy", "")]:
-            rec.figure(f"cli {name}", metric, row[metric], unit)
+        case = {
+            "front end": "reservoir fit",
+            "data": args.synthetic,
+            "device": name,
+            "ran on": row["backend"],
+        }
+        for key, metric, unit in [
+            ("fit", "fit_seconds", "s"),
+            ("read", "reading the files", "s"),
+            ("wall", "process wall", "s"),
+            ("accuracy", "test accuracy", ""),
+        ]:
+            rec.figure(case, metric, row[key], unit)
     return rows
 
 
@@ -114,32 +145,54 @@ def python_fits(args, data, rec):
             started = time.perf_counter()
             model.fit(x, y)
             seconds.append(time.perf_counter() - started)
-        row = dict(device=device, placed=model.device_, first=seconds[0], second=seconds[1])
+        row = {
+            "device": device,
+            "placed": model.device_,
+            "first": seconds[0],
+            "second": seconds[1],
+        }
         rows.append(row)
-        rec.figure(f"python {device}", "first fit", seconds[0], "s")
-        rec.figure(f"python {device}", "second fit", seconds[1], "s")
+        case = {
+            "front end": "ESNClassifier.fit",
+            "data": args.synthetic,
+            "device": device,
+            "ran on": model.device_,
+        }
+        rec.figure(case, "first fit in the process", seconds[0], "s")
+        rec.figure(case, "second fit", seconds[1], "s")
     return rows
 
 
 def first_runs(args, rec):
     """A first GPU run (empty caches) against a warm one, `--repeat` pairs."""
-    command = [args.reservoir_bin, "run", str(REPO / "configs" / "narma10.toml"),
-               "--device", "cuda", "--no-save", "--json"]
+    command = [
+        args.reservoir_bin,
+        "run",
+        str(REPO / "configs" / "narma10.toml"),
+        "--device",
+        "cuda",
+        "--no-save",
+        "--json",
+    ]
     cold, warm = [], []
     for _ in range(args.repeat):
         with tempfile.TemporaryDirectory() as cache:
             env = dict(os.environ, RESERVOIR_KERNEL_CACHE=cache, CUDA_CACHE_DISABLE="1")
             cold.append(timed(command, env)[0])
             warm.append(timed(command, env)[0])
-    row = dict(cold=statistics.median(cold), warm=statistics.median(warm))
-    rec.figure("narma10 on cuda", "first run", row["cold"], "s")
-    rec.figure("narma10 on cuda", "warm run", row["warm"], "s")
+    row = {"cold": statistics.median(cold), "warm": statistics.median(warm)}
+    case = {"front end": "reservoir run configs/narma10.toml", "device": "cuda"}
+    rec.figure(case, "first run (empty caches)", row["cold"], "s")
+    rec.figure(case, "warm run", row["warm"], "s")
+    rec.figure(case, "first run / warm run", row["cold"] / row["warm"], "")
     return row
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--reservoir-bin", default=str(REPO / "target" / "release" / "reservoir"))
+    parser.add_argument(
+        "--reservoir-bin", default=str(REPO / "target" / "release" / "reservoir")
+    )
     parser.add_argument("--synthetic", default="40000,100,8,5", help="B,T,K,C")
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
@@ -153,11 +206,15 @@ def main():
     first = first_runs(args, rec)
 
     print(f"\n`reservoir fit`, {args.synthetic} (B,T,K,C), median of {args.repeat}")
-    print("| device | ran on | fit_seconds | reading the files (s) | process wall (s) | test accuracy |")
+    print(
+        "| device | ran on | fit_seconds | reading the files (s) | process wall (s) | test accuracy |"
+    )
     print("|---|---|---|---|---|---|")
     for r in cli:
-        print(f"| {r['case']} | {r['backend']} | {r['fit']:.3f} | {r['read']:.3f} | "
-              f"{r['wall']:.3f} | {r['accuracy']:.4f} |")
+        print(
+            f"| {r['case']} | {r['backend']} | {r['fit']:.3f} | {r['read']:.3f} | "
+            f"{r['wall']:.3f} | {r['accuracy']:.4f} |"
+        )
     for r in cli:
         print(f"phases, {r['case']}: {r['phases']}")
     if python:
@@ -165,11 +222,15 @@ def main():
         print("| device | ran on | first fit | second fit |")
         print("|---|---|---|---|")
         for r in python:
-            print(f"| {r['device']} | {r['placed']} | {r['first']:.3f} | {r['second']:.3f} |")
-    print(f"\nFirst GPU run (empty kernel cache, driver cache off) against a warm one, "
-          f"`reservoir run configs/narma10.toml --device cuda`, median of {args.repeat}: "
-          f"{first['cold']:.3f} s against {first['warm']:.3f} s "
-          f"({first['cold'] / first['warm']:.2f}×)")
+            print(
+                f"| {r['device']} | {r['placed']} | {r['first']:.3f} | {r['second']:.3f} |"
+            )
+    print(
+        f"\nFirst GPU run (empty kernel cache, driver cache off) against a warm one, "
+        f"`reservoir run configs/narma10.toml --device cuda`, median of {args.repeat}: "
+        f"{first['cold']:.3f} s against {first['warm']:.3f} s "
+        f"({first['cold'] / first['warm']:.2f}×)"
+    )
 
 
 if __name__ == "__main__":
