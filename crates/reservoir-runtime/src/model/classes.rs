@@ -1,7 +1,8 @@
 //! The classes of a labelled dataset: label texts in a fixed order, a class's index being its
 //! position, so that a model, a confusion matrix and a report agree on which class is which.
 
-use ndarray::ArrayView2;
+use ndarray::{s, ArrayView1, ArrayView2};
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use reservoir_core::readout::LinearReadout;
@@ -139,23 +140,44 @@ pub fn predict_classes(
     readout: &LinearReadout,
     features: ArrayView2<f64>,
 ) -> reservoir_core::Result<Vec<usize>> {
-    let scores = readout.predict(features)?;
-    Ok(scores
-        .rows()
-        .into_iter()
-        .map(|row| {
-            row.iter()
-                .enumerate()
-                .fold((0, f64::NEG_INFINITY), |best, (c, &v)| {
-                    if v > best.1 {
-                        (c, v)
-                    } else {
-                        best
-                    }
-                })
-                .0
+    // Blocks of rows on rayon's threads; a row's scores do not depend on its block.
+    let blocks: Vec<reservoir_core::Result<Vec<usize>>> = (0..features.nrows())
+        .step_by(PREDICTION_ROWS)
+        .collect::<Vec<_>>()
+        .into_par_iter()
+        .map(|start| {
+            let end = (start + PREDICTION_ROWS).min(features.nrows());
+            let scores = readout.predict(features.slice(s![start..end, ..]))?;
+            Ok(scores.rows().into_iter().map(best_class).collect())
         })
-        .collect())
+        .collect();
+    let mut classes = Vec::with_capacity(features.nrows());
+    for block in blocks {
+        match block {
+            Ok(block) => classes.extend(block),
+            // The whole matrix again, so that the error names the row in it.
+            Err(e) => return Err(readout.predict(features).err().unwrap_or(e)),
+        }
+    }
+    Ok(classes)
+}
+
+/// Rows of features scored together by [`predict_classes`].
+const PREDICTION_ROWS: usize = 1024;
+
+/// The index of the highest score (the first of equal ones).
+fn best_class(scores: ArrayView1<f64>) -> usize {
+    scores
+        .iter()
+        .enumerate()
+        .fold((0, f64::NEG_INFINITY), |best, (c, &v)| {
+            if v > best.1 {
+                (c, v)
+            } else {
+                best
+            }
+        })
+        .0
 }
 
 #[cfg(test)]
