@@ -2,9 +2,10 @@
 //!
 //! The CUDA C++ sources of the reservoir engine's GPU kernels, the single source of truth for
 //! every kernel, and the PTX made from each (`ptx/`, written by `generate-ptx.sh` with NVRTC,
-//! [`PTX_OPTIONS`] and the module's [`Target`]). `gpu-reservoir` hands the PTX to the driver,
-//! which compiles it for the device: no CUDA toolkit is needed at run time. A test fails when a
-//! source changes without its PTX being made again. Entry points are named through the
+//! [`PTX_OPTIONS`] and the module's [`Target`]) with cubins for the most common architectures.
+//! `gpu-reservoir` loads a cubin the device runs, or hands the PTX to the driver, which
+//! compiles it for the device: no CUDA toolkit is needed at run time. A test fails when a
+//! source changes without its PTX and cubins being made again. Entry points are named through the
 //! constants here, so a typo is a compile error; a test checks that each is defined in its
 //! module's source.
 //!
@@ -26,6 +27,51 @@ pub struct Module {
     /// The module's PTX, made from `source` by `generate-ptx.sh`; its first line is
     /// [`Module::ptx_stamp`].
     pub ptx: &'static str,
+    /// Machine code made from `source` in the same run, for [`Target::cubin_architectures`]
+    /// (listed with the source's fingerprint in `ptx/cubins.txt`).
+    pub cubins: &'static [Cubin],
+}
+
+/// The cubins of module `stem` (`ptx/<stem>.<architecture>.cubin`) for each architecture.
+macro_rules! cubins {
+    ($stem:literal, $($architecture:literal),+) => {
+        &[$(Cubin {
+            architecture: $architecture,
+            image: include_bytes!(concat!("../ptx/", $stem, ".", $architecture, ".cubin")),
+        }),+]
+    };
+}
+
+/// A module compiled to one architecture's machine code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Cubin {
+    /// `sm_XY`, or `sm_XYa` for an architecture-specific target.
+    pub architecture: &'static str,
+    /// The ELF image the driver loads.
+    pub image: &'static [u8],
+}
+
+impl Cubin {
+    /// Whether a device of compute capability `(major, minor)` runs this machine code: the
+    /// same major version and a minor version at least the cubin's (exactly it for an
+    /// architecture-specific cubin).
+    pub fn runs_on(&self, (major, minor): (i32, i32)) -> bool {
+        let digits = self.architecture.trim_start_matches("sm_");
+        let specific = digits.ends_with('a');
+        let digits = digits.trim_end_matches('a');
+        let Some((own_major, own_minor)) = digits
+            .split_at_checked(digits.len().saturating_sub(1))
+            .and_then(|(a, b)| Some((a.parse::<i32>().ok()?, b.parse::<i32>().ok()?)))
+        else {
+            return false;
+        };
+        major == own_major
+            && if specific {
+                minor == own_minor
+            } else {
+                minor >= own_minor
+            }
+    }
 }
 
 /// The virtual architecture a module's PTX is made for, which sets the devices that can run it.
@@ -47,6 +93,17 @@ impl Target {
             Self::Portable => "compute_70",
             Self::Clusters => "compute_90",
             Self::Hopper => "compute_90a",
+        }
+    }
+
+    /// The architectures a cubin of the module ships for, beside its PTX, so that the most
+    /// common devices load machine code without the driver's compile: `sm_80` (which also
+    /// runs on 8.6, 8.7 and 8.9) and `sm_90`.
+    pub const fn cubin_architectures(self) -> &'static [&'static str] {
+        match self {
+            Self::Portable => &["sm_80", "sm_90"],
+            Self::Clusters => &["sm_90"],
+            Self::Hopper => &["sm_90a"],
         }
     }
 
@@ -108,6 +165,15 @@ impl Module {
         fingerprint(&parts)
     }
 
+    /// The shipped cubin a device of compute capability `capability` runs, if any (the one of
+    /// the highest architecture that runs there).
+    pub fn cubin_for(&self, capability: (i32, i32)) -> Option<&'static Cubin> {
+        self.cubins
+            .iter()
+            .filter(|cubin| cubin.runs_on(capability))
+            .max_by_key(|cubin| cubin.architecture)
+    }
+
     /// The first line of the module's PTX file (a PTX comment), which ties it to its source.
     pub fn ptx_stamp(&self) -> String {
         format!(
@@ -150,7 +216,7 @@ pub mod lif_feature {
 /// `reservoir_core::EchoStateNetwork`), and the sums of sequence features over a batch's
 /// chunk of states.
 pub mod esn {
-    use super::{Module, Target};
+    use super::{Cubin, Module, Target};
 
     /// `drive[t, i] = b[i] + Σ_c W_in[i, c]·v[t, c] (+ noise[t, i])`, row t of v being
     /// `[u[t], beside[t]]` read from two buffers (a deep layer's states below and the input).
@@ -185,13 +251,14 @@ pub mod esn {
         ],
         target: Target::Portable,
         ptx: include_str!("../ptx/esn.ptx"),
+        cubins: cubins!("esn", "sm_80", "sm_90"),
     };
 }
 
 /// `esn_persistent.cu`: many echo-state steps in one cooperative launch, and the step of a
 /// shard of a dense W that streams its rows the same way.
 pub mod esn_persistent {
-    use super::{Module, Target};
+    use super::{Cubin, Module, Target};
 
     /// A run over a CSR W (cached in shared memory when it fits).
     pub const CSR: &str = "esn_persistent_csr";
@@ -211,13 +278,14 @@ pub mod esn_persistent {
         entry_points: &[CSR, DENSE, DENSE_F16, DENSE_BF16, SHARD_DENSE_STEP],
         target: Target::Portable,
         ptx: include_str!("../ptx/esn_persistent.ptx"),
+        cubins: cubins!("esn_persistent", "sm_80", "sm_90"),
     };
 }
 
 /// `esn_cluster.cu`: a whole echo-state run in one thread-block cluster with W on chip
 /// (sm_90 and later).
 pub mod esn_cluster {
-    use super::{Module, Target};
+    use super::{Cubin, Module, Target};
 
     /// The run.
     pub const RUN: &str = "esn_cluster";
@@ -229,6 +297,7 @@ pub mod esn_cluster {
         entry_points: &[RUN],
         target: Target::Clusters,
         ptx: include_str!("../ptx/esn_cluster.ptx"),
+        cubins: cubins!("esn_cluster", "sm_90"),
     };
 }
 
@@ -237,7 +306,7 @@ pub mod esn_cluster {
 /// states exchanged between blocks through global memory (compute capability 9.0; CPU
 /// reference: the batched step with f16 operands, `tests/batched_parity.rs`).
 pub mod esn_batch_tc {
-    use super::{Module, Target};
+    use super::{Cubin, Module, Target};
 
     /// The run with one group of 16 sequences per tile.
     pub const RUN_1: &str = "esn_batch_tc_1";
@@ -268,13 +337,14 @@ pub mod esn_batch_tc {
         entry_points: &[RUN_1, RUN_2, RUN_4],
         target: Target::Hopper,
         ptx: include_str!("../ptx/esn_batch_tc.ptx"),
+        cubins: cubins!("esn_batch_tc", "sm_90a"),
     };
 }
 
 /// `lanes.cu`: one step of a sweep's lanes after the shared GEMM (CPU reference: a lane's
 /// own `EchoStateNetwork`).
 pub mod lanes {
-    use super::{Module, Target};
+    use super::{Cubin, Module, Target};
 
     /// `x_b ← (1 − a_b)·x_b + a_b·f(ρ_b·(W₁X)_b + b + s_b·W_in₁u + noise)` for every lane b.
     pub const STEP: &str = "sweep_lane_step";
@@ -286,6 +356,7 @@ pub mod lanes {
         entry_points: &[STEP],
         target: Target::Portable,
         ptx: include_str!("../ptx/lanes.ptx"),
+        cubins: cubins!("lanes", "sm_80", "sm_90"),
     };
 }
 
@@ -293,7 +364,7 @@ pub mod lanes {
 /// of ridge readouts solved on the device (CPU reference:
 /// `reservoir_core::readout::RidgeAccumulator`, its `solve` and `score`).
 pub mod ridge {
-    use super::{Module, Target};
+    use super::{Cubin, Module, Target};
 
     /// `dst[i] = (double)src[i]`.
     pub const WIDEN: &str = "widen_f32_to_f64";
@@ -315,6 +386,7 @@ pub mod ridge {
         entry_points: &[WIDEN, BUILD_SYSTEMS, FACTOR_DIAGONAL, READOUT_PRODUCTS],
         target: Target::Portable,
         ptx: include_str!("../ptx/ridge.ptx"),
+        cubins: cubins!("ridge", "sm_80", "sm_90"),
     };
 }
 
@@ -323,7 +395,7 @@ pub mod ridge {
 /// centred, the summarized states gathered per sequence in f64, and each sequence's
 /// model-space ridge model solved from its Grams, a thread block per sequence.
 pub mod sequence_features {
-    use super::{Module, Target};
+    use super::{Cubin, Module, Target};
 
     /// `values[c·d + i] −= shift[i]`: projected states centred on the training mean.
     pub const CENTRE: &str = "features_centre";
@@ -343,13 +415,14 @@ pub mod sequence_features {
         entry_points: &[CENTRE, GATHER, MODEL_SPACE_SOLVE],
         target: Target::Portable,
         ptx: include_str!("../ptx/sequence_features.ptx"),
+        cubins: cubins!("sequence_features", "sm_80", "sm_90"),
     };
 }
 
 /// `spectral.cu`: the f64 product of the spectral-radius iteration (CPU reference:
 /// `reservoir_core::CsrMatrix::mul_vec`).
 pub mod spectral {
-    use super::{Module, Target};
+    use super::{Cubin, Module, Target};
 
     /// `y = W·x` in f64 (CSR, a thread per row, summed in the CPU's order).
     pub const CSR_PRODUCT_F64: &str = "csr_matvec_f64";
@@ -365,13 +438,14 @@ pub mod spectral {
         entry_points: &[CSR_PRODUCT_F64],
         target: Target::Portable,
         ptx: include_str!("../ptx/spectral.ptx"),
+        cubins: cubins!("spectral", "sm_80", "sm_90"),
     };
 }
 
 /// `encoding.cu`: rate encoding with the counter-based generator (CPU reference:
 /// `reservoir_core::encoding::rate_sequence`).
 pub mod encoding {
-    use super::{Module, Target};
+    use super::{Cubin, Module, Target};
 
     /// Bernoulli rate code of a sequence.
     pub const RATE: &str = "rate_encode_kernel";
@@ -383,13 +457,14 @@ pub mod encoding {
         entry_points: &[RATE],
         target: Target::Portable,
         ptx: include_str!("../ptx/encoding.ptx"),
+        cubins: cubins!("encoding", "sm_80", "sm_90"),
     };
 }
 
 /// `detection.cu`: spike-train filter and template scores (CPU reference:
 /// `reservoir_core::detection::PatternDetector::scores`).
 pub mod detection {
-    use super::{Module, Target};
+    use super::{Cubin, Module, Target};
 
     /// `f[b, c] = s[b, c] + f[b − 1, c]·α`, a thread per channel.
     pub const FILTER: &str = "filter_kernel";
@@ -403,13 +478,14 @@ pub mod detection {
         entry_points: &[FILTER, SCORES],
         target: Target::Portable,
         ptx: include_str!("../ptx/detection.ptx"),
+        cubins: cubins!("detection", "sm_80", "sm_90"),
     };
 }
 
 /// `lif.cu`: the steps of the LIF reservoir, by gather and event-driven (CPU reference:
 /// `reservoir_core::lif::LifNetwork`).
 pub mod lif {
-    use super::{Module, Target};
+    use super::{Cubin, Module, Target};
 
     /// One step of every neuron, the recurrent input gathered over W's rows.
     pub const STEP: &str = "lif_step_kernel";
@@ -428,13 +504,14 @@ pub mod lif {
         entry_points: &[STEP, EVENT_STEP, DELIVER, FLAGS_TO_LIST],
         target: Target::Portable,
         ptx: include_str!("../ptx/lif.ptx"),
+        cubins: cubins!("lif", "sm_80", "sm_90"),
     };
 }
 
 /// `lif_cluster.cu`: a whole event-driven LIF run of one sequence in one thread-block
 /// cluster (sm_90 and later; CPU reference: `reservoir_core::lif::LifNetwork`).
 pub mod lif_cluster {
-    use super::{Module, Target};
+    use super::{Cubin, Module, Target};
 
     /// The run: every step's update and delivery, one cluster barrier per step.
     pub const RUN: &str = "lif_event_cluster_run";
@@ -448,13 +525,14 @@ pub mod lif_cluster {
         entry_points: &[RUN],
         target: Target::Clusters,
         ptx: include_str!("../ptx/lif_cluster.ptx"),
+        cubins: cubins!("lif_cluster", "sm_90"),
     };
 }
 
 /// `csr.cu`: the transpose of a CSR matrix on the device (CPU reference:
 /// `reservoir_core::lif::LifWeights::outgoing_f32`), and its values scaled and rounded to f32.
 pub mod csr {
-    use super::{Module, Target};
+    use super::{Cubin, Module, Target};
 
     /// Counts each column's entries.
     pub const COLUMN_COUNTS: &str = "csr_column_counts";
@@ -475,8 +553,13 @@ pub mod csr {
         entry_points: &[COLUMN_COUNTS, SCATTER_TRANSPOSE, SORT_ROWS, SCALED_TO_F32],
         target: Target::Portable,
         ptx: include_str!("../ptx/csr.ptx"),
+        cubins: cubins!("csr", "sm_80", "sm_90"),
     };
 }
+
+/// `ptx/cubins.txt`: each shipped cubin's module, architecture and source fingerprint, as
+/// `generate-ptx.sh` wrote them.
+pub const CUBIN_LIST: &str = include_str!("../ptx/cubins.txt");
 
 /// Every module, for tests and tools that go over all of them.
 pub const MODULES: &[Module] = &[
@@ -693,5 +776,59 @@ mod tests {
     fn fingerprints_separate_parts() {
         assert_ne!(fingerprint(&[b"ab", b"c"]), fingerprint(&[b"a", b"bc"]));
         assert_eq!(fingerprint(&[b"abc"]), fingerprint(&[b"abc"]));
+    }
+
+    #[test]
+    fn every_module_ships_the_cubins_of_its_target_made_from_its_current_source() {
+        for module in MODULES {
+            let architectures: Vec<&str> = module.cubins.iter().map(|c| c.architecture).collect();
+            assert_eq!(
+                architectures,
+                module.target.cubin_architectures(),
+                "{}",
+                module.name
+            );
+            for cubin in module.cubins {
+                let line = format!(
+                    "{} {} {:016x}",
+                    module.name,
+                    cubin.architecture,
+                    module.source_fingerprint()
+                );
+                assert!(
+                    CUBIN_LIST.lines().any(|l| l == line),
+                    "{} for {}: not made from the current source; run kernels/generate-ptx.sh",
+                    module.name,
+                    cubin.architecture
+                );
+                assert!(
+                    cubin.image.starts_with(b"\x7fELF"),
+                    "{}: not an ELF image",
+                    module.name
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_cubin_runs_on_its_major_version_from_its_minor_one() {
+        let cubin = |architecture| Cubin {
+            architecture,
+            image: &[],
+        };
+        assert!(cubin("sm_80").runs_on((8, 0)) && cubin("sm_80").runs_on((8, 9)));
+        assert!(!cubin("sm_80").runs_on((9, 0)) && !cubin("sm_90").runs_on((8, 9)));
+        assert!(cubin("sm_90a").runs_on((9, 0)) && !cubin("sm_90a").runs_on((9, 1)));
+        assert!(!cubin("sm_86").runs_on((8, 0)));
+        assert_eq!(
+            esn::MODULE.cubin_for((8, 6)).map(|c| c.architecture),
+            Some("sm_80")
+        );
+        assert_eq!(
+            esn::MODULE.cubin_for((9, 0)).map(|c| c.architecture),
+            Some("sm_90")
+        );
+        assert_eq!(esn::MODULE.cubin_for((7, 5)), None);
+        assert_eq!(esn::MODULE.cubin_for((10, 0)), None);
     }
 }

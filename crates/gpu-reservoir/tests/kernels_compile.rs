@@ -1,5 +1,5 @@
-//! Every kernel module of `reservoir-kernels` loads on this device: the driver compiles its
-//! PTX, and nothing else (NVRTC is never loaded).
+//! Every kernel module of `reservoir-kernels` loads on this device, from its shipped cubin or
+//! compiled by the driver from its PTX; nothing else compiles (NVRTC is never loaded).
 //!
 //! Modules are compiled inside the crate, on first use per device, by the public GPU objects
 //! (the loader is crate-private), so these tests build every public GPU object once on tiny
@@ -286,7 +286,7 @@ fn every_public_gpu_object_builds_and_runs_once_on_this_device() {
         "{estimate:?}"
     );
 
-    // The driver compiled every module: the process never loaded NVRTC.
+    // Every module came shipped or from the driver's compile: the process never loaded NVRTC.
     let maps = std::fs::read_to_string("/proc/self/maps").expect("/proc/self/maps");
     assert!(
         !maps.contains("libnvrtc"),

@@ -1,7 +1,9 @@
 //! Writes `<dir>/<module>.ptx` for every module of `reservoir_kernels::MODULES`, compiled by
-//! NVRTC with `PTX_OPTIONS` for the module's target and stamped with `Module::ptx_stamp`.
-//! The PTX ISA version is NVRTC's own, so the NVRTC used sets the oldest driver that takes the
-//! PTX: `kernels/generate-ptx.sh` runs this with NVRTC 12.1 (PTX ISA 8.1).
+//! NVRTC with `PTX_OPTIONS` for the module's target and stamped with `Module::ptx_stamp`, and
+//! `<dir>/<module>.<sm_XY>.cubin` for each of the target's `cubin_architectures`, listed with
+//! the same fingerprint in `<dir>/cubins.txt`. The PTX ISA version is NVRTC's own, so the NVRTC
+//! used sets the oldest driver that takes the PTX: `kernels/generate-ptx.sh` runs this with
+//! NVRTC 12.1 (PTX ISA 8.1).
 //!
 //! Usage: `kernel-ptx DIR`.
 
@@ -39,8 +41,16 @@ fn text(bytes: &[c_char]) -> String {
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
-/// The PTX of `module`.
-fn compile(module: &Module) -> Result<String, String> {
+/// What NVRTC hands back.
+enum Output {
+    /// PTX text.
+    Ptx,
+    /// A cubin.
+    Cubin,
+}
+
+/// `module` compiled for `architecture` (`compute_XY` for PTX, `sm_XY` for a cubin).
+fn compile(module: &Module, architecture: &str, output: Output) -> Result<Vec<u8>, String> {
     let source = c_string(module.source)?;
     let name = c_string(module.name)?;
     let header_texts = HEADERS
@@ -71,10 +81,7 @@ fn compile(module: &Module) -> Result<String, String> {
     // SAFETY: nvrtcCreateProgram succeeded, so the program is initialised.
     let program = Program(unsafe { program.assume_init() });
     let mut options: Vec<String> = PTX_OPTIONS.iter().map(|o| o.to_string()).collect();
-    options.push(format!(
-        "--gpu-architecture={}",
-        module.target.architecture()
-    ));
+    options.push(format!("--gpu-architecture={architecture}"));
     // SAFETY: the program is alive; the options are plain strings.
     if let Err(e) = unsafe { result::compile_program(program.0, &options) } {
         // SAFETY: as above; the log exists after a compilation attempt.
@@ -83,10 +90,27 @@ fn compile(module: &Module) -> Result<String, String> {
             .unwrap_or_else(|_| format!("{e:?}"));
         return Err(log);
     }
-    // SAFETY: the program compiled.
-    let ptx =
-        unsafe { result::get_ptx(program.0) }.map_err(|e| format!("reading the PTX: {e:?}"))?;
-    Ok(text(&ptx))
+    match output {
+        Output::Ptx => {
+            // SAFETY: the program compiled.
+            let ptx = unsafe { result::get_ptx(program.0) }
+                .map_err(|e| format!("reading the PTX: {e:?}"))?;
+            Ok(text(&ptx).into_bytes())
+        }
+        Output::Cubin => {
+            let mut size = 0usize;
+            // SAFETY: the program compiled; the call writes one size.
+            unsafe { sys::nvrtcGetCUBINSize(program.0, &mut size) }
+                .result()
+                .map_err(|e| format!("reading the cubin's size: {e:?}"))?;
+            let mut bytes = vec![0u8; size];
+            // SAFETY: `bytes` holds the `size` bytes NVRTC writes.
+            unsafe { sys::nvrtcGetCUBIN(program.0, bytes.as_mut_ptr().cast()) }
+                .result()
+                .map_err(|e| format!("reading the cubin: {e:?}"))?;
+            Ok(bytes)
+        }
+    }
 }
 
 /// NVRTC's version, `major.minor`.
@@ -97,6 +121,13 @@ fn nvrtc_version() -> Result<String, String> {
         .result()
         .map_err(|e| format!("{e:?}"))?;
     Ok(format!("{major}.{minor}"))
+}
+
+/// Writes `bytes` to `path`, saying so.
+fn write(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    std::fs::write(path, bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+    println!("{} ({} bytes)", path.display(), bytes.len());
+    Ok(())
 }
 
 fn run(dir: &Path) -> Result<(), String> {
@@ -110,20 +141,31 @@ fn run(dir: &Path) -> Result<(), String> {
     }
     let version = nvrtc_version()?;
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut listed = String::new();
     for module in MODULES {
-        let ptx = compile(module).map_err(|log| format!("{}: {}", module.name, log.trim()))?;
+        let failed = |log: String| format!("{}: {}", module.name, log.trim());
+        let stem = module.name.trim_end_matches(".cu");
+        let ptx = compile(module, module.target.architecture(), Output::Ptx).map_err(failed)?;
         let mut file = String::new();
         let _ = writeln!(file, "{}", module.ptx_stamp());
         let _ = writeln!(
             file,
             "// made by NVRTC {version}; do not edit: kernels/generate-ptx.sh"
         );
-        file.push_str(&ptx);
-        let stem = module.name.trim_end_matches(".cu");
-        let path = dir.join(format!("{stem}.ptx"));
-        std::fs::write(&path, file).map_err(|e| format!("{}: {e}", path.display()))?;
-        println!("{} ({} bytes)", path.display(), ptx.len());
+        file.push_str(&String::from_utf8_lossy(&ptx));
+        write(&dir.join(format!("{stem}.ptx")), file.as_bytes())?;
+        for architecture in module.target.cubin_architectures() {
+            let cubin = compile(module, architecture, Output::Cubin).map_err(failed)?;
+            write(&dir.join(format!("{stem}.{architecture}.cubin")), &cubin)?;
+            let _ = writeln!(
+                listed,
+                "{} {architecture} {:016x}",
+                module.name,
+                module.source_fingerprint()
+            );
+        }
     }
+    write(&dir.join("cubins.txt"), listed.as_bytes())?;
     Ok(())
 }
 

@@ -82,6 +82,15 @@ impl PartialEq for GpuDevice {
 
 impl Eq for GpuDevice {}
 
+/// The environment variable that, set to `ptx`, has every module compiled from its PTX by the
+/// driver even where a shipped cubin would run (to check or time that path).
+pub const KERNELS_ENV: &str = "RESERVOIR_KERNELS";
+
+/// Whether shipped cubins are used ([`KERNELS_ENV`] is not `ptx`).
+fn shipped_cubins() -> bool {
+    std::env::var_os(KERNELS_ENV).is_none_or(|v| v != "ptx")
+}
+
 /// The lock of a cache; a panic elsewhere while it was held left it consistent (entries are
 /// only ever added whole), so a poisoned lock is taken as it is.
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -161,12 +170,12 @@ impl GpuDevice {
         lock(&self.inner.startup).add(name.into(), started.elapsed().as_secs_f64());
     }
 
-    /// Adds a note about the kernel cache, once per device: after one, the cache's further
-    /// trouble says nothing new.
-    fn note_cache(&self, note: String) {
+    /// Adds a note about loading the kernels, once per device: after one, further trouble of
+    /// the kind says nothing new.
+    fn note_kernels(&self, note: String) {
         let mut startup = lock(&self.inner.startup);
-        if !startup.notes.iter().any(|n| n.starts_with("kernel cache:")) {
-            startup.notes.push(format!("kernel cache: {note}"));
+        if !startup.notes.iter().any(|n| n.starts_with("kernels:")) {
+            startup.notes.push(format!("kernels: {note}"));
         }
     }
 
@@ -308,9 +317,10 @@ impl GpuDevice {
             .clone())
     }
 
-    /// Loads `module`'s cubin from the kernel cache, or has the driver compile the module's PTX
-    /// and stores the result there; says which (`cached`, `compiled`). A cache that cannot be
-    /// used is noted, never an error.
+    /// Loads `module`'s shipped cubin for this device's architecture, else its cubin from the
+    /// kernel cache, else has the driver compile the module's PTX and stores the result there;
+    /// says which (`shipped`, `cached`, `compiled`). A cache that cannot be used is noted,
+    /// never an error.
     ///
     /// # Errors
     /// [`GpuError::Unsupported`] for a module whose target this device cannot run; as
@@ -328,27 +338,43 @@ impl GpuDevice {
                 ),
             });
         }
+        // Machine code made for this architecture: nothing to compile.
+        if let Some(cubin) = module.cubin_for(capability).filter(|_| shipped_cubins()) {
+            match self
+                .inner
+                .ctx
+                .load_module(Ptx::from_binary(cubin.image.to_vec()))
+            {
+                Ok(loaded) => return Ok((loaded, "shipped")),
+                Err(e) => self.note_kernels(format!(
+                    "the driver rejected the shipped {} for {} ({e}); compiling its PTX",
+                    module.name, cubin.architecture
+                )),
+            }
+        }
         let key = self.module_key(module);
         let cache = cache_dir().map(KernelCache::new);
         if let Some(cache) = &cache {
             match cache.load(module.name, key) {
                 Lookup::Hit(image) => match self.inner.ctx.load_module(Ptx::from_binary(image)) {
                     Ok(loaded) => return Ok((loaded, "cached")),
-                    Err(e) => self.note_cache(format!(
-                        "the driver rejected the cached {} ({e}); compiling again",
+                    Err(e) => self.note_kernels(format!(
+                        "the driver rejected the cached {} ({e}); compiling it again",
                         module.name
                     )),
                 },
                 Lookup::Miss => {}
-                Lookup::Unusable(note) => self.note_cache(format!("{note}; compiling again")),
+                Lookup::Unusable(note) => {
+                    self.note_kernels(format!("the kernel cache: {note}; compiling again"))
+                }
             }
         }
         let image = compile(&self.inner.ctx, module)?;
         if let Some(cache) = &cache {
             if let Err(note) = cache.store(module.name, key, &image) {
-                self.note_cache(format!(
-                    "{note}; kernels will be compiled again by every process (set {} to a \
-                     writable folder, or to `off`)",
+                self.note_kernels(format!(
+                    "the kernel cache: {note}; kernels will be compiled again by every process \
+                     (set {} to a writable folder, or to `off`)",
                     super::CACHE_ENV
                 ));
             }

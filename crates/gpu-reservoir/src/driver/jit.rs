@@ -113,3 +113,32 @@ pub(crate) fn compile(ctx: &CudaContext, module: &Module) -> Result<Vec<u8>> {
     // SAFETY: the driver's cubin of `size` bytes lives until the link state is destroyed.
     Ok(unsafe { std::slice::from_raw_parts(cubin.cast::<u8>(), size) }.to_vec())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::driver::test_gpu;
+    use cudarc::nvrtc::Ptx;
+    use reservoir_kernels::MODULES;
+
+    #[test]
+    fn every_module_the_device_runs_compiles_from_its_ptx_with_every_entry_point() {
+        let Some(device) = test_gpu() else { return };
+        let capability = device.info().compute_capability;
+        for module in MODULES.iter().filter(|m| m.target.runs_on(capability)) {
+            let cubin = compile(device.context(), module)
+                .unwrap_or_else(|e| panic!("{}: {e}", module.name));
+            let loaded = device
+                .context()
+                .load_module(Ptx::from_binary(cubin))
+                .unwrap_or_else(|e| panic!("{}: {e}", module.name));
+            for entry in module.entry_points {
+                assert!(
+                    loaded.load_function(entry).is_ok(),
+                    "{}: {entry} is missing",
+                    module.name
+                );
+            }
+        }
+    }
+}

@@ -15,7 +15,7 @@ mod startup;
 
 pub use blas::preload_cublas;
 pub use cache::CACHE_ENV;
-pub use device::GpuDevice;
+pub use device::{GpuDevice, KERNELS_ENV};
 pub(crate) use device::{KernelSet, LoadedModule};
 pub use probe::{probe, DeviceInfo, GpuSupport};
 pub use startup::{Startup, StartupPhase};
