@@ -107,7 +107,7 @@ const GPU_SEQUENCE_SECONDS: f64 = 100e-6;
 /// Sequences a GPU steps together in one batch (of N = 500; more for smaller N). The batch
 /// constants below price the many-sequence classifier of 40,000 + 10,000 sequences of 100
 /// steps at N = 500 at 0.38 s with start-up; on an NVIDIA H200 its `fit_seconds` measured
-/// 0.35 s with the GPU opened while the files were read (docs/benchmarks.md,
+/// 0.34 s with the GPU opened while the files were read (docs/benchmarks.md,
 /// `many_sequences_job`).
 const GPU_BATCH_SEQUENCES: usize = 4096;
 /// Seconds of one step of a batch beyond its arithmetic (a GEMM and an elementwise launch).
