@@ -11,10 +11,10 @@
 //! events/s (spikes × out-degree), spikes/s and the mean firing rate in Hz, each from the
 //! last timed run. The paths run the same trajectory from rest (same weights, inputs and
 //! number of runs, bit-identical steps), so their last runs hold the same spikes and synaptic
-//! events: the benchmark checks that and exits with an error otherwise. Start-up (context,
-//! NVRTC, weight generation on the CPU and with the spectral estimate's products on the GPU,
-//! checked to be the same weights, the CPU network's Wᵀ, the GPU network's W and Wᵀ on the
-//! device) is reported separately, and each weight generation by phase (through a
+//! events: the benchmark checks that and exits with an error otherwise. Start-up (context, the
+//! kernel module loaded, weight generation on the CPU and with the spectral estimate's products
+//! on the GPU, checked to be the same weights, the CPU network's Wᵀ, the GPU network's W and Wᵀ
+//! on the device) is reported separately, and each weight generation by phase (through a
 //! `spectral::Phases` hook: draw, checks, spectral setup, products and host work, scale, input).
 //!
 //! Input: one channel driving 10 % of the neurons (the default config), a level uniform on
@@ -233,7 +233,7 @@ struct Startup {
     gpu: Option<(f64, usize)>,
 }
 
-/// The shared GPU 0 with the seconds its context and the first NVRTC compile of `lif.cu`
+/// The shared GPU 0 with the seconds its context and the first load of `lif.cu`
 /// took, or `None` (the reason printed) when there is none.
 fn gpu_device() -> Result<Option<(GpuDevice, f64, f64)>> {
     if let Some(problem) = probe().problem {
@@ -245,13 +245,13 @@ fn gpu_device() -> Result<Option<(GpuDevice, f64, f64)>> {
     let context_s = started.elapsed().as_secs_f64();
     let started = Instant::now();
     GpuLifNetwork::new_shared(&lif_config(2, 0.1)?, &device)?;
-    let nvrtc_s = started.elapsed().as_secs_f64();
+    let kernels_s = started.elapsed().as_secs_f64();
     println!(
         "device: {} ({} SMs)",
         device.info().name,
         device.info().multiprocessors
     );
-    Ok(Some((device, context_s, nvrtc_s)))
+    Ok(Some((device, context_s, kernels_s)))
 }
 
 /// A GPU path as the tables and records name it.
@@ -489,14 +489,14 @@ fn main() -> Result<()> {
         rule_rows.push((n, p, gpu.synapses(), micros, rate, auto, fastest));
     }
 
-    if let Some((_, context_s, nvrtc_s)) = &gpu_device {
+    if let Some((_, context_s, kernels_s)) = &gpu_device {
         println!(
-            "\nGPU start-up (excluded below): context {context_s:.3} s, first NVRTC compile \
-             of lif.cu {nvrtc_s:.3} s"
+            "\nGPU start-up (excluded below): context {context_s:.3} s, first load \
+             of lif.cu {kernels_s:.3} s"
         );
         for (phase, seconds) in [
             ("context", *context_s),
-            ("first NVRTC compile of lif.cu", *nvrtc_s),
+            ("first load of lif.cu", *kernels_s),
         ] {
             rec.figure(&[("phase", phase.into())], "start-up", seconds, "s");
         }

@@ -3,7 +3,7 @@
 //! coming back through the public `run`, each beside the CPU path of the same host.
 //!
 //! - Start-up: from `main` to the states of a one-step run of a fresh N = 1000 reservoir
-//!   (driver and context, kernel modules from the disk cache or NVRTC, plans, uploads, the
+//!   (driver and context, kernel modules shipped, from the disk cache or compiled from PTX, plans, uploads, the
 //!   run). Run it twice with the same `RESERVOIR_KERNEL_CACHE` folder: the first run fills the
 //!   cache (cold), the second loads from it (warm).
 //! - `process_gpu`: a 100-bin pattern over 40 channels at N = 1000 (10 % connected),

@@ -200,17 +200,17 @@ fn main() -> Result<()> {
     let t = Instant::now();
     let mut runner = GpuLaneRunner::new(&device)?;
     DeviceRidgeSums::new(&device, 1, 1, 1)?;
-    let nvrtc_s = t.elapsed().as_secs_f64();
+    let kernels_s = t.elapsed().as_secs_f64();
     let rec = Recorder::new("gpu_sweep_bench", Some(device.info().name.clone()));
     for (phase, seconds) in [
         ("context", context_s),
         ("cuBLAS handle", blas_s),
-        ("NVRTC lanes.cu + ridge.cu", nvrtc_s),
+        ("kernels lanes.cu + ridge.cu", kernels_s),
     ] {
         rec.figure(&[("phase", phase.into())], "start-up", seconds, "s");
     }
     println!(
-        "device: {} ({} SMs); start-up (excluded below): context {context_s:.3} s, cuBLAS handle {blas_s:.3} s, NVRTC lanes.cu + ridge.cu {nvrtc_s:.3} s",
+        "device: {} ({} SMs); start-up (excluded below): context {context_s:.3} s, cuBLAS handle {blas_s:.3} s, kernels lanes.cu + ridge.cu {kernels_s:.3} s",
         device.info().name,
         device.info().multiprocessors
     );
