@@ -6,11 +6,11 @@ use std::time::Instant;
 use gpu_reservoir::probe;
 use serde::Serialize;
 
-use reservoir_runtime::error::DataError;
 use reservoir_runtime::{Launch, RuntimeError};
 
 use crate::error::{CliError, Result};
 use crate::output::write_stdout;
+use crate::report::json_line;
 
 /// Arguments of `reservoir info`.
 #[derive(Debug, clap::Args)]
@@ -46,16 +46,6 @@ pub fn run(args: &InfoArgs) -> Result<()> {
         describe(&info)
     };
     write_stdout(text.as_bytes())
-}
-
-/// `value` as one line of JSON.
-fn json_line(value: &impl Serialize) -> Result<String> {
-    let mut line = serde_json::to_string(value).map_err(|e| DataError::Format {
-        what: "the JSON report",
-        message: e.to_string(),
-    })?;
-    line.push('\n');
-    Ok(line)
 }
 
 /// What `reservoir info --meet` found: `null` fields without a launch.

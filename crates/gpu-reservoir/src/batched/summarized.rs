@@ -20,7 +20,8 @@ use reservoir_core::features::{SequenceFeatures, Summary};
 use reservoir_core::ReservoirError;
 use reservoir_kernels::sequence_features::MODEL_SPACE_MAX_WIDTH;
 
-use super::{features_limit, for_each_batch, BatchEngine, BatchLimit, Shared};
+use super::batches::{features_limit, for_each_batch, BatchLimit};
+use super::{BatchEngine, Shared};
 use crate::driver::blas::{product_batched_f64, product_row_major, Stacked};
 use crate::driver::launch::dim;
 use crate::driver::GpuDevice;
